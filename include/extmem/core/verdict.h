@@ -1,0 +1,63 @@
+// Legs and the verdict of a probe row, computed in one place (spec/probe.md, "Legs and the verdict").
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace extmem {
+
+/// Row status. SKIP and UNSUPPORTED are not failures; PARTIAL and FAIL are.
+enum class RowStatus {
+  ok,           ///< every decisive leg round-tripped bytes in both directions
+  partial,      ///< at least one decisive leg round-tripped, not all
+  fail,         ///< no decisive leg round-tripped (or a child crashed, hung, or broke the protocol)
+  unsupported,  ///< extension/handle type absent, or an unadvertised handle type was declined
+  skip,         ///< cannot run here for a reason outside the driver (platform, filter)
+};
+
+/// "OK", "PARTIAL", "FAIL", "UNSUPPORTED", "SKIP".
+const char* to_string(RowStatus status) noexcept;
+
+/// One way the other side reaches the memory (plain mmap, Vulkan import, GPU access, ...).
+struct Leg {
+  std::string name;            ///< trace key, e.g. "rawmmap", "vkimport", "gpu"; stable interface
+  bool decisive = true;        ///< [D] counts for the verdict; [i] informational only
+  bool attempted = false;      ///< the leg got as far as comparing bytes or failing a step
+  bool read_ok = false;        ///< the allocating side's bytes were visible through this leg
+  bool write_ok = false;       ///< this leg's writes came back to the allocating side
+  std::string failed_step;     ///< first failing step, empty when none
+  std::string code;            ///< the driver's/OS's code for that step, verbatim
+  std::string note;            ///< extra facts for the detail (e.g. "payloadAt=4096")
+
+  /// Trace value: "rt", "read-only", "write-only", "no" or "notrun".
+  std::string trace_value() const;
+};
+
+/// What a route reported besides its legs.
+struct RouteFacts {
+  /// Set when the route's capability is absent: extension missing, handle type
+  /// not advertised, or an unadvertised handle type declined. Text says which.
+  std::optional<std::string> unsupported;
+  /// Set when the route cannot run here for a reason outside the driver.
+  std::optional<std::string> skip;
+  /// Set when the route could not finish at all (crash, timeout, protocol error,
+  /// or an advertised capability declined before any leg ran).
+  std::optional<std::string> fatal;
+};
+
+/// The verdict of one row.
+struct Verdict {
+  RowStatus status = RowStatus::fail;
+  std::string why;  ///< empty for OK; otherwise the failing step and code, or the reason
+};
+
+/// The single place a row's status is decided. Precedence: skip, fatal (FAIL),
+/// unsupported, then legs by the rule table of spec/probe.md. A route with no
+/// decisive leg is FAIL: a mapping with no byte compared is never OK.
+Verdict decide(const RouteFacts& facts, const std::vector<Leg>& legs);
+
+/// "rawmmap[i]=no vkimport[D]=rt gpu[D]=rt".
+std::string trace(const std::vector<Leg>& legs);
+
+}  // namespace extmem

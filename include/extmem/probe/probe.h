@@ -1,0 +1,66 @@
+// extmem probe: which memory-sharing routes work on a device, and do they
+// really alias? spec/probe.md is the reference for every rule used here.
+#pragma once
+
+#include <cstddef>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "extmem/core/error.h"
+
+namespace extmem::probe {
+
+/// Process exit codes of `extmem probe` (spec/probe.md, "Output").
+enum ExitCode : int {
+  kExitOk = 0,        ///< no row is FAIL or PARTIAL
+  kExitFailed = 1,    ///< at least one row is FAIL or PARTIAL
+  kExitUsage = 2,     ///< bad option value
+  kExitCannotRun = 3, ///< no Vulkan loader, no device, or a child could not be started
+};
+
+/// Version of the --json document; bump on any incompatible change (docs/probe-result.schema.json).
+inline constexpr int kJsonSchemaVersion = 1;
+
+struct ProbeOptions {
+  std::size_t size = 65536;           ///< shared allocation, bytes: multiple of 4096, >= 32768, fits the heap
+  bool regions_at_end = false;        ///< region window in the last 8 x 4 KiB
+  std::vector<std::string> only;      ///< row names; empty = all
+  std::vector<std::string> groups;    ///< --only-t0/t1/t3/gles: "t0", "t1", "t3", "gles"
+  bool no_gles = false;               ///< --no-gles
+  double timeout_s = 60.0;            ///< per-route limit, seconds, (0, 3600]
+  std::string json_path;              ///< --json=FILE; empty = none
+  std::string device;                 ///< --device=INDEX|UUID|NAME-SUBSTRING; empty = first GPU
+  bool list_devices = false;          ///< print phase A's device list and stop
+  std::string self_exe = "/proc/self/exe";  ///< binary re-executed in child mode (tests point it at extmem)
+};
+
+/// Names of every row, in print order.
+std::vector<std::string> row_names();
+
+/// Checks option values that need no driver: size shape, row names, timeout, the
+/// JSON file can be created. Errors: invalid_argument, step = the option name,
+/// detail = what was wrong and what is accepted.
+Status validate(const ProbeOptions& options);
+
+/// Runs the probe: phase A, then each route in its own pair of child processes,
+/// RESULT lines as rows finish, the summary table, and the JSON file. Text goes
+/// to `out`, problems of the probe itself to `err`. Returns an ExitCode. Never
+/// throws; a child that crashes, hangs or sends garbage makes its row FAIL.
+int run(const ProbeOptions& options, std::ostream& out, std::ostream& err);
+
+/// Parameters of one route half, as the parent passes them on the command line.
+struct ChildArgs {
+  std::string row;
+  std::string role;               ///< "server" or "client"
+  unsigned device_index = 0;
+  std::size_t size = 65536;       ///< bytes
+  bool regions_at_end = false;
+};
+
+/// Child mode (`extmem probe --child=ROW --role=...`): expects the peer socket
+/// on fd 3 and the report socket on fd 4. Returns the process exit code (2 for
+/// bad arguments or missing sockets).
+int run_child(const ChildArgs& args);
+
+}  // namespace extmem::probe

@@ -1,0 +1,75 @@
+// Phase A, Vulkan part: every physical device with identity, memory and
+// external-buffer properties (spec/probe.md, "Phase A").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "extmem/core/error.h"
+
+namespace extmem::vk {
+
+struct MemoryHeapInfo {
+  std::uint64_t size = 0;   ///< bytes
+  std::uint32_t flags = 0;  ///< VkMemoryHeapFlags
+  std::string flag_names;   ///< "DEVICE_LOCAL" or ""
+};
+
+struct MemoryTypeInfo {
+  std::uint32_t index = 0;       ///< memory type index
+  std::uint32_t heap_index = 0;
+  std::uint32_t flags = 0;       ///< VkMemoryPropertyFlags
+  std::string flag_names;        ///< "DEVICE_LOCAL|HOST_VISIBLE|..."; "" for none
+};
+
+/// vkGetPhysicalDeviceExternalBufferProperties for one handle type, with usage
+/// TRANSFER_SRC|TRANSFER_DST|STORAGE|UNIFORM (VK_KHR_external_memory_capabilities, core 1.1).
+struct ExternalBufferInfo {
+  std::string handle_type;          ///< "OPAQUE_FD", "DMA_BUF", "HOST_ALLOCATION", "AHARDWAREBUFFER"
+  std::uint32_t handle_type_bit = 0;
+  std::uint32_t features = 0;       ///< VkExternalMemoryFeatureFlags
+  bool exportable = false;
+  bool importable = false;
+  bool dedicated_only = false;
+  std::uint32_t export_from = 0;    ///< exportFromImportedHandleTypes
+  std::uint32_t compatible = 0;     ///< compatibleHandleTypes
+};
+
+struct DeviceInfo {
+  std::uint32_t index = 0;
+  std::string name;
+  std::uint32_t vendor_id = 0, device_id = 0;
+  std::string device_type;          ///< "DISCRETE_GPU", "INTEGRATED_GPU", "CPU", ...
+  std::string api_version;          ///< "1.3.230"
+  std::uint32_t driver_version = 0; ///< raw, vendor-encoded
+  std::string driver_name, driver_info;  ///< VkPhysicalDeviceDriverProperties (Vulkan 1.2), "" before
+  std::string device_uuid, driver_uuid;  ///< 32 lower-case hex digits
+  std::vector<MemoryHeapInfo> heaps;
+  std::vector<MemoryTypeInfo> types;
+  std::vector<std::pair<std::string, bool>> extensions;  ///< the extensions the routes use, present or not
+  std::vector<ExternalBufferInfo> external_buffers;      ///< one per handle type above
+  std::uint64_t min_imported_host_pointer_alignment = 0; ///< bytes; 0 without VK_EXT_external_memory_host
+};
+
+struct VulkanEnumeration {
+  std::string loader_version;  ///< "1.3.239"
+  std::vector<DeviceInfo> devices;
+};
+
+/// Loads the Vulkan loader, creates an instance and describes every physical
+/// device. Errors: unsupported when no loader (step "dlopen(libvulkan.so.1)")
+/// or only Vulkan 1.0; vk_error("vkCreateInstance"|"vkEnumeratePhysicalDevices").
+Result<VulkanEnumeration> enumerate();
+
+/// Resolves --device=SPEC: all digits = index; 32 hex digits (dashes allowed) =
+/// deviceUUID; otherwise a case-insensitive name substring that must match
+/// exactly one device. Empty SPEC: the first non-CPU device, else device 0.
+/// Errors: invalid_argument with the accepted forms and the device list.
+Result<std::uint32_t> select_device(const std::vector<DeviceInfo>& devices, const std::string& spec);
+
+/// "DEVICE_LOCAL|HOST_VISIBLE|HOST_COHERENT|HOST_CACHED|LAZILY_ALLOCATED|PROTECTED|..." for VkMemoryPropertyFlags.
+std::string memory_property_names(std::uint32_t flags);
+
+}  // namespace extmem::vk

@@ -1,0 +1,75 @@
+// `extmem probe`: option parsing only; the work is in extmem::probe.
+#include <iostream>
+#include <string>
+
+#include "cli/commands.h"
+#include "extmem/probe/probe.h"
+
+namespace extmem::cli {
+namespace {
+
+std::vector<std::string> split_rows(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const std::string& v : values) {
+    std::size_t start = 0;
+    while (start <= v.size()) {
+      std::size_t comma = v.find(',', start);
+      std::string part = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!part.empty()) out.push_back(part);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Runner add_probe(CLI::App& app) {
+  struct State {
+    probe::ProbeOptions options;
+    std::vector<std::string> only;
+    bool only_t0 = false, only_t1 = false, only_t3 = false, only_gles = false;
+    std::string child;
+    probe::ChildArgs child_args;
+  };
+  auto state = std::make_shared<State>();
+  CLI::App* cmd = app.add_subcommand("probe", "Which memory-sharing routes work on this device, and do they really alias?");
+  probe::ProbeOptions& o = state->options;
+  cmd->add_option("--size", o.size, "Shared allocation in bytes: a multiple of 4096, at least 32768, fitting the heap")
+      ->capture_default_str();
+  cmd->add_flag("--regions-at-end", o.regions_at_end, "Place the 4 KiB verification regions in the last 32 KiB");
+  cmd->add_option("--only", state->only, "Run only these rows (comma-separated row names)")->delimiter(',');
+  cmd->add_flag("--only-t0", state->only_t0, "Run only the T0 (Android AHardwareBuffer) rows");
+  cmd->add_flag("--only-t1", state->only_t1, "Run only the T1 (Vulkan export) rows");
+  cmd->add_flag("--only-t3", state->only_t3, "Run only the T3 (host memory) rows");
+  cmd->add_flag("--only-gles", state->only_gles, "Run only the GLES rows");
+  cmd->add_flag("--no-gles", o.no_gles, "Skip the GLES rows");
+  cmd->add_option("--timeout", o.timeout_s, "Per-route limit in seconds (0 < T <= 3600)")->capture_default_str();
+  cmd->add_option("--json", o.json_path, "Write the whole run as JSON (schema docs/probe-result.schema.json)");
+  cmd->add_option("--device", o.device, "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)");
+  cmd->add_flag("--list-devices", o.list_devices, "List the Vulkan physical devices and exit");
+  // Child mode: started by the probe itself with its sockets on fds 3 and 4.
+  cmd->add_option("--child", state->child)->group("");
+  cmd->add_option("--role", state->child_args.role)->group("");
+  cmd->add_option("--device-index", state->child_args.device_index)->group("");
+
+  return [state, cmd]() -> int {
+    probe::ProbeOptions& opts = state->options;
+    if (!state->child.empty()) {
+      state->child_args.row = state->child;
+      state->child_args.size = opts.size;
+      state->child_args.regions_at_end = opts.regions_at_end;
+      return probe::run_child(state->child_args);
+    }
+    if (!cmd->parsed()) return probe::kExitUsage;
+    opts.only = split_rows(state->only);
+    if (state->only_t0) opts.groups.push_back("t0");
+    if (state->only_t1) opts.groups.push_back("t1");
+    if (state->only_t3) opts.groups.push_back("t3");
+    if (state->only_gles) opts.groups.push_back("gles");
+    return probe::run(opts, std::cout, std::cerr);
+  };
+}
+
+}  // namespace extmem::cli

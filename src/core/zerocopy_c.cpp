@@ -1,0 +1,144 @@
+#include "extmem/core/zerocopy_c.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <exception>
+#include <string_view>
+
+#include "extmem/core/zerocopy.h"
+
+namespace zc = extmem::zerocopy;
+
+namespace {
+
+void set_message(extmem_zc_result* result, std::string_view text) noexcept {
+  const std::size_t n = std::min(text.size(), sizeof(result->message) - 1);
+  std::memcpy(result->message, text.data(), n);
+  result->message[n] = '\0';
+}
+
+extmem_zc_status finish(extmem_zc_result* result, extmem_zc_status status, std::string_view message) noexcept {
+  if (result != nullptr) {
+    result->status = status;
+    set_message(result, message);
+  }
+  return status;
+}
+
+zc::Options to_options(const extmem_zc_options* options) noexcept {
+  zc::Options out;
+  if (options != nullptr) {
+    out.seed = options->seed;
+    out.random_offsets = options->random_offsets;
+    out.boundary_pages = options->boundary_pages;
+  }
+  return out;
+}
+
+extmem_zc_status to_status(zc::Errc errc) noexcept {
+  switch (errc) {
+    case zc::Errc::empty_producer: return EXTMEM_ZC_EMPTY_PRODUCER;
+    case zc::Errc::consumer_too_short: return EXTMEM_ZC_CONSUMER_TOO_SHORT;
+    case zc::Errc::short_read: return EXTMEM_ZC_SHORT_READ;
+    case zc::Errc::read_failed: return EXTMEM_ZC_READ_FAILED;
+    case zc::Errc::not_observed: return EXTMEM_ZC_NOT_OBSERVED;
+  }
+  return EXTMEM_ZC_INTERNAL_ERROR;
+}
+
+// Copies an Outcome into the C result; read_errno is filled by the caller.
+extmem_zc_status report(const zc::Outcome& outcome, extmem_zc_result* result) noexcept {
+  if (const zc::Failure* f = zc::failure(outcome)) {
+    if (result != nullptr) {
+      result->offset = f->offset;
+      result->written = f->written;
+      result->seen = f->seen;
+      result->original = f->original;
+      result->sentinel = f->sentinel;
+      result->restore_missed = f->restore_missed ? 1 : 0;
+    }
+    return finish(result, to_status(f->errc), f->message);
+  }
+  if (result != nullptr) result->offsets_probed = std::get<zc::Pass>(outcome).offsets_probed;
+  return finish(result, EXTMEM_ZC_PASS, "");
+}
+
+void clear(extmem_zc_result* result) noexcept {
+  if (result != nullptr) *result = extmem_zc_result{};
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* extmem_zc_status_name(extmem_zc_status status) {
+  switch (status) {
+    case EXTMEM_ZC_PASS: return "pass";
+    case EXTMEM_ZC_EMPTY_PRODUCER: return zc::to_string(zc::Errc::empty_producer);
+    case EXTMEM_ZC_CONSUMER_TOO_SHORT: return zc::to_string(zc::Errc::consumer_too_short);
+    case EXTMEM_ZC_SHORT_READ: return zc::to_string(zc::Errc::short_read);
+    case EXTMEM_ZC_READ_FAILED: return zc::to_string(zc::Errc::read_failed);
+    case EXTMEM_ZC_NOT_OBSERVED: return zc::to_string(zc::Errc::not_observed);
+    case EXTMEM_ZC_INVALID_ARGUMENT: return "invalid_argument";
+    case EXTMEM_ZC_INTERNAL_ERROR: return "internal_error";
+  }
+  return "unknown";
+}
+
+void extmem_zc_options_init(extmem_zc_options* options) {
+  if (options == nullptr) return;
+  const zc::Options defaults;
+  options->seed = defaults.seed;
+  options->random_offsets = defaults.random_offsets;
+  options->boundary_pages = defaults.boundary_pages;
+}
+
+extmem_zc_status extmem_zc_check(void* producer, size_t producer_len, const void* consumer, size_t consumer_len,
+                                 const extmem_zc_options* options, extmem_zc_result* result) {
+  clear(result);
+  if ((producer == nullptr && producer_len != 0) || (consumer == nullptr && consumer_len != 0)) {
+    return finish(result, EXTMEM_ZC_INVALID_ARGUMENT, "extmem_zc_check: a NULL view with a non-zero length");
+  }
+  try {
+    const zc::Outcome outcome =
+        zc::check({static_cast<std::byte*>(producer), producer_len},
+                  {static_cast<const std::byte*>(consumer), consumer_len}, to_options(options));
+    return report(outcome, result);
+  } catch (const std::exception& e) {
+    return finish(result, EXTMEM_ZC_INTERNAL_ERROR, e.what());
+  } catch (...) {
+    return finish(result, EXTMEM_ZC_INTERNAL_ERROR, "unexpected exception");
+  }
+}
+
+extmem_zc_status extmem_zc_check_fn(void* producer, size_t producer_len, extmem_zc_read_fn read, void* user,
+                                    const extmem_zc_options* options, extmem_zc_result* result) {
+  clear(result);
+  if ((producer == nullptr && producer_len != 0) || read == nullptr) {
+    return finish(result, EXTMEM_ZC_INVALID_ARGUMENT,
+                  "extmem_zc_check_fn: a NULL producer with a non-zero length, or a NULL read function");
+  }
+  try {
+    int last_errno = 0;
+    const zc::ReadFn bridge = [&](std::size_t offset, std::span<std::byte> out) -> extmem::Result<std::size_t> {
+      const std::int64_t got = read(user, offset, out.data(), out.size());
+      if (got < 0) {
+        last_errno = got < -static_cast<std::int64_t>(INT_MAX) ? INT_MAX : static_cast<int>(-got);
+        return extmem::os_error("zerocopy read function", last_errno);
+      }
+      return static_cast<std::size_t>(got);
+    };
+    const zc::Outcome outcome =
+        zc::check_fn({static_cast<std::byte*>(producer), producer_len}, bridge, to_options(options));
+    const extmem_zc_status status = report(outcome, result);
+    if (result != nullptr && status == EXTMEM_ZC_READ_FAILED) result->read_errno = last_errno;
+    return status;
+  } catch (const std::exception& e) {
+    return finish(result, EXTMEM_ZC_INTERNAL_ERROR, e.what());
+  } catch (...) {
+    return finish(result, EXTMEM_ZC_INTERNAL_ERROR, "unexpected exception");
+  }
+}
+
+}  // extern "C"

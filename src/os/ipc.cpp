@@ -1,0 +1,145 @@
+#include "extmem/os/ipc.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace extmem::os {
+namespace {
+
+template <typename T>
+T load_le(const std::byte* p) {
+  T v{};
+  std::memcpy(&v, p, sizeof v);  // x86-64 and arm64 are little-endian, the wire is too
+  return v;
+}
+
+template <typename T>
+void store_le(std::byte* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+Error protocol(std::string detail) {
+  return Error{"decode frame", ErrorKind::protocol, {}, std::move(detail)};
+}
+
+bool known_type(std::uint16_t t) { return t >= 1 && t <= 5; }
+
+}  // namespace
+
+Result<FrameHeader> decode_frame_header(std::span<const std::byte> bytes, std::size_t fds_received) {
+  if (bytes.size() < kFrameHeaderSize)
+    return protocol(fmt::format("truncated frame: {} bytes, header needs {}", bytes.size(), kFrameHeaderSize));
+  const std::byte* p = bytes.data();
+  auto magic = load_le<std::uint32_t>(p);
+  auto version = load_le<std::uint16_t>(p + 4);
+  auto type = load_le<std::uint16_t>(p + 6);
+  auto length = load_le<std::uint32_t>(p + 8);
+  auto fd_count = load_le<std::uint32_t>(p + 12);
+  if (magic != kFrameMagic) return protocol(fmt::format("bad magic 0x{:08x}", magic));
+  if (version != kFrameVersion) return protocol(fmt::format("unknown frame version {}", version));
+  if (!known_type(type)) return protocol(fmt::format("unknown message type {}", type));
+  if (length > kMaxPayload) return protocol(fmt::format("payload length {} over limit {}", length, kMaxPayload));
+  if (bytes.size() != kFrameHeaderSize + length)
+    return protocol(fmt::format("frame says {} payload bytes, datagram has {}", length, bytes.size() - kFrameHeaderSize));
+  if (fd_count > 1 || fd_count != fds_received)
+    return protocol(fmt::format("frame says {} fds, {} arrived", fd_count, fds_received));
+  return FrameHeader{static_cast<MsgType>(type), length, fd_count};
+}
+
+void encode_frame_header(MsgType type, std::uint32_t length, std::uint32_t fd_count,
+                         std::span<std::byte, kFrameHeaderSize> out) {
+  store_le(out.data(), kFrameMagic);
+  store_le(out.data() + 4, kFrameVersion);
+  store_le(out.data() + 6, static_cast<std::uint16_t>(type));
+  store_le(out.data() + 8, length);
+  store_le(out.data() + 12, fd_count);
+}
+
+Result<std::pair<Channel, Channel>> Channel::pair() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return os_error("socketpair", errno);
+  return std::pair{Channel(UniqueFd(sv[0])), Channel(UniqueFd(sv[1]))};
+}
+
+Status Channel::send(MsgType type, std::string_view payload, int fd) const {
+  if (payload.size() > kMaxPayload)
+    return Error{"send frame", ErrorKind::invalid_argument, {}, fmt::format("payload {} bytes over limit", payload.size())};
+  std::byte header[kFrameHeaderSize];
+  encode_frame_header(type, static_cast<std::uint32_t>(payload.size()), fd >= 0 ? 1 : 0,
+                      std::span<std::byte, kFrameHeaderSize>(header));
+  iovec iov[2] = {{header, sizeof header}, {const_cast<char*>(payload.data()), payload.size()}};
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = payload.empty() ? 1 : 2;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (fd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  }
+  ssize_t n;
+  do {
+    n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return os_error("sendmsg", errno);
+  return {};
+}
+
+Result<Frame> Channel::recv(int timeout_ms) const {
+  pollfd pfd{fd_.get(), POLLIN, 0};
+  int r;
+  do {
+    r = ::poll(&pfd, 1, timeout_ms);
+  } while (r < 0 && errno == EINTR);
+  if (r < 0) return os_error("poll", errno);
+  if (r == 0) return Error{"recv frame", ErrorKind::timeout, {}, fmt::format("nothing within {} ms", timeout_ms)};
+
+  std::vector<std::byte> buf(kFrameHeaderSize + kMaxPayload);
+  iovec iov{buf.data(), buf.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  // Room for more fds than we accept, so extra ones are received (and closed) rather than dropped silently.
+  alignas(cmsghdr) char control[CMSG_SPACE(8 * sizeof(int))] = {};
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do {
+    n = ::recvmsg(fd_.get(), &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return os_error("recvmsg", errno);
+
+  std::vector<UniqueFd> fds;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int received;
+      std::memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof received);
+      fds.emplace_back(received);
+    }
+  }
+  if (n == 0 && fds.empty()) return Error{"recv frame", ErrorKind::protocol, {}, "peer closed the socket"};
+  if (msg.msg_flags & MSG_TRUNC) return protocol("datagram larger than the largest frame");
+  if (msg.msg_flags & MSG_CTRUNC) return protocol("too many fds attached");
+
+  auto header = decode_frame_header(std::span<const std::byte>(buf.data(), static_cast<std::size_t>(n)), fds.size());
+  if (!header) return std::move(header).error();
+  Frame frame;
+  frame.type = header->type;
+  frame.payload.assign(reinterpret_cast<const char*>(buf.data()) + kFrameHeaderSize, header->length);
+  if (!fds.empty()) frame.fd = std::move(fds.front());
+  return frame;
+}
+
+}  // namespace extmem::os

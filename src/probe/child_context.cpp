@@ -1,0 +1,60 @@
+#include "probe/child_context.h"
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace extmem::probe {
+
+const char* to_string(Role role) { return role == Role::server ? "server" : "client"; }
+
+ChildContext::ChildContext(ChildParams params, os::Channel peer, os::Channel parent)
+    : params_(std::move(params)), peer_(std::move(peer)), parent_(std::move(parent)) {}
+
+void ChildContext::step(std::string_view name) {
+  (void)parent_.send(os::MsgType::step, name);
+  apply_fault(name);
+}
+
+void ChildContext::report(const RouteReport& report) {
+  (void)parent_.send(os::MsgType::report, encode(report));
+}
+
+// Test-only (documented in README "Testing the probe itself"):
+// EXTMEM_TEST_FAULT=ROW:ROLE:STEP-SUBSTRING:ACTION makes this child misbehave
+// when it reaches a step whose name contains STEP-SUBSTRING. ACTION is one of
+// hang, abort, segv, exit, garbage (a frame with a bad magic), truncate (a frame
+// shorter than its header says), badreport (a report that is not JSON).
+void ChildContext::apply_fault(std::string_view step) {
+  const char* spec = std::getenv("EXTMEM_TEST_FAULT");
+  if (spec == nullptr) return;
+  std::string s(spec);
+  std::size_t a = s.find(':'), b = s.find(':', a + 1), c = s.rfind(':');
+  if (a == std::string::npos || b == std::string::npos || c <= b) return;
+  if (s.substr(0, a) != params_.row || s.substr(a + 1, b - a - 1) != to_string(params_.role)) return;
+  if (step.find(s.substr(b + 1, c - b - 1)) == std::string_view::npos) return;
+  std::string action = s.substr(c + 1);
+  if (action == "hang") {
+    for (;;) ::pause();
+  } else if (action == "abort") {
+    std::abort();
+  } else if (action == "segv") {
+    ::raise(SIGSEGV);
+  } else if (action == "exit") {
+    ::_exit(7);
+  } else if (action == "garbage") {
+    const char junk[24] = "not a frame at all....";
+    (void)::send(parent_.fd(), junk, sizeof junk, MSG_NOSIGNAL);
+  } else if (action == "truncate") {
+    std::byte header[os::kFrameHeaderSize];
+    os::encode_frame_header(os::MsgType::report, 100, 0, std::span<std::byte, os::kFrameHeaderSize>(header));
+    (void)::send(parent_.fd(), header, sizeof header, MSG_NOSIGNAL);
+  } else if (action == "badreport") {
+    (void)parent_.send(os::MsgType::report, "{\"legs\": 12");
+  }
+}
+
+}  // namespace extmem::probe

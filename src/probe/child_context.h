@@ -1,0 +1,47 @@
+// What a route's child process has: its role, the peer socket (fd 3), the
+// report socket to the parent (fd 4), and the run's parameters.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "extmem/os/ipc.h"
+#include "probe/layout.h"
+#include "probe/route_report.h"
+
+namespace extmem::probe {
+
+enum class Role { server, client };
+const char* to_string(Role role);
+
+struct ChildParams {
+  std::string row;
+  Role role = Role::server;
+  std::uint32_t device_index = 0;
+  Layout layout;
+};
+
+class ChildContext {
+ public:
+  ChildContext(ChildParams params, os::Channel peer, os::Channel parent);
+
+  const ChildParams& params() const { return params_; }
+  const Layout& layout() const { return params_.layout; }
+  const os::Channel& peer() const { return peer_; }
+
+  /// Tells the parent the step about to be attempted, so a hang or crash is
+  /// attributed to it; then applies the test-only fault hook (EXTMEM_TEST_FAULT).
+  void step(std::string_view name);
+
+  /// Sends the route's final report to the parent. Only the driving side calls it.
+  void report(const RouteReport& report);
+
+ private:
+  void apply_fault(std::string_view step);
+  ChildParams params_;
+  os::Channel peer_;
+  os::Channel parent_;
+};
+
+}  // namespace extmem::probe

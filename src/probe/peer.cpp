@@ -1,0 +1,171 @@
+#include "probe/peer.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "extmem/core/pattern.h"
+
+namespace extmem::probe {
+namespace {
+
+using nlohmann::json;
+
+Error protocol(std::string what) { return Error{"peer message", ErrorKind::protocol, {}, std::move(what)}; }
+
+Result<json> recv_json(const ChildContext& ctx, os::MsgType want, os::UniqueFd* fd = nullptr) {
+  auto frame = ctx.peer().recv();
+  if (!frame) return std::move(frame).error();
+  if (frame->type != want) return protocol(fmt::format("expected message type {}, got {}", int(want), int(frame->type)));
+  json j = json::parse(frame->payload, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return protocol("payload is not a JSON object");
+  if (fd != nullptr) *fd = std::move(frame->fd);
+  return j;
+}
+
+Result<json> request(const ChildContext& ctx, const json& req) {
+  if (auto s = ctx.peer().send(os::MsgType::request, req.dump()); !s) return std::move(s).error();
+  auto reply = recv_json(ctx, os::MsgType::reply);
+  if (!reply) return reply;
+  if (auto e = reply->find("error"); e != reply->end() && e->is_string()) return protocol("peer: " + e->get<std::string>());
+  return reply;
+}
+
+std::optional<Region> region_from(const json& j) {
+  auto it = j.find("region");
+  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+  int r = it->get<int>();
+  if (r < 0 || r > static_cast<int>(Region::F)) return std::nullopt;
+  return static_cast<Region>(r);
+}
+
+json opt_json(const std::optional<std::size_t>& v) { return v ? json(*v) : json(nullptr); }
+std::optional<std::size_t> opt_size(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_unsigned()) return std::nullopt;
+  return it->get<std::size_t>();
+}
+
+}  // namespace
+
+Status send_setup(const ChildContext& ctx, const json& info, int fd) {
+  json j = {{"ok", true}, {"info", info}};
+  return ctx.peer().send(os::MsgType::request, j.dump(), fd);
+}
+
+Status send_setup_failure(const ChildContext& ctx, const RouteFacts& facts) {
+  json j = {{"ok", false},
+            {"unsupported", facts.unsupported ? json(*facts.unsupported) : json(nullptr)},
+            {"fatal", facts.fatal ? json(*facts.fatal) : json(nullptr)}};
+  return ctx.peer().send(os::MsgType::request, j.dump());
+}
+
+Result<Setup> recv_setup(const ChildContext& ctx) {
+  Setup s;
+  auto j = recv_json(ctx, os::MsgType::request, &s.fd);
+  if (!j) return std::move(j).error();
+  auto ok = j->find("ok");
+  if (ok == j->end() || !ok->is_boolean()) return protocol("setup without \"ok\"");
+  s.ok = ok->get<bool>();
+  if (s.ok) {
+    if (auto info = j->find("info"); info != j->end() && info->is_object()) s.info = *info;
+    return s;
+  }
+  if (auto u = j->find("unsupported"); u != j->end() && u->is_string()) s.facts.unsupported = u->get<std::string>();
+  if (auto f = j->find("fatal"); f != j->end() && f->is_string()) s.facts.fatal = f->get<std::string>();
+  if (!s.facts.unsupported && !s.facts.fatal) s.facts.fatal = "peer setup failed without a reason";
+  return s;
+}
+
+Result<PeerCheck> peer_check(const ChildContext& ctx, Region region) {
+  auto r = request(ctx, {{"op", "check"}, {"region", static_cast<int>(region)}});
+  if (!r) return std::move(r).error();
+  auto m = r->find("match");
+  if (m == r->end() || !m->is_boolean()) return protocol("check reply without \"match\"");
+  return PeerCheck{m->get<bool>(), opt_size(*r, "mismatch_at"), opt_size(*r, "payload_at")};
+}
+
+Status peer_write(const ChildContext& ctx, Region region) {
+  auto r = request(ctx, {{"op", "write"}, {"region", static_cast<int>(region)}});
+  if (!r) return std::move(r).error();
+  return {};
+}
+
+Result<std::size_t> peer_read(const ChildContext& ctx, std::size_t offset, std::span<std::byte> out) {
+  json req = {{"op", "read"}, {"offset", offset}, {"length", out.size()}};
+  if (auto s = ctx.peer().send(os::MsgType::request, req.dump()); !s) return std::move(s).error();
+  auto frame = ctx.peer().recv();
+  if (!frame) return std::move(frame).error();
+  if (frame->type != os::MsgType::data) return protocol("read reply is not a data message");
+  std::size_t n = std::min(out.size(), frame->payload.size());
+  std::memcpy(out.data(), frame->payload.data(), n);
+  return n;
+}
+
+Status peer_done(const ChildContext& ctx) {
+  return ctx.peer().send(os::MsgType::request, json{{"op", "done"}}.dump());
+}
+
+PeerCheck check_region(std::span<const std::byte> view, const Layout& layout, Region region) {
+  PeerCheck c;
+  if (layout.offset(region) + kRegionSize > view.size()) {
+    c.mismatch_at = 0;
+    return c;
+  }
+  c.mismatch_at = pattern::first_mismatch(layout.region(view, region), seed_of(region));
+  c.match = !c.mismatch_at;
+  if (!c.match) c.payload_at = pattern::find(view, seed_of(region), kRegionSize);
+  return c;
+}
+
+Status serve(ChildContext& ctx, std::span<std::byte> view) {
+  const Layout& layout = ctx.layout();
+  for (;;) {
+    auto j = recv_json(ctx, os::MsgType::request);
+    if (!j) return std::move(j).error();
+    auto op_it = j->find("op");
+    std::string op = op_it != j->end() && op_it->is_string() ? op_it->get<std::string>() : "";
+    if (op == "done") return {};
+    if (op == "read") {
+      auto off = opt_size(*j, "offset"), len = opt_size(*j, "length");
+      if (!off || !len || *len > os::kMaxPayload || *off > view.size() || *len > view.size() - *off) {
+        if (auto s = ctx.peer().send(os::MsgType::data, ""); !s) return s;
+        continue;
+      }
+      std::string bytes(*len, '\0');
+      // Volatile-free memcpy is fine: the bytes are re-read from the mapping on every request.
+      std::memcpy(bytes.data(), view.data() + *off, *len);
+      if (auto s = ctx.peer().send(os::MsgType::data, bytes); !s) return s;
+      continue;
+    }
+    json reply;
+    auto region = region_from(*j);
+    if ((op == "check" || op == "write") && !region) {
+      reply = {{"error", "request without a valid region"}};
+    } else if (op == "check") {
+      ctx.step(fmt::format("check region {} for the peer", region_name(*region)));
+      PeerCheck c = check_region(view, layout, *region);
+      reply = {{"match", c.match}, {"mismatch_at", opt_json(c.mismatch_at)}, {"payload_at", opt_json(c.payload_at)}};
+    } else if (op == "write") {
+      ctx.step(fmt::format("write region {} for the peer", region_name(*region)));
+      if (layout.offset(*region) + kRegionSize <= view.size()) pattern::fill(layout.region(view, *region), seed_of(*region));
+      reply = json::object();
+    } else {
+      reply = {{"error", "unknown op \"" + op + "\""}};
+    }
+    if (auto s = ctx.peer().send(os::MsgType::reply, reply.dump()); !s) return s;
+  }
+}
+
+std::optional<std::string> alias_check(const ChildContext& ctx, std::span<std::byte> local) {
+  const std::size_t base = ctx.layout().window_offset();
+  std::span<std::byte> window = local.subspan(base, kMinSize);
+  zerocopy::ReadFn read = [&](std::size_t offset, std::span<std::byte> out) -> Result<std::size_t> {
+    return peer_read(ctx, base + offset, out);
+  };
+  zerocopy::Outcome outcome = zerocopy::check_fn(window, read);
+  if (const auto* failure = std::get_if<zerocopy::Failure>(&outcome)) return failure->message;
+  return std::nullopt;
+}
+
+}  // namespace extmem::probe

@@ -1,0 +1,82 @@
+#include "probe/phase_a.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <ostream>
+
+#include <fmt/format.h>
+
+namespace extmem::probe {
+
+RunContext read_run_context() {
+  RunContext c;
+  c.uid = ::getuid();
+  c.pid = ::getpid();
+  std::ifstream attr("/proc/self/attr/current");
+  std::getline(attr, c.selinux);
+  while (!c.selinux.empty() && (c.selinux.back() == '\0' || c.selinux.back() == '\n')) c.selinux.pop_back();
+  // Without SELinux the file is absent or holds AppArmor's "unconfined"; both mean no SELinux domain.
+  if (c.selinux.empty() || c.selinux.find(':') == std::string::npos) c.selinux = "none";
+  utsname u{};
+  if (::uname(&u) == 0) c.kernel = u.release;
+  return c;
+}
+
+void print_context(std::ostream& out, const RunContext& c) {
+  out << fmt::format("== phase A: run context\nuid={} pid={} selinux={} kernel={}\n", c.uid, c.pid, c.selinux, c.kernel);
+}
+
+void print_vulkan(std::ostream& out, const vk::VulkanEnumeration& e, int selected, bool brief) {
+  out << fmt::format("== phase A: Vulkan (loader {}), {} device(s)\n", e.loader_version, e.devices.size());
+  for (const vk::DeviceInfo& d : e.devices) {
+    out << fmt::format("device {}: {} [{}] vendor=0x{:04x} device=0x{:04x} api={} driver={} ({}){}\n", d.index, d.name,
+                       d.device_type, d.vendor_id, d.device_id, d.api_version, d.driver_name, d.driver_info,
+                       static_cast<int>(d.index) == selected ? "  <- selected" : "");
+    out << fmt::format("  deviceUUID={} driverUUID={}\n", d.device_uuid, d.driver_uuid);
+    if (brief) continue;
+    for (std::size_t h = 0; h < d.heaps.size(); ++h)
+      out << fmt::format("  heap {}: {} MiB {}\n", h, d.heaps[h].size >> 20, d.heaps[h].flag_names);
+    for (const vk::MemoryTypeInfo& t : d.types)
+      out << fmt::format("  memory type {}: heap {} {}\n", t.index, t.heap_index, t.flag_names.empty() ? "(none)" : t.flag_names);
+    std::string exts;
+    for (const auto& [name, present] : d.extensions) exts += fmt::format(" {}={}", name, present ? "yes" : "no");
+    out << "  extensions:" << exts << "\n";
+    if (d.min_imported_host_pointer_alignment != 0)
+      out << fmt::format("  minImportedHostPointerAlignment={}\n", d.min_imported_host_pointer_alignment);
+    for (const vk::ExternalBufferInfo& x : d.external_buffers)
+      out << fmt::format("  external buffer {}: export={} import={} dedicated-only={} compatible=0x{:x} exportFrom=0x{:x}\n",
+                         x.handle_type, x.exportable ? "yes" : "no", x.importable ? "yes" : "no",
+                         x.dedicated_only ? "yes" : "no", x.compatible, x.export_from);
+  }
+}
+
+nlohmann::json to_json(const RunContext& c) {
+  return {{"uid", c.uid}, {"pid", c.pid}, {"selinux", c.selinux}, {"kernel", c.kernel}};
+}
+
+nlohmann::json to_json(const vk::VulkanEnumeration& e, int selected) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const vk::DeviceInfo& d : e.devices) {
+    nlohmann::json heaps = nlohmann::json::array(), types = nlohmann::json::array(), ext = nlohmann::json::object(),
+                   xb = nlohmann::json::array();
+    for (const auto& h : d.heaps) heaps.push_back({{"size", h.size}, {"flags", h.flags}, {"flag_names", h.flag_names}});
+    for (const auto& t : d.types)
+      types.push_back({{"index", t.index}, {"heap_index", t.heap_index}, {"flags", t.flags}, {"flag_names", t.flag_names}});
+    for (const auto& [name, present] : d.extensions) ext[name] = present;
+    for (const auto& x : d.external_buffers)
+      xb.push_back({{"handle_type", x.handle_type}, {"features", x.features}, {"exportable", x.exportable},
+                    {"importable", x.importable}, {"dedicated_only", x.dedicated_only},
+                    {"export_from_imported", x.export_from}, {"compatible", x.compatible}});
+    devices.push_back({{"index", d.index}, {"name", d.name}, {"vendor_id", d.vendor_id}, {"device_id", d.device_id},
+                       {"device_type", d.device_type}, {"api_version", d.api_version},
+                       {"driver_version", d.driver_version}, {"driver_name", d.driver_name},
+                       {"driver_info", d.driver_info}, {"device_uuid", d.device_uuid}, {"driver_uuid", d.driver_uuid},
+                       {"heaps", heaps}, {"memory_types", types}, {"extensions", ext}, {"external_buffers", xb},
+                       {"min_imported_host_pointer_alignment", d.min_imported_host_pointer_alignment}});
+  }
+  return {{"loader_version", e.loader_version}, {"selected", selected}, {"devices", devices}};
+}
+
+}  // namespace extmem::probe

@@ -1,0 +1,29 @@
+// Phase A: the run context and the Vulkan enumeration, as text and JSON.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "extmem/vulkan/enumerate.h"
+
+namespace extmem::probe {
+
+struct RunContext {
+  unsigned uid = 0;
+  int pid = 0;
+  std::string selinux;  ///< /proc/self/attr/current, or "none"
+  std::string kernel;   ///< uname release
+};
+
+RunContext read_run_context();
+
+void print_context(std::ostream& out, const RunContext& ctx);
+/// Every device; `selected` is marked. `brief` prints one line per device (--list-devices).
+void print_vulkan(std::ostream& out, const vk::VulkanEnumeration& e, int selected, bool brief);
+
+nlohmann::json to_json(const RunContext& ctx);
+nlohmann::json to_json(const vk::VulkanEnumeration& e, int selected);
+
+}  // namespace extmem::probe

@@ -1,0 +1,82 @@
+#include "probe/route_report.h"
+
+#include <nlohmann/json.hpp>
+
+namespace extmem::probe {
+namespace {
+
+using nlohmann::json;
+constexpr std::size_t kMaxString = 4096;
+constexpr std::size_t kMaxLegs = 16;
+
+json opt(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
+
+Error bad(const std::string& what) { return Error{"decode report", ErrorKind::protocol, {}, what}; }
+
+bool get_string(const json& j, const char* key, std::string& out) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return false;
+  out = it->get<std::string>();
+  return out.size() <= kMaxString;
+}
+
+bool get_opt(const json& j, const char* key, std::optional<std::string>& out) {
+  auto it = j.find(key);
+  if (it == j.end()) return false;
+  if (it->is_null()) return true;
+  if (!it->is_string() || it->get_ref<const std::string&>().size() > kMaxString) return false;
+  out = it->get<std::string>();
+  return true;
+}
+
+bool get_bool(const json& j, const char* key, bool& out) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_boolean()) return false;
+  out = it->get<bool>();
+  return true;
+}
+
+}  // namespace
+
+std::string encode(const RouteReport& r) {
+  json legs = json::array();
+  for (const Leg& l : r.legs) {
+    legs.push_back({{"name", l.name}, {"decisive", l.decisive}, {"attempted", l.attempted}, {"read_ok", l.read_ok},
+                    {"write_ok", l.write_ok}, {"failed_step", l.failed_step}, {"code", l.code}, {"note", l.note}});
+  }
+  json j = {{"unsupported", opt(r.facts.unsupported)}, {"skip", opt(r.facts.skip)}, {"fatal", opt(r.facts.fatal)},
+            {"legs", legs}, {"detail", r.detail}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<RouteReport> decode_report(const std::string& payload) {
+  json j = json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return bad("not JSON");
+  if (!j.is_object()) return bad("not a JSON object");
+  RouteReport r;
+  if (!get_opt(j, "unsupported", r.facts.unsupported) || !get_opt(j, "skip", r.facts.skip) ||
+      !get_opt(j, "fatal", r.facts.fatal))
+    return bad("unsupported/skip/fatal missing or not string|null");
+  auto legs = j.find("legs");
+  if (legs == j.end() || !legs->is_array() || legs->size() > kMaxLegs) return bad("legs missing or not an array of <= 16");
+  for (const json& l : *legs) {
+    if (!l.is_object()) return bad("leg is not an object");
+    Leg leg;
+    if (!get_string(l, "name", leg.name) || !get_bool(l, "decisive", leg.decisive) ||
+        !get_bool(l, "attempted", leg.attempted) || !get_bool(l, "read_ok", leg.read_ok) ||
+        !get_bool(l, "write_ok", leg.write_ok) || !get_string(l, "failed_step", leg.failed_step) ||
+        !get_string(l, "code", leg.code) || !get_string(l, "note", leg.note))
+      return bad("leg field missing or mistyped");
+    if (leg.name.empty() || leg.name.size() > 32) return bad("leg name empty or longer than 32");
+    r.legs.push_back(std::move(leg));
+  }
+  auto detail = j.find("detail");
+  if (detail == j.end() || !detail->is_array() || detail->size() > 64) return bad("detail missing or not an array");
+  for (const json& d : *detail) {
+    if (!d.is_string() || d.get_ref<const std::string&>().size() > kMaxString) return bad("detail entry not a string");
+    r.detail.push_back(d.get<std::string>());
+  }
+  return r;
+}
+
+}  // namespace extmem::probe

@@ -1,0 +1,24 @@
+// What a route child tells the parent at the end: facts, legs, detail. JSON on the wire.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "extmem/core/error.h"
+#include "extmem/core/verdict.h"
+
+namespace extmem::probe {
+
+struct RouteReport {
+  RouteFacts facts;
+  std::vector<Leg> legs;
+  std::vector<std::string> detail;  ///< "key=value" facts for the RESULT line's detail
+};
+
+std::string encode(const RouteReport& report);
+
+/// Parses a report sent by a child. Errors (protocol, step "decode report"):
+/// not JSON, missing or mistyped fields, more than 16 legs, strings over 4 KiB.
+Result<RouteReport> decode_report(const std::string& payload);
+
+}  // namespace extmem::probe

@@ -1,0 +1,141 @@
+#include "probe/route_util.h"
+
+#include <fmt/format.h>
+
+namespace extmem::probe {
+
+void fail_leg(Leg& leg, const Error& error) {
+  leg.attempted = true;
+  if (!leg.failed_step.empty()) return;  // keep the first failure
+  leg.failed_step = error.step;
+  leg.code = error.code.empty() ? to_string(error.kind) : error.code;
+  if (!error.detail.empty()) leg.note += (leg.note.empty() ? "" : " ") + error.detail;
+}
+
+std::string why_of(const Error& error) {
+  std::string s = error.step;
+  if (!error.code.empty()) s += " -> " + error.code;
+  if (!error.detail.empty()) s += " (" + error.detail + ")";
+  return s;
+}
+
+Result<std::unique_ptr<vk::Device>> open_device(ChildContext& ctx, const std::vector<std::string>& wanted) {
+  ctx.step("create Vulkan instance");
+  auto instance = vk::Instance::create();
+  if (!instance) return std::move(instance).error();
+  ctx.step("create Vulkan device");
+  return vk::Device::create(*instance, ctx.params().device_index, wanted);
+}
+
+void read_local(std::span<const std::byte> view, const Layout& layout, Region region, Leg& leg) {
+  leg.attempted = true;
+  PeerCheck c = check_region(view, layout, region);
+  leg.read_ok = c.match;
+  if (!c.match) {
+    std::string n = fmt::format("region {} differs at +{}", region_name(region), c.mismatch_at.value_or(0));
+    if (c.payload_at) n += fmt::format(", payloadAt={}", *c.payload_at);
+    leg.note += (leg.note.empty() ? "" : " ") + n;
+  }
+}
+
+namespace {
+void remote(ChildContext& ctx, Region region, Leg& leg, bool& flag) {
+  auto c = peer_check(ctx, region);
+  if (!c) {
+    fail_leg(leg, c.error());
+    return;
+  }
+  flag = c->match;
+  if (!c->match) {
+    std::string n = fmt::format("peer sees region {} wrong", region_name(region));
+    if (c->payload_at) n += fmt::format(", payloadAt={} in the peer", *c->payload_at);
+    leg.note += (leg.note.empty() ? "" : " ") + n;
+  }
+}
+}  // namespace
+
+void confirm_remote(ChildContext& ctx, Region region, Leg& leg) { remote(ctx, region, leg, leg.write_ok); }
+
+void read_remote(ChildContext& ctx, Region region, Leg& leg) {
+  leg.attempted = true;
+  remote(ctx, region, leg, leg.read_ok);
+}
+
+void alias_leg(ChildContext& ctx, std::span<std::byte> local, Leg& leg) {
+  if (!(leg.read_ok && leg.write_ok)) return;
+  ctx.step(fmt::format("zerocopy alias check through {}", leg.name));
+  if (auto failure = alias_check(ctx, local)) {
+    leg.write_ok = false;
+    leg.failed_step = "zerocopy alias check";
+    leg.note += (leg.note.empty() ? "" : " ") + *failure;
+  }
+}
+
+bool advertised(const vk::Device& device, VkExternalMemoryHandleTypeFlagBits type,
+                VkExternalMemoryFeatureFlagBits feature) {
+  VkExternalMemoryProperties p = device.instance().external_buffer_properties(device.physical(), type);
+  return (p.externalMemoryFeatures & feature) != 0;
+}
+
+SiteFailure classify_site(const Error& error, bool was_advertised, const std::string& handle_type) {
+  if (was_advertised) return {false, why_of(error) + fmt::format(" although {} is advertised", handle_type)};
+  return {true, fmt::format("{} not advertised; {}", handle_type, why_of(error))};
+}
+
+}  // namespace extmem::probe
+
+#include <sys/mman.h>
+
+#include "extmem/core/pattern.h"
+
+namespace extmem::probe {
+
+int memfd_owner_serve(ChildContext& ctx) {
+  const Layout& layout = ctx.layout();
+  ctx.step("memfd_create + ftruncate");
+  auto fd = os::create_memfd("extmem-probe", layout.size);
+  if (!fd) {
+    (void)send_setup_failure(ctx, RouteFacts{{}, {}, "owner: " + why_of(fd.error())});
+    return 0;
+  }
+  ctx.step("mmap(memfd)");
+  auto map = os::Mapping::map(fd->get(), layout.size, MAP_SHARED);
+  if (!map) {
+    (void)send_setup_failure(ctx, RouteFacts{{}, {}, "owner: " + why_of(map.error())});
+    return 0;
+  }
+  ctx.step("write region A");
+  pattern::fill(layout.region(map->bytes(), Region::A), seed_of(Region::A));
+  ctx.step("send the memfd");
+  if (!send_setup(ctx, {{"size", layout.size}}, fd->get())) return 1;
+  fd->reset();
+  ctx.step("serve the peer's checks");
+  return serve(ctx, map->bytes()) ? 0 : 1;
+}
+
+int receive_and_serve(ChildContext& ctx) {
+  ctx.step("wait for the peer's fd");
+  auto setup = recv_setup(ctx);
+  if (!setup || !setup->ok) return 0;
+  ctx.step("mmap(received fd)");
+  auto map = os::Mapping::map(setup->fd.get(), ctx.layout().size, MAP_SHARED);
+  if (!map) {
+    // The driving side learns of it through failed checks; serve an empty view.
+    (void)serve(ctx, {});
+    return 0;
+  }
+  ctx.step("serve the peer's checks");
+  return serve(ctx, map->bytes()) ? 0 : 1;
+}
+
+void confirm_local(std::span<const std::byte> view, const Layout& layout, Region region, Leg& leg) {
+  PeerCheck c = check_region(view, layout, region);
+  leg.write_ok = c.match;
+  if (!c.match) {
+    std::string n = fmt::format("region {} not seen here", region_name(region));
+    if (c.payload_at) n += fmt::format(", payloadAt={}", *c.payload_at);
+    leg.note += (leg.note.empty() ? "" : " ") + n;
+  }
+}
+
+}  // namespace extmem::probe

@@ -1,0 +1,65 @@
+// Small helpers the route halves share.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "extmem/core/verdict.h"
+#include "probe/child_context.h"
+#include "probe/peer.h"
+#include "vulkan/context.h"
+
+namespace extmem::probe {
+
+/// Records `error` as the leg's failing step and code.
+void fail_leg(Leg& leg, const Error& error);
+
+/// "step -> CODE (detail)" for a why: text.
+std::string why_of(const Error& error);
+
+/// Opens the selected Vulkan device with `wanted` extensions (steps reported).
+Result<std::unique_ptr<vk::Device>> open_device(ChildContext& ctx, const std::vector<std::string>& wanted);
+
+/// Compares `region` of a local view with its pattern: sets leg.attempted and
+/// leg.read_ok, and on a mismatch notes where the payload was found.
+void read_local(std::span<const std::byte> view, const Layout& layout, Region region, Leg& leg);
+
+/// Asks the peer to compare `region` with its pattern; on a match sets leg.write_ok
+/// (the leg's writes reached the peer), else notes where the peer saw the payload.
+void confirm_remote(ChildContext& ctx, Region region, Leg& leg);
+
+/// Asks the peer to check `region` and sets leg.read_ok from it (the peer saw the allocating side's bytes).
+void read_remote(ChildContext& ctx, Region region, Leg& leg);
+
+/// Runs alias_check for a leg that round-tripped; a failure clears write_ok and says why.
+void alias_leg(ChildContext& ctx, std::span<std::byte> local, Leg& leg);
+
+/// Whether `type` is advertised importable/exportable for the route buffer usage.
+bool advertised(const vk::Device& device, VkExternalMemoryHandleTypeFlagBits type, VkExternalMemoryFeatureFlagBits feature);
+
+/// Text of a failure at an export/import site, and whether it makes the row UNSUPPORTED
+/// (never advertised) rather than FAIL (advertised and declined). Spec: "UNSUPPORTED vs FAIL".
+struct SiteFailure {
+  bool unsupported = false;
+  std::string why;
+};
+SiteFailure classify_site(const Error& error, bool was_advertised, const std::string& handle_type);
+
+}  // namespace extmem::probe
+
+namespace extmem::probe {
+
+/// The passive allocating half of the memfd routes: creates a memfd of
+/// layout.size bytes, writes region A, sends the fd, then serves the peer.
+int memfd_owner_serve(ChildContext& ctx);
+
+/// The passive receiving half: takes the setup, maps its fd MAP_SHARED and
+/// serves the peer. A failed setup ends it quietly (the driver reports).
+int receive_and_serve(ChildContext& ctx);
+
+/// Sets leg.write_ok from a local compare of `region` (the peer wrote it through its mapping).
+void confirm_local(std::span<const std::byte> view, const Layout& layout, Region region, Leg& leg);
+
+}  // namespace extmem::probe

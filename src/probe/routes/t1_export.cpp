@@ -1,0 +1,252 @@
+// T1: the server exports its own Vulkan allocation as an fd (opaque fd or
+// dma-buf); the client maps the fd and imports it into its own Vulkan device.
+// spec/probe.md, "T1 — the server exports its own allocation".
+#include <sys/mman.h>
+
+#include <fmt/format.h>
+
+#include "extmem/core/pattern.h"
+#include "probe/gpu_access.h"
+#include "probe/route_util.h"
+#include "probe/routes.h"
+
+namespace extmem::probe {
+namespace {
+
+struct HandleKind {
+  VkExternalMemoryHandleTypeFlagBits bit;
+  const char* name;       ///< "OPAQUE_FD"
+  const char* extension;  ///< the device extension the handle type needs besides VK_KHR_external_memory_fd
+  bool raw_mmap_decisive; ///< a CPU mapping is the point of dma-buf; opaque fds may refuse it
+};
+
+constexpr HandleKind kOpaque{VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT, "OPAQUE_FD", nullptr, false};
+constexpr HandleKind kDmaBuf{VK_EXTERNAL_MEMORY_HANDLE_TYPE_DMA_BUF_BIT_EXT, "DMA_BUF",
+                             VK_EXT_EXTERNAL_MEMORY_DMA_BUF_EXTENSION_NAME, true};
+
+std::vector<std::string> wanted_extensions(const HandleKind& h) {
+  std::vector<std::string> w = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME, VK_KHR_DEDICATED_ALLOCATION_EXTENSION_NAME};
+  if (h.extension != nullptr) w.emplace_back(h.extension);
+  return w;
+}
+
+std::optional<std::string> missing_extension(const vk::Device& dev, const HandleKind& h) {
+  for (const std::string& e : wanted_extensions(h)) {
+    if (e == VK_KHR_DEDICATED_ALLOCATION_EXTENSION_NAME) continue;  // core in 1.1
+    if (!dev.has(e)) return e + " not exposed by the device";
+  }
+  return std::nullopt;
+}
+
+int server(ChildContext& ctx, const HandleKind& h) {
+  const Layout& layout = ctx.layout();
+  auto dev = open_device(ctx, wanted_extensions(h));
+  if (!dev) {
+    RouteFacts f;
+    (dev.error().kind == ErrorKind::unsupported ? f.unsupported : f.fatal) = "server: " + why_of(dev.error());
+    (void)send_setup_failure(ctx, f);
+    return 0;
+  }
+  if (auto missing = missing_extension(**dev, h)) {
+    (void)send_setup_failure(ctx, RouteFacts{*missing, {}, {}});
+    return 0;
+  }
+  ctx.step(fmt::format("vkGetPhysicalDeviceExternalBufferProperties({})", h.name));
+  bool exportable = advertised(**dev, h.bit, VK_EXTERNAL_MEMORY_FEATURE_EXPORTABLE_BIT);
+
+  ctx.step(fmt::format("vkAllocateMemory(export {})", h.name));
+  vk::AllocationRequest req;
+  req.size = layout.size;
+  req.external_handle_types = h.bit;
+  req.export_memory = true;
+  req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  vk::AllocationFailure af;
+  auto buf = (*dev)->create_buffer(req, &af);
+  if (!buf) {
+    RouteFacts f;
+    if (af.error.kind == ErrorKind::unsupported) {
+      f.unsupported = "server: " + why_of(af.error);
+    } else if (af.at_allocate) {
+      SiteFailure s = classify_site(af.error, exportable, std::string(h.name) + " export");
+      (s.unsupported ? f.unsupported : f.fatal) = "server: " + s.why;
+    } else {
+      f.fatal = "server: " + why_of(af.error);
+    }
+    (void)send_setup_failure(ctx, f);
+    return 0;
+  }
+  std::span<std::byte> view(buf->mapped, layout.size);
+  ctx.step("write region A");
+  pattern::fill(layout.region(view, Region::A), seed_of(Region::A));
+
+  ctx.step(fmt::format("vkGetMemoryFdKHR({})", h.name));
+  VkMemoryGetFdInfoKHR gi{VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR};
+  gi.memory = buf->memory;
+  gi.handleType = h.bit;
+  int raw_fd = -1;
+  VkResult r = (*dev)->fn().vkGetMemoryFdKHR((*dev)->handle(), &gi, &raw_fd);
+  os::UniqueFd fd(r == VK_SUCCESS ? raw_fd : -1);
+  if (r != VK_SUCCESS) {
+    SiteFailure s = classify_site(vk::vk_error("vkGetMemoryFdKHR", r), exportable, std::string(h.name) + " export");
+    RouteFacts f;
+    (s.unsupported ? f.unsupported : f.fatal) = "server: " + s.why;
+    (void)send_setup_failure(ctx, f);
+    return 0;
+  }
+  ctx.step("post-export fd sanity");
+  auto size = os::fd_size(fd.get());
+  if (fd.get() < 0 || !os::fd_is_open(fd.get()) || !size || *size < buf->allocation_size) {
+    std::string why = fd.get() < 0 ? "fd < 0"
+                      : !os::fd_is_open(fd.get()) ? "fcntl(F_GETFD) failed"
+                      : !size ? why_of(size.error())
+                              : fmt::format("fd size {} < allocation size {}", *size, buf->allocation_size);
+    (void)send_setup_failure(ctx, RouteFacts{{}, {}, "server: exported fd fails sanity: " + why});
+    return 0;
+  }
+  ctx.step("send the fd");
+  nlohmann::json info = {{"allocation_size", buf->allocation_size}, {"memory_type_index", buf->memory_type_index},
+                         {"dedicated", buf->dedicated}, {"fd_size", *size}, {"exportable_advertised", exportable}};
+  if (auto s = send_setup(ctx, info, fd.get()); !s) return 1;
+  fd.reset();  // the client has its own copy now
+  ctx.step("serve the client's checks");
+  return serve(ctx, view) ? 0 : 1;
+}
+
+int client(ChildContext& ctx, const HandleKind& h) {
+  const Layout& layout = ctx.layout();
+  RouteReport rep;
+  Leg raw{"rawmmap", h.raw_mmap_decisive};
+  Leg vki{"vkimport", true};
+  Leg gpu{"gpu", true};
+  auto finish = [&] {
+    rep.legs = {raw, vki, gpu};
+    ctx.report(rep);
+    (void)peer_done(ctx);
+    return 0;
+  };
+
+  ctx.step("wait for the server's export");
+  auto setup = recv_setup(ctx);
+  if (!setup) {
+    rep.facts.fatal = "client: " + why_of(setup.error());
+    ctx.report(rep);
+    return 0;
+  }
+  if (!setup->ok) {
+    rep.facts = setup->facts;
+    ctx.report(rep);
+    return 0;
+  }
+  const auto alloc_size = setup->info.value("allocation_size", std::uint64_t{0});
+  const auto type_index = setup->info.value("memory_type_index", 0u);
+  const bool dedicated = setup->info.value("dedicated", false);
+  rep.detail.push_back(fmt::format("allocation={} memoryType={} dedicated={} fdSize={}", alloc_size, type_index,
+                                   dedicated ? "yes" : "no", setup->info.value("fd_size", std::uint64_t{0})));
+  if (alloc_size < layout.size) {
+    rep.facts.fatal = fmt::format("server announced allocation {} < size {}", alloc_size, layout.size);
+    return finish();
+  }
+
+  // (a) the fd as a plain CPU mapping.
+  ctx.step("mmap(exported fd)");
+  raw.attempted = true;
+  auto raw_map = os::Mapping::map(setup->fd.get(), alloc_size, MAP_SHARED);
+  if (!raw_map) fail_leg(raw, raw_map.error());
+
+  // (b) the fd imported into our own Vulkan device.
+  vki.attempted = true;
+  std::unique_ptr<vk::Device> dev;
+  vk::Buffer buf;
+  if (auto d = open_device(ctx, wanted_extensions(h)); !d) {
+    fail_leg(vki, d.error());
+  } else if (auto missing = missing_extension(**d, h)) {
+    rep.facts.unsupported = "client: " + *missing;
+  } else {
+    dev = std::move(*d);
+    bool importable = advertised(*dev, h.bit, VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT);
+    auto dup = os::dup_fd(setup->fd.get());
+    vk::AllocationRequest req;
+    req.size = layout.size;
+    req.external_handle_types = h.bit;
+    req.import_fd_type = h.bit;
+    req.allocation_size = alloc_size;
+    req.dedicated = dedicated ? 1 : 0;
+    if (h.bit == VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT) {
+      req.memory_type_index = static_cast<int>(type_index);  // must equal the exporter's (Vulkan spec, VkImportMemoryFdInfoKHR)
+    } else if (dup) {
+      ctx.step(fmt::format("vkGetMemoryFdPropertiesKHR({})", h.name));
+      VkMemoryFdPropertiesKHR props{VK_STRUCTURE_TYPE_MEMORY_FD_PROPERTIES_KHR};
+      VkResult r = dev->fn().vkGetMemoryFdPropertiesKHR(dev->handle(), h.bit, dup->get(), &props);
+      if (r != VK_SUCCESS) fail_leg(vki, vk::vk_error("vkGetMemoryFdPropertiesKHR", r));
+      req.allowed_type_bits = props.memoryTypeBits;
+      req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+    }
+    if (!dup) {
+      fail_leg(vki, dup.error());
+    } else if (vki.failed_step.empty()) {
+      ctx.step(fmt::format("vkAllocateMemory(import {})", h.name));
+      int dup_number = dup->get();
+      req.import_fd = dup_number;
+      vk::AllocationFailure af;
+      auto imported = dev->create_buffer(req, &af);
+      // A successful import owns the fd (Vulkan spec, "Importing memory from a file descriptor").
+      if (imported || af.memory_allocated) dup->release();
+      rep.detail.push_back(fmt::format("fd-consumed={}", os::fd_is_open(dup_number) ? "no" : "yes"));
+      if (imported) {
+        buf = std::move(*imported);
+      } else {
+        fail_leg(vki, af.error);
+        if (af.at_allocate) {
+          SiteFailure s = classify_site(af.error, importable, std::string(h.name) + " import");
+          if (s.unsupported) rep.facts.unsupported = "client: " + s.why;
+        }
+      }
+    }
+  }
+  std::span<std::byte> raw_view = raw_map ? raw_map->bytes() : std::span<std::byte>{};
+  std::span<std::byte> vk_view = buf.mapped != nullptr ? std::span<std::byte>(buf.mapped, layout.size)
+                                                       : std::span<std::byte>{};
+
+  // Read through both mappings before writing through either: an fd that maps at an
+  // offset would otherwise have the payload overwritten by our own first write.
+  if (!raw_view.empty()) {
+    ctx.step("read region A through the raw mapping");
+    read_local(raw_view, layout, Region::A, raw);
+  }
+  if (!vk_view.empty()) {
+    ctx.step("read region A through the Vulkan mapping");
+    read_local(vk_view, layout, Region::A, vki);
+    ctx.step("GPU access on the imported memory");
+    gpu_access(*dev, buf.buffer, layout, Region::A, gpu);
+  }
+  if (!raw_view.empty()) {
+    ctx.step("write region B through the raw mapping");
+    pattern::fill(layout.region(raw_view, Region::B), seed_of(Region::B));
+    ctx.step("server checks region B");
+    confirm_remote(ctx, Region::B, raw);
+  }
+  if (!vk_view.empty()) {
+    ctx.step("write region C through the Vulkan mapping");
+    pattern::fill(layout.region(vk_view, Region::C), seed_of(Region::C));
+    ctx.step("server checks region C");
+    confirm_remote(ctx, Region::C, vki);
+    if (gpu.failed_step.empty()) {
+      ctx.step("server checks region E (GPU write)");
+      confirm_remote(ctx, Region::E, gpu);
+    }
+  }
+  if (!raw_view.empty()) alias_leg(ctx, raw_view, raw);
+  if (!vk_view.empty()) alias_leg(ctx, vk_view, vki);
+  return finish();
+}
+
+}  // namespace
+
+const RouteDef kT1OpaqueFd{"T1-opaque-fd", "t1", {},
+                           [](ChildContext& c) { return server(c, kOpaque); },
+                           [](ChildContext& c) { return client(c, kOpaque); }};
+const RouteDef kT1DmaBuf{"T1-dma-buf", "t1", {},
+                         [](ChildContext& c) { return server(c, kDmaBuf); },
+                         [](ChildContext& c) { return client(c, kDmaBuf); }};
+
+}  // namespace extmem::probe

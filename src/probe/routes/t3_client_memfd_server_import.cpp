@@ -1,0 +1,87 @@
+// T3-client-memfd-server-import: the client allocates and writes a memfd; the
+// server maps the received fd, imports its own mapping of it as a host pointer
+// (VK_EXT_external_memory_host), reads what the client wrote, writes back, and
+// takes a GPU access on the client's memory. spec/probe.md, "T3".
+#include <fmt/format.h>
+
+#include "extmem/core/pattern.h"
+#include "probe/gpu_access.h"
+#include "probe/host_import.h"
+#include "probe/route_util.h"
+#include "probe/routes.h"
+
+namespace extmem::probe {
+namespace {
+
+int server(ChildContext& ctx) {
+  const Layout& layout = ctx.layout();
+  RouteReport rep;
+  Leg mmap_leg{"mmap", true};
+  Leg host{"hostimport", true};
+  auto finish = [&] {
+    rep.legs = {mmap_leg, host};
+    ctx.report(rep);
+    (void)peer_done(ctx);
+    return 0;
+  };
+  ctx.step("wait for the client's memfd");
+  auto setup = recv_setup(ctx);
+  if (!setup || !setup->ok) {
+    if (!setup) rep.facts.fatal = "server: " + why_of(setup.error());
+    else rep.facts = setup->facts;
+    ctx.report(rep);
+    return 0;
+  }
+  auto dev = open_device(ctx, {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME});
+  if (!dev) {
+    (dev.error().kind == ErrorKind::unsupported ? rep.facts.unsupported : rep.facts.fatal) = "server: " + why_of(dev.error());
+    return finish();
+  }
+  if (!(*dev)->has(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
+    rep.facts.unsupported = "VK_EXT_external_memory_host not exposed by the device";
+    return finish();
+  }
+  const std::size_t align = host_import_alignment(**dev);
+  const std::size_t import_bytes = layout.size / align * align;  // the client's memfd is only page-granular
+  rep.detail.push_back(fmt::format("minImportedHostPointerAlignment={}", (*dev)->min_imported_host_pointer_alignment()));
+
+  ctx.step("mmap(received memfd) aligned for import");
+  mmap_leg.attempted = true;
+  auto map = os::Mapping::map_aligned(setup->fd.get(), layout.size, align);
+  if (!map) {
+    fail_leg(mmap_leg, map.error());
+    return finish();
+  }
+  std::span<std::byte> view = map->bytes();
+  ctx.step("read region A through the mapping");
+  read_local(view, layout, Region::A, mmap_leg);
+
+  std::optional<vk::Buffer> buf;
+  if (import_bytes < layout.window_offset() + kMinSize) {
+    rep.facts.unsupported = fmt::format("size {} leaves no region window once rounded down to the import alignment {}",
+                                        layout.size, align);
+  } else {
+    ctx.step("vkAllocateMemory(import HOST_ALLOCATION of the client's memfd)");
+    buf = import_host_pointer(**dev, view.data(), import_bytes, import_bytes, host, rep);
+  }
+  if (buf) {
+    ctx.step("GPU access on the client's memory");
+    gpu_access(**dev, buf->buffer, layout, Region::A, host);
+  }
+  ctx.step("write region B through the mapping");
+  pattern::fill(layout.region(view, Region::B), seed_of(Region::B));
+  ctx.step("client checks region B");
+  confirm_remote(ctx, Region::B, mmap_leg);
+  if (buf && host.failed_step.empty()) {
+    ctx.step("client checks region E (GPU write)");
+    confirm_remote(ctx, Region::E, host);
+  }
+  alias_leg(ctx, view, mmap_leg);
+  return finish();
+}
+
+}  // namespace
+
+const RouteDef kT3ClientMemfdServerImport{"T3-client-memfd-server-import", "t3", {}, server, memfd_owner_serve};
+
+}  // namespace extmem::probe

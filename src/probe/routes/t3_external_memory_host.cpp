@@ -1,0 +1,90 @@
+// T3-external-memory-host: the importing process allocates a memfd aligned to
+// minImportedHostPointerAlignment, imports its own pointer into Vulkan
+// (VK_EXT_external_memory_host), and sends the fd to the peer, which maps it,
+// reads A and writes B; the importer's GPU reads B and writes E, which the peer
+// checks. spec/probe.md, "T3".
+#include <sys/mman.h>
+
+#include <fmt/format.h>
+
+#include "extmem/core/pattern.h"
+#include "probe/gpu_access.h"
+#include "probe/host_import.h"
+#include "probe/route_util.h"
+#include "probe/routes.h"
+
+namespace extmem::probe {
+namespace {
+
+int server(ChildContext& ctx) {
+  const Layout& layout = ctx.layout();
+  RouteReport rep;
+  Leg mmap_leg{"mmap", true};
+  Leg host{"hostimport", true};
+  auto stop_before_setup = [&] {
+    (void)send_setup_failure(ctx, rep.facts);
+    ctx.report(rep);
+    return 0;
+  };
+  auto dev = open_device(ctx, {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME});
+  if (!dev) {
+    (dev.error().kind == ErrorKind::unsupported ? rep.facts.unsupported : rep.facts.fatal) = "server: " + why_of(dev.error());
+    return stop_before_setup();
+  }
+  if (!(*dev)->has(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
+    rep.facts.unsupported = "VK_EXT_external_memory_host not exposed by the device";
+    return stop_before_setup();
+  }
+  const std::size_t align = host_import_alignment(**dev);
+  const std::size_t bytes = (layout.size + align - 1) / align * align;
+  rep.detail.push_back(fmt::format("minImportedHostPointerAlignment={}", (*dev)->min_imported_host_pointer_alignment()));
+
+  ctx.step("memfd_create + mmap aligned");
+  auto fd = os::create_memfd("extmem-probe-host", bytes);
+  if (!fd) {
+    rep.facts.fatal = "server: " + why_of(fd.error());
+    return stop_before_setup();
+  }
+  auto map = os::Mapping::map_aligned(fd->get(), bytes, align);
+  if (!map) {
+    rep.facts.fatal = "server: " + why_of(map.error());
+    return stop_before_setup();
+  }
+  std::span<std::byte> view = map->bytes().subspan(0, layout.size);
+  ctx.step("write region A");
+  pattern::fill(layout.region(view, Region::A), seed_of(Region::A));
+
+  ctx.step("vkAllocateMemory(import HOST_ALLOCATION of our memfd)");
+  std::optional<vk::Buffer> buf = import_host_pointer(**dev, map->data(), bytes, layout.size, host, rep);
+
+  ctx.step("send the memfd");
+  if (auto s = send_setup(ctx, {{"size", bytes}}, fd->get()); !s) {
+    rep.facts.fatal = "server: " + why_of(s.error());
+    ctx.report(rep);
+    return 0;
+  }
+  ctx.step("client reads region A");
+  read_remote(ctx, Region::A, mmap_leg);
+  ctx.step("client writes region B");
+  if (auto s = peer_write(ctx, Region::B); !s) fail_leg(mmap_leg, s.error());
+  confirm_local(view, layout, Region::B, mmap_leg);
+  if (buf) {
+    ctx.step("GPU access through the imported host pointer");
+    gpu_access(**dev, buf->buffer, layout, Region::B, host);
+    if (host.failed_step.empty()) {
+      ctx.step("client checks region E (GPU write)");
+      confirm_remote(ctx, Region::E, host);
+    }
+  }
+  alias_leg(ctx, view, mmap_leg);
+  rep.legs = {mmap_leg, host};
+  ctx.report(rep);
+  (void)peer_done(ctx);
+  return 0;
+}
+
+}  // namespace
+
+const RouteDef kT3ExternalMemoryHost{"T3-external-memory-host", "t3", {}, server, receive_and_serve};
+
+}  // namespace extmem::probe

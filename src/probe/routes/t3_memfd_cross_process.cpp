@@ -1,0 +1,51 @@
+// T3-memfd-cross-process: the OS baseline, no Vulkan. The client allocates and
+// writes a memfd, the server maps the received fd, reads A, writes B, and the
+// client checks B. spec/probe.md, "T3".
+#include <sys/mman.h>
+
+#include <fmt/format.h>
+
+#include "extmem/core/pattern.h"
+#include "probe/route_util.h"
+#include "probe/routes.h"
+
+namespace extmem::probe {
+namespace {
+
+int server(ChildContext& ctx) {
+  const Layout& layout = ctx.layout();
+  RouteReport rep;
+  Leg mmap_leg{"mmap", true};
+  ctx.step("wait for the client's memfd");
+  auto setup = recv_setup(ctx);
+  if (!setup || !setup->ok) {
+    if (!setup) rep.facts.fatal = "server: " + why_of(setup.error());
+    else rep.facts = setup->facts;
+    ctx.report(rep);
+    return 0;
+  }
+  ctx.step("mmap(received memfd)");
+  mmap_leg.attempted = true;
+  auto map = os::Mapping::map(setup->fd.get(), layout.size, MAP_SHARED);
+  if (!map) {
+    fail_leg(mmap_leg, map.error());
+  } else {
+    ctx.step("read region A through the mapping");
+    read_local(map->bytes(), layout, Region::A, mmap_leg);
+    ctx.step("write region B through the mapping");
+    pattern::fill(layout.region(map->bytes(), Region::B), seed_of(Region::B));
+    ctx.step("client checks region B");
+    confirm_remote(ctx, Region::B, mmap_leg);
+    alias_leg(ctx, map->bytes(), mmap_leg);
+  }
+  rep.legs = {mmap_leg};
+  ctx.report(rep);
+  (void)peer_done(ctx);
+  return 0;
+}
+
+}  // namespace
+
+const RouteDef kT3MemfdCrossProcess{"T3-memfd-cross-process", "t3", {}, server, memfd_owner_serve};
+
+}  // namespace extmem::probe

@@ -1,0 +1,23 @@
+// The parent's record of one row.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "extmem/core/verdict.h"
+
+namespace extmem::probe {
+
+struct RowResult {
+  std::string row;
+  Verdict verdict;
+  std::vector<Leg> legs;
+  std::vector<std::string> detail;
+  std::string server_step, client_step;  ///< last step each half reported
+  double seconds = 0;                     ///< wall time of the route
+};
+
+/// "RESULT <row> <STATUS> <trace> [why: ...] [detail: ...]".
+std::string result_line(const RowResult& r);
+
+}  // namespace extmem::probe

@@ -1,0 +1,251 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <ostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "extmem/probe/probe.h"
+#include "extmem/vulkan/enumerate.h"
+#include "probe/phase_a.h"
+#include "probe/routes.h"
+#include "probe/supervise.h"
+
+namespace extmem::probe {
+namespace {
+
+using nlohmann::json;
+
+Error usage(std::string option, std::string detail) {
+  return Error{std::move(option), ErrorKind::invalid_argument, {}, std::move(detail)};
+}
+
+std::string joined_rows() {
+  std::string s;
+  for (const std::string& r : row_names()) s += (s.empty() ? "" : ", ") + r;
+  return s;
+}
+
+// Why a runnable route is not run in this invocation, or empty when it is.
+std::string filtered_out(const RouteDef& route, const ProbeOptions& o) {
+  if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), route.row) == o.only.end())
+    return "not selected by --only";
+  if (!o.groups.empty() && std::find(o.groups.begin(), o.groups.end(), route.group) == o.groups.end())
+    return fmt::format("not selected by --only-{}", fmt::join(o.groups, "/--only-"));
+  if (o.no_gles && route.group == "gles") return "excluded by --no-gles";
+  return {};
+}
+
+
+// Writes `doc` to `path` through a temporary file and rename, so a reader never sees half a file.
+Status write_json_atomically(const std::string& path, const json& doc) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return os_error("--json: open " + tmp, errno);
+  std::string text = doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    return os_error("--json: write " + path, err);
+  }
+  return {};
+}
+
+json leg_json(const Leg& l) {
+  return {{"name", l.name}, {"decisive", l.decisive}, {"attempted", l.attempted}, {"read_ok", l.read_ok},
+          {"write_ok", l.write_ok}, {"value", l.trace_value()}, {"failed_step", l.failed_step}, {"code", l.code},
+          {"note", l.note}};
+}
+
+json row_json(const RowResult& r) {
+  json legs = json::array();
+  for (const Leg& l : r.legs) legs.push_back(leg_json(l));
+  return {{"row", r.row}, {"status", to_string(r.verdict.status)}, {"why", r.verdict.why}, {"trace", trace(r.legs)},
+          {"legs", legs}, {"detail", r.detail}, {"seconds", r.seconds},
+          {"last_step", {{"server", r.server_step}, {"client", r.client_step}}}};
+}
+
+void print_summary(std::ostream& out, const std::vector<RowResult>& rows) {
+  out << "\n== summary\n";
+  std::size_t width = 4;
+  for (const RowResult& r : rows) width = std::max(width, r.row.size());
+  out << fmt::format("{:<{}}  {:<11}  {}\n", "row", width, "status", "legs / reason");
+  int counts[5] = {};
+  for (const RowResult& r : rows) {
+    ++counts[static_cast<int>(r.verdict.status)];
+    std::string rest = r.legs.empty() ? r.verdict.why : trace(r.legs);
+    out << fmt::format("{:<{}}  {:<11}  {}\n", r.row, width, to_string(r.verdict.status), rest);
+  }
+  out << fmt::format("{} OK, {} PARTIAL, {} FAIL, {} UNSUPPORTED, {} SKIP\n", counts[0], counts[1], counts[2],
+                     counts[3], counts[4]);
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<std::string> row_names() {
+  std::vector<std::string> out;
+  for (const RouteDef& r : route_table()) out.emplace_back(r.row);
+  return out;
+}
+
+std::string result_line(const RowResult& r) {
+  std::string line = fmt::format("RESULT {} {}", r.row, to_string(r.verdict.status));
+  if (!r.legs.empty()) line += " " + trace(r.legs);
+  if (!r.verdict.why.empty()) line += " why: " + r.verdict.why;
+  std::vector<std::string> detail = r.detail;
+  for (const Leg& l : r.legs)
+    if (!l.note.empty() && r.verdict.why.find(l.note) == std::string::npos) detail.push_back(l.name + ": " + l.note);
+  if (!detail.empty()) line += fmt::format(" | {}", fmt::join(detail, "; "));
+  return line;
+}
+
+Status validate(const ProbeOptions& o) {
+  if (o.size % 4096 != 0 || o.size < kMinSize)
+    return usage("--size", fmt::format("{} bytes is not accepted: the size must be a multiple of 4096 and at least "
+                                       "{} (8 regions of 4 KiB)", o.size, kMinSize));
+  if (!(o.timeout_s > 0 && o.timeout_s <= 3600))
+    return usage("--timeout", fmt::format("{:g} is not accepted: seconds, greater than 0 and at most 3600", o.timeout_s));
+  for (const std::string& r : o.only)
+    if (!find_route(r)) return usage("--only", fmt::format("unknown row \"{}\"; rows: {}", r, joined_rows()));
+  for (const std::string& g : o.groups)
+    if (g != "t0" && g != "t1" && g != "t3" && g != "gles")
+      return usage("--only-GROUP", fmt::format("unknown group \"{}\"; groups: t0, t1, t3, gles", g));
+  if (!o.json_path.empty()) {
+    // Fail now rather than after a long run: the file must be creatable.
+    const std::string tmp = o.json_path + ".tmp";
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return usage("--json", fmt::format("cannot create {}: {}", tmp, errno_code(errno)));
+    ::close(fd);
+    ::unlink(tmp.c_str());
+  }
+  return {};
+}
+
+int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
+  if (auto v = validate(o); !v) {
+    err << "extmem probe: " << v.error().step << ": " << v.error().detail << "\n";
+    return kExitUsage;
+  }
+  RunContext context = read_run_context();
+  auto vulkan = vk::enumerate();
+  if (!vulkan) {
+    err << "extmem probe: cannot run: " << vulkan.error().message() << "\n";
+    return kExitCannotRun;
+  }
+  auto selected = vk::select_device(vulkan->devices, o.device);
+  if (!selected) {
+    err << "extmem probe: " << selected.error().message() << "\n";
+    return selected.error().kind == ErrorKind::invalid_argument ? kExitUsage : kExitCannotRun;
+  }
+  if (o.list_devices) {
+    print_vulkan(out, *vulkan, static_cast<int>(*selected), true);
+    return kExitOk;
+  }
+  // --size must fit the largest heap that has a host-visible memory type.
+  const vk::DeviceInfo& dev = vulkan->devices[*selected];
+  std::uint64_t largest = 0;
+  for (const auto& t : dev.types)
+    if (t.flags & 0x2 /* HOST_VISIBLE */) largest = std::max(largest, dev.heaps[t.heap_index].size);
+  if (o.size > largest) {
+    err << fmt::format("extmem probe: --size: {} bytes does not fit the largest host-visible heap of device {} ({} bytes); "
+                       "accepted: a multiple of 4096 from {} to {}\n", o.size, *selected, largest, kMinSize, largest);
+    return kExitUsage;
+  }
+
+  print_context(out, context);
+  print_vulkan(out, *vulkan, static_cast<int>(*selected), false);
+  out << "== phase A: EGL/GLES: not probed in this build (GLES legs: issue 3)\n";
+  out << fmt::format("== routes (size={} bytes, regions at {}, timeout={:g} s)\n", o.size,
+                     o.regions_at_end ? "end" : "start", o.timeout_s);
+  out.flush();
+
+  SuperviseParams params;
+  params.exe = o.self_exe;
+  params.device_index = *selected;
+  params.layout = Layout{o.size, o.regions_at_end};
+  params.timeout_s = o.timeout_s;
+
+  std::vector<RowResult> rows;
+  for (const RouteDef& route : route_table()) {
+    RowResult r;
+    std::string filtered = filtered_out(route, o);
+    if (!route.skip_reason.empty() || !filtered.empty()) {
+      r.row = std::string(route.row);
+      r.verdict = {RowStatus::skip, !route.skip_reason.empty() ? std::string(route.skip_reason) : filtered};
+    } else {
+      auto supervised = supervise(route, params);
+      if (!supervised) {
+        err << "extmem probe: cannot start the children of " << route.row << ": " << supervised.error().message() << "\n";
+        return kExitCannotRun;
+      }
+      r = std::move(*supervised);
+    }
+    out << result_line(r) << "\n";
+    out.flush();
+    rows.push_back(std::move(r));
+  }
+  print_summary(out, rows);
+
+  bool failed = std::any_of(rows.begin(), rows.end(), [](const RowResult& r) {
+    return r.verdict.status == RowStatus::fail || r.verdict.status == RowStatus::partial;
+  });
+  int code = failed ? kExitFailed : kExitOk;
+  if (!o.json_path.empty()) {
+    json jrows = json::array();
+    for (const RowResult& r : rows) jrows.push_back(row_json(r));
+    json doc = {{"schema", "extmem-probe-result"},
+                {"schema_version", kJsonSchemaVersion},
+                {"tool_version", "0.1.0"},
+                {"generated_at", utc_now()},
+                {"options",
+                 {{"size", o.size}, {"regions_at_end", o.regions_at_end}, {"timeout_s", o.timeout_s},
+                  {"device", o.device}, {"only", o.only}, {"groups", o.groups}, {"no_gles", o.no_gles}}},
+                {"context", to_json(context)},
+                {"vulkan", to_json(*vulkan, static_cast<int>(*selected))},
+                {"gles", nullptr},
+                {"rows", jrows},
+                {"exit_code", code}};
+    if (auto s = write_json_atomically(o.json_path, doc); !s) {
+      err << "extmem probe: " << s.error().message() << "\n";
+      return kExitCannotRun;
+    }
+  }
+  return code;
+}
+
+int run_child(const ChildArgs& a) {
+  const RouteDef* route = find_route(a.row);
+  if (route == nullptr || route->server == nullptr || (a.role != "server" && a.role != "client")) {
+    std::fprintf(stderr, "extmem probe --child: unknown row or role (%s, %s)\n", a.row.c_str(), a.role.c_str());
+    return kExitUsage;
+  }
+  struct stat st {};
+  for (int fd : {3, 4}) {
+    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+      std::fprintf(stderr, "extmem probe --child: fd %d is not a socket; child mode is started by extmem probe itself\n", fd);
+      return kExitUsage;
+    }
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  ChildParams p{a.row, a.role == "server" ? Role::server : Role::client, a.device_index, Layout{a.size, a.regions_at_end}};
+  ChildContext ctx(p, os::Channel(os::UniqueFd(3)), os::Channel(os::UniqueFd(4)));
+  return p.role == Role::server ? route->server(ctx) : route->client(ctx);
+}
+
+}  // namespace extmem::probe

@@ -1,0 +1,315 @@
+#include "vulkan/context.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace extmem::vk {
+
+Result<std::shared_ptr<Instance>> Instance::create() {
+  auto lib = open_loader();
+  if (!lib) return std::move(lib).error();
+  auto inst = std::shared_ptr<Instance>(new Instance());
+  inst->lib_ = *lib;
+  if (inst->lib_->enumerate_instance_version != nullptr)
+    inst->lib_->enumerate_instance_version(&inst->loader_version_);
+  if (inst->loader_version_ < VK_API_VERSION_1_1)
+    return Error{"vkEnumerateInstanceVersion", ErrorKind::unsupported, "VK_API_VERSION_1_0",
+                 "external memory needs a Vulkan 1.1 loader"};
+
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "extmem";
+  app.apiVersion = VK_API_VERSION_1_1;
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ci.pApplicationInfo = &app;
+  VkResult r = inst->lib_->create_instance(&ci, nullptr, &inst->instance_);
+  if (r != VK_SUCCESS) return vk_error("vkCreateInstance", r);
+#define EXTMEM_LOAD(name) \
+  inst->fn_.name = reinterpret_cast<PFN_##name>(inst->lib_->get_instance_proc_addr(inst->instance_, #name));
+  EXTMEM_VK_INSTANCE_FUNCS(EXTMEM_LOAD)
+#undef EXTMEM_LOAD
+  return inst;
+}
+
+Instance::~Instance() {
+  if (instance_ != VK_NULL_HANDLE && fn_.vkDestroyInstance != nullptr) fn_.vkDestroyInstance(instance_, nullptr);
+}
+
+Result<std::vector<VkPhysicalDevice>> Instance::physical_devices() const {
+  std::uint32_t n = 0;
+  VkResult r = fn_.vkEnumeratePhysicalDevices(instance_, &n, nullptr);
+  if (r != VK_SUCCESS) return vk_error("vkEnumeratePhysicalDevices", r);
+  std::vector<VkPhysicalDevice> out(n);
+  r = fn_.vkEnumeratePhysicalDevices(instance_, &n, out.data());
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) return vk_error("vkEnumeratePhysicalDevices", r);
+  out.resize(n);
+  return out;
+}
+
+std::vector<std::string> Instance::device_extensions(VkPhysicalDevice pd) const {
+  std::uint32_t n = 0;
+  fn_.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> props(n);
+  fn_.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, props.data());
+  std::vector<std::string> out;
+  for (std::uint32_t i = 0; i < n; ++i) out.emplace_back(props[i].extensionName);
+  return out;
+}
+
+VkExternalMemoryProperties Instance::external_buffer_properties(VkPhysicalDevice pd,
+                                                                VkExternalMemoryHandleTypeFlagBits type) const {
+  VkPhysicalDeviceExternalBufferInfo info{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO};
+  info.usage = kRouteBufferUsage;
+  info.handleType = type;
+  VkExternalBufferProperties props{VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES};
+  fn_.vkGetPhysicalDeviceExternalBufferProperties(pd, &info, &props);
+  return props.externalMemoryProperties;
+}
+
+Buffer::Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    reset();
+    buffer = std::exchange(o.buffer, VK_NULL_HANDLE);
+    memory = std::exchange(o.memory, VK_NULL_HANDLE);
+    size = o.size;
+    allocation_size = o.allocation_size;
+    memory_type_index = o.memory_type_index;
+    dedicated = o.dedicated;
+    mapped = std::exchange(o.mapped, nullptr);
+    device_ = std::exchange(o.device_, nullptr);
+  }
+  return *this;
+}
+
+Buffer::~Buffer() { reset(); }
+
+void Buffer::reset() noexcept {
+  if (device_ == nullptr) return;
+  const DeviceFns& f = device_->fn();
+  if (mapped != nullptr) f.vkUnmapMemory(device_->handle(), memory);
+  if (buffer != VK_NULL_HANDLE) f.vkDestroyBuffer(device_->handle(), buffer, nullptr);
+  if (memory != VK_NULL_HANDLE) f.vkFreeMemory(device_->handle(), memory, nullptr);
+  buffer = VK_NULL_HANDLE;
+  memory = VK_NULL_HANDLE;
+  mapped = nullptr;
+  device_ = nullptr;
+}
+
+Result<std::unique_ptr<Device>> Device::create(std::shared_ptr<Instance> instance, std::uint32_t index,
+                                               const std::vector<std::string>& wanted) {
+  auto pds = instance->physical_devices();
+  if (!pds) return std::move(pds).error();
+  if (index >= pds->size())
+    return Error{"select physical device", ErrorKind::invalid_argument, {},
+                 fmt::format("index {} but {} devices", index, pds->size())};
+  std::unique_ptr<Device> dev(new Device());
+  dev->instance_ = instance;
+  dev->pd_ = (*pds)[index];
+  const InstanceFns& f = instance->fn();
+
+  VkPhysicalDeviceProperties props{};
+  f.vkGetPhysicalDeviceProperties(dev->pd_, &props);
+  if (props.apiVersion < VK_API_VERSION_1_1)
+    return Error{"vkGetPhysicalDeviceProperties", ErrorKind::unsupported, "apiVersion 1.0",
+                 "external memory needs a Vulkan 1.1 device"};
+  f.vkGetPhysicalDeviceMemoryProperties(dev->pd_, &dev->mem_);
+
+  std::uint32_t nq = 0;
+  f.vkGetPhysicalDeviceQueueFamilyProperties(dev->pd_, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> qf(nq);
+  f.vkGetPhysicalDeviceQueueFamilyProperties(dev->pd_, &nq, qf.data());
+  bool found = false;
+  // Graphics and compute queues support transfer implicitly.
+  for (std::uint32_t i = 0; i < nq && !found; ++i) {
+    if (qf[i].queueFlags & (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT | VK_QUEUE_TRANSFER_BIT)) {
+      dev->queue_family_ = i;
+      found = true;
+    }
+  }
+  if (!found) return Error{"find transfer queue", ErrorKind::unsupported, {}, "no queue family supports transfer"};
+
+  std::vector<std::string> available = instance->device_extensions(dev->pd_);
+  for (const std::string& w : wanted) {
+    if (std::find(available.begin(), available.end(), w) != available.end()) dev->enabled_.push_back(w);
+  }
+  std::vector<const char*> enable;
+  for (const std::string& e : dev->enabled_) enable.push_back(e.c_str());
+
+  if (dev->has(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
+    VkPhysicalDeviceExternalMemoryHostPropertiesEXT host{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &host;
+    f.vkGetPhysicalDeviceProperties2(dev->pd_, &p2);
+    dev->host_ptr_alignment_ = host.minImportedHostPointerAlignment;
+  }
+
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = dev->queue_family_;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = static_cast<std::uint32_t>(enable.size());
+  dci.ppEnabledExtensionNames = enable.data();
+  VkResult r = f.vkCreateDevice(dev->pd_, &dci, nullptr, &dev->device_);
+  if (r != VK_SUCCESS) return vk_error("vkCreateDevice", r);
+#define EXTMEM_LOAD(name) \
+  dev->fn_.name = reinterpret_cast<PFN_##name>(f.vkGetDeviceProcAddr(dev->device_, #name));
+  EXTMEM_VK_DEVICE_FUNCS(EXTMEM_LOAD)
+  EXTMEM_VK_DEVICE_EXT_FUNCS(EXTMEM_LOAD)
+#undef EXTMEM_LOAD
+  dev->fn_.vkGetDeviceQueue(dev->device_, dev->queue_family_, 0, &dev->queue_);
+
+  VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pci.queueFamilyIndex = dev->queue_family_;
+  r = dev->fn_.vkCreateCommandPool(dev->device_, &pci, nullptr, &dev->pool_);
+  if (r != VK_SUCCESS) return vk_error("vkCreateCommandPool", r);
+  return dev;
+}
+
+Device::~Device() {
+  if (device_ == VK_NULL_HANDLE) return;
+  if (pool_ != VK_NULL_HANDLE) fn_.vkDestroyCommandPool(device_, pool_, nullptr);
+  fn_.vkDestroyDevice(device_, nullptr);
+}
+
+bool Device::has(const std::string& extension) const {
+  return std::find(enabled_.begin(), enabled_.end(), extension) != enabled_.end();
+}
+
+int Device::find_memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags flags) const {
+  for (std::uint32_t i = 0; i < mem_.memoryTypeCount; ++i) {
+    if ((type_bits & (1u << i)) && (mem_.memoryTypes[i].propertyFlags & flags) == flags) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Result<Buffer> Device::create_buffer(const AllocationRequest& req, AllocationFailure* failure) const {
+  Buffer out;
+  out.device_ = this;
+  auto fail = [&](Error e, bool at_allocate) -> Result<Buffer> {
+    if (failure != nullptr) *failure = AllocationFailure{e, at_allocate, out.memory != VK_NULL_HANDLE};
+    return e;
+  };
+  out.size = req.size;
+
+  VkExternalMemoryBufferCreateInfo ext{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
+  ext.handleTypes = req.external_handle_types;
+  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.pNext = req.external_handle_types != 0 ? &ext : nullptr;
+  bci.size = req.size;
+  bci.usage = kRouteBufferUsage;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VkResult r = fn_.vkCreateBuffer(device_, &bci, nullptr, &out.buffer);
+  if (r != VK_SUCCESS) return fail(vk_error("vkCreateBuffer", r), false);
+
+  VkMemoryDedicatedRequirements dreq{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_REQUIREMENTS};
+  VkMemoryRequirements2 mreq{VK_STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2};
+  mreq.pNext = &dreq;
+  VkBufferMemoryRequirementsInfo2 rinfo{VK_STRUCTURE_TYPE_BUFFER_MEMORY_REQUIREMENTS_INFO_2};
+  rinfo.buffer = out.buffer;
+  fn_.vkGetBufferMemoryRequirements2(device_, &rinfo, &mreq);
+
+  std::uint32_t bits = mreq.memoryRequirements.memoryTypeBits & req.allowed_type_bits;
+  int type = req.memory_type_index >= 0 ? req.memory_type_index : find_memory_type(bits, req.required_flags);
+  if (type < 0)
+    return fail(Error{"choose memory type", ErrorKind::unsupported, {},
+                      fmt::format("no memory type in bits 0x{:x} has flags 0x{:x}", bits, req.required_flags)},
+                false);
+  out.memory_type_index = static_cast<std::uint32_t>(type);
+  out.allocation_size = req.allocation_size != 0 ? req.allocation_size : mreq.memoryRequirements.size;
+  out.dedicated = req.dedicated >= 0 ? req.dedicated == 1
+                                     : (dreq.requiresDedicatedAllocation || dreq.prefersDedicatedAllocation);
+
+  const void* chain = nullptr;
+  VkMemoryDedicatedAllocateInfo ded{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO};
+  ded.buffer = out.buffer;
+  VkExportMemoryAllocateInfo exp{VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO};
+  exp.handleTypes = req.external_handle_types;
+  VkImportMemoryFdInfoKHR imp{VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR};
+  imp.handleType = req.import_fd_type;
+  imp.fd = req.import_fd;
+  VkImportMemoryHostPointerInfoEXT host{VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT};
+  host.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  host.pHostPointer = req.import_host_pointer;
+  if (out.dedicated) {
+    ded.pNext = chain;
+    chain = &ded;
+  }
+  if (req.export_memory) {
+    exp.pNext = chain;
+    chain = &exp;
+  }
+  if (req.import_fd >= 0) {
+    imp.pNext = chain;
+    chain = &imp;
+  }
+  if (req.import_host_pointer != nullptr) {
+    host.pNext = chain;
+    chain = &host;
+  }
+  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  ai.pNext = chain;
+  ai.allocationSize = out.allocation_size;
+  ai.memoryTypeIndex = out.memory_type_index;
+  r = fn_.vkAllocateMemory(device_, &ai, nullptr, &out.memory);
+  if (r != VK_SUCCESS) {
+    out.memory = VK_NULL_HANDLE;
+    return fail(vk_error("vkAllocateMemory", r,
+                         fmt::format("{} bytes, memory type {}{}", out.allocation_size, out.memory_type_index,
+                                     out.dedicated ? ", dedicated" : "")),
+                true);
+  }
+  r = fn_.vkBindBufferMemory(device_, out.buffer, out.memory, 0);
+  if (r != VK_SUCCESS) return fail(vk_error("vkBindBufferMemory", r), false);
+  if (req.map) {
+    void* p = nullptr;
+    r = fn_.vkMapMemory(device_, out.memory, 0, VK_WHOLE_SIZE, 0, &p);
+    if (r != VK_SUCCESS) return fail(vk_error("vkMapMemory", r), false);
+    out.mapped = static_cast<std::byte*>(p);
+  }
+  return out;
+}
+
+Status Device::submit_and_wait(const std::function<void(VkCommandBuffer)>& record, std::uint64_t timeout_ns) const {
+  VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  cai.commandPool = pool_;
+  cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cai.commandBufferCount = 1;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkResult r = fn_.vkAllocateCommandBuffers(device_, &cai, &cmd);
+  if (r != VK_SUCCESS) return vk_error("vkAllocateCommandBuffers", r);
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  r = fn_.vkBeginCommandBuffer(cmd, &bi);
+  if (r != VK_SUCCESS) return vk_error("vkBeginCommandBuffer", r);
+  record(cmd);
+  r = fn_.vkEndCommandBuffer(cmd);
+  if (r != VK_SUCCESS) return vk_error("vkEndCommandBuffer", r);
+
+  VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFence fence = VK_NULL_HANDLE;
+  r = fn_.vkCreateFence(device_, &fci, nullptr, &fence);
+  if (r != VK_SUCCESS) return vk_error("vkCreateFence", r);
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cmd;
+  r = fn_.vkQueueSubmit(queue_, 1, &si, fence);
+  Status status;
+  if (r != VK_SUCCESS) {
+    status = vk_error("vkQueueSubmit", r);
+  } else {
+    r = fn_.vkWaitForFences(device_, 1, &fence, VK_TRUE, timeout_ns);
+    if (r != VK_SUCCESS) status = vk_error("vkWaitForFences", r);
+  }
+  fn_.vkDestroyFence(device_, fence, nullptr);
+  return status;
+}
+
+}  // namespace extmem::vk

@@ -1,0 +1,138 @@
+// A Vulkan instance and one logical device with a transfer-capable queue.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vulkan/dispatch.h"
+
+namespace extmem::vk {
+
+/// Buffer usage every route's buffers are created with (spec/probe.md, phase A).
+inline constexpr VkBufferUsageFlags kRouteBufferUsage =
+    VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+    VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT;
+
+/// Owns a VkInstance (API 1.1 or newer) and the loader it came from.
+class Instance {
+ public:
+  /// Creates the instance. Errors: open_loader()'s; unsupported when the loader
+  /// only offers Vulkan 1.0; vk_error("vkCreateInstance").
+  static Result<std::shared_ptr<Instance>> create();
+  ~Instance();
+
+  VkInstance handle() const noexcept { return instance_; }
+  const InstanceFns& fn() const noexcept { return fn_; }
+  std::uint32_t loader_version() const noexcept { return loader_version_; }
+  /// Physical devices in the driver's order. Errors: vk_error("vkEnumeratePhysicalDevices").
+  Result<std::vector<VkPhysicalDevice>> physical_devices() const;
+  /// Extension names the physical device exposes.
+  std::vector<std::string> device_extensions(VkPhysicalDevice pd) const;
+  /// vkGetPhysicalDeviceExternalBufferProperties for kRouteBufferUsage.
+  VkExternalMemoryProperties external_buffer_properties(VkPhysicalDevice pd,
+                                                        VkExternalMemoryHandleTypeFlagBits type) const;
+
+ private:
+  std::shared_ptr<LoaderLibrary> lib_;
+  VkInstance instance_ = VK_NULL_HANDLE;
+  InstanceFns fn_{};
+  std::uint32_t loader_version_ = VK_API_VERSION_1_0;
+};
+
+class Device;
+
+/// A VkBuffer bound to its own VkDeviceMemory, optionally mapped. Move-only; frees on destruction.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Buffer&& o) noexcept;
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkDeviceSize size = 0;              ///< buffer size in bytes
+  VkDeviceSize allocation_size = 0;   ///< bytes allocated (>= size)
+  std::uint32_t memory_type_index = 0;
+  bool dedicated = false;             ///< allocated with VkMemoryDedicatedAllocateInfo
+  std::byte* mapped = nullptr;        ///< host pointer from vkMapMemory, or null
+
+ private:
+  friend class Device;
+  const Device* device_ = nullptr;
+  void reset() noexcept;
+};
+
+/// How to allocate a buffer's memory (the pNext chain pieces the routes vary).
+struct AllocationRequest {
+  VkDeviceSize size = 0;                                ///< buffer size, bytes
+  VkExternalMemoryHandleTypeFlags external_handle_types = 0;  ///< VkExternalMemoryBufferCreateInfo
+  bool export_memory = false;                           ///< chain VkExportMemoryAllocateInfo
+  int import_fd = -1;              ///< chain VkImportMemoryFdInfoKHR; consumed by the driver on success only
+  VkExternalMemoryHandleTypeFlagBits import_fd_type = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  void* import_host_pointer = nullptr;                  ///< chain VkImportMemoryHostPointerInfoEXT
+  VkDeviceSize allocation_size = 0;                     ///< 0: from vkGetBufferMemoryRequirements2
+  int memory_type_index = -1;                           ///< -1: pick by required_flags
+  std::uint32_t allowed_type_bits = ~0u;                ///< further restricts the memory type
+  VkMemoryPropertyFlags required_flags = 0;
+  int dedicated = -1;                                   ///< 1/0 force; -1 when required or preferred
+  bool map = true;
+};
+
+/// Which pieces of an allocation failed, so routes can apply UNSUPPORTED-vs-FAIL.
+struct AllocationFailure {
+  Error error;
+  bool at_allocate = false;       ///< vkAllocateMemory itself declined (the export/import site)
+  bool memory_allocated = false;  ///< vkAllocateMemory succeeded (an imported fd now belongs to the driver)
+};
+
+class Device {
+ public:
+  /// Creates a logical device on physical device `index` with one queue that
+  /// supports transfer. `wanted` extensions are enabled when present (see has()).
+  /// Errors: invalid_argument (no such index), unsupported (device older than
+  /// Vulkan 1.1, no transfer queue), vk_error("vkCreateDevice").
+  static Result<std::unique_ptr<Device>> create(std::shared_ptr<Instance> instance, std::uint32_t index,
+                                                const std::vector<std::string>& wanted);
+  ~Device();
+
+  bool has(const std::string& extension) const;
+  const DeviceFns& fn() const noexcept { return fn_; }
+  VkDevice handle() const noexcept { return device_; }
+  VkPhysicalDevice physical() const noexcept { return pd_; }
+  const Instance& instance() const noexcept { return *instance_; }
+  const VkPhysicalDeviceMemoryProperties& memory_properties() const noexcept { return mem_; }
+  /// VkPhysicalDeviceExternalMemoryHostPropertiesEXT::minImportedHostPointerAlignment, bytes (0 if not exposed).
+  VkDeviceSize min_imported_host_pointer_alignment() const noexcept { return host_ptr_alignment_; }
+
+  /// First memory type in `type_bits` with all of `flags`; -1 when none.
+  int find_memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags flags) const;
+
+  /// Creates, allocates, binds and (optionally) maps a buffer per `req`.
+  Result<Buffer> create_buffer(const AllocationRequest& req, AllocationFailure* failure = nullptr) const;
+
+  /// Records commands with `record`, submits them on the queue, waits for the
+  /// fence (at most `timeout_ns`). Errors: vk_error of the failing call.
+  Status submit_and_wait(const std::function<void(VkCommandBuffer)>& record,
+                         std::uint64_t timeout_ns = 10'000'000'000ull) const;
+
+ private:
+  Device() = default;
+  std::shared_ptr<Instance> instance_;
+  VkPhysicalDevice pd_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  std::uint32_t queue_family_ = 0;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  DeviceFns fn_{};
+  VkPhysicalDeviceMemoryProperties mem_{};
+  VkDeviceSize host_ptr_alignment_ = 0;
+  std::vector<std::string> enabled_;
+};
+
+}  // namespace extmem::vk

@@ -1,0 +1,82 @@
+// Vulkan entry points, resolved at run time from a dlopen()ed loader.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <memory>
+
+#include "extmem/core/error.h"
+
+namespace extmem::vk {
+
+#define EXTMEM_VK_INSTANCE_FUNCS(X)             \
+  X(vkDestroyInstance)                          \
+  X(vkEnumeratePhysicalDevices)                 \
+  X(vkGetPhysicalDeviceProperties)              \
+  X(vkGetPhysicalDeviceProperties2)             \
+  X(vkGetPhysicalDeviceMemoryProperties)        \
+  X(vkGetPhysicalDeviceQueueFamilyProperties)   \
+  X(vkEnumerateDeviceExtensionProperties)       \
+  X(vkGetPhysicalDeviceExternalBufferProperties) \
+  X(vkCreateDevice)                             \
+  X(vkGetDeviceProcAddr)
+
+#define EXTMEM_VK_DEVICE_FUNCS(X)    \
+  X(vkDestroyDevice)                 \
+  X(vkGetDeviceQueue)                \
+  X(vkCreateBuffer)                  \
+  X(vkDestroyBuffer)                 \
+  X(vkGetBufferMemoryRequirements2)  \
+  X(vkAllocateMemory)                \
+  X(vkFreeMemory)                    \
+  X(vkBindBufferMemory)              \
+  X(vkMapMemory)                     \
+  X(vkUnmapMemory)                   \
+  X(vkCreateCommandPool)             \
+  X(vkDestroyCommandPool)            \
+  X(vkAllocateCommandBuffers)        \
+  X(vkBeginCommandBuffer)            \
+  X(vkEndCommandBuffer)              \
+  X(vkCmdCopyBuffer)                 \
+  X(vkCmdPipelineBarrier)            \
+  X(vkQueueSubmit)                   \
+  X(vkCreateFence)                   \
+  X(vkDestroyFence)                  \
+  X(vkWaitForFences)
+
+// Extension entry points: null when the extension was not enabled.
+#define EXTMEM_VK_DEVICE_EXT_FUNCS(X) \
+  X(vkGetMemoryFdKHR)                 \
+  X(vkGetMemoryFdPropertiesKHR)       \
+  X(vkGetMemoryHostPointerPropertiesEXT)
+
+#define EXTMEM_VK_DECLARE(name) PFN_##name name = nullptr;
+
+/// The dlopen()ed loader; closed when the last owner goes.
+struct LoaderLibrary {
+  void* handle = nullptr;
+  PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
+  PFN_vkCreateInstance create_instance = nullptr;
+  PFN_vkEnumerateInstanceVersion enumerate_instance_version = nullptr;
+  ~LoaderLibrary();
+};
+
+/// Opens libvulkan.so.1 (then libvulkan.so). Errors: unsupported, step
+/// "dlopen(libvulkan.so.1)", code = dlerror() text.
+Result<std::shared_ptr<LoaderLibrary>> open_loader();
+
+struct InstanceFns {
+  EXTMEM_VK_INSTANCE_FUNCS(EXTMEM_VK_DECLARE)
+};
+struct DeviceFns {
+  EXTMEM_VK_DEVICE_FUNCS(EXTMEM_VK_DECLARE)
+  EXTMEM_VK_DEVICE_EXT_FUNCS(EXTMEM_VK_DECLARE)
+};
+
+/// Name of a VkResult, e.g. "VK_ERROR_INVALID_EXTERNAL_HANDLE"; "VkResult(N)" when unknown.
+const char* result_name(VkResult r);
+
+/// A driver error for `step` with the VkResult name as the code.
+Error vk_error(std::string step, VkResult r, std::string detail = {});
+
+}  // namespace extmem::vk
