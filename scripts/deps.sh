@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages extmem needs to build, run on lavapipe/llvmpipe, and test.
+# Run as root on Debian bookworm. Does nothing when everything is already installed.
+set -euo pipefail
+
+packages=(
+  g++ make cmake pkg-config
+  libvulkan-dev libvulkan1 mesa-vulkan-drivers
+  libegl-dev libgles-dev libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri
+  libcli11-dev nlohmann-json3-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-jsonschema
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" != 0 ]; then
+    echo "extmem: missing Debian packages: ${missing[*]}; run this as root (apt-get install)" >&2
+    exit 1
+  fi
+  echo "extmem: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
