@@ -9,108 +9,10 @@
 #include "probe/gpu_access.h"
 #include "probe/route_util.h"
 #include "probe/routes.h"
+#include "probe/vk_export.h"
 
 namespace extmem::probe {
 namespace {
-
-struct HandleKind {
-  VkExternalMemoryHandleTypeFlagBits bit;
-  const char* name;       ///< "OPAQUE_FD"
-  const char* extension;  ///< the device extension the handle type needs besides VK_KHR_external_memory_fd
-  bool raw_mmap_decisive; ///< a CPU mapping is the point of dma-buf; opaque fds may refuse it
-};
-
-constexpr HandleKind kOpaque{VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT, "OPAQUE_FD", nullptr, false};
-constexpr HandleKind kDmaBuf{VK_EXTERNAL_MEMORY_HANDLE_TYPE_DMA_BUF_BIT_EXT, "DMA_BUF",
-                             VK_EXT_EXTERNAL_MEMORY_DMA_BUF_EXTENSION_NAME, true};
-
-std::vector<std::string> wanted_extensions(const HandleKind& h) {
-  std::vector<std::string> w = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME, VK_KHR_DEDICATED_ALLOCATION_EXTENSION_NAME};
-  if (h.extension != nullptr) w.emplace_back(h.extension);
-  return w;
-}
-
-std::optional<std::string> missing_extension(const vk::Device& dev, const HandleKind& h) {
-  for (const std::string& e : wanted_extensions(h)) {
-    if (e == VK_KHR_DEDICATED_ALLOCATION_EXTENSION_NAME) continue;  // core in 1.1
-    if (!dev.has(e)) return e + " not exposed by the device";
-  }
-  return std::nullopt;
-}
-
-int server(ChildContext& ctx, const HandleKind& h) {
-  const Layout& layout = ctx.layout();
-  auto dev = open_device(ctx, wanted_extensions(h));
-  if (!dev) {
-    RouteFacts f;
-    (dev.error().kind == ErrorKind::unsupported ? f.unsupported : f.fatal) = "server: " + why_of(dev.error());
-    (void)send_setup_failure(ctx, f);
-    return 0;
-  }
-  if (auto missing = missing_extension(**dev, h)) {
-    (void)send_setup_failure(ctx, RouteFacts{*missing, {}, {}});
-    return 0;
-  }
-  ctx.step(fmt::format("vkGetPhysicalDeviceExternalBufferProperties({})", h.name));
-  bool exportable = advertised(**dev, h.bit, VK_EXTERNAL_MEMORY_FEATURE_EXPORTABLE_BIT);
-
-  ctx.step(fmt::format("vkAllocateMemory(export {})", h.name));
-  vk::AllocationRequest req;
-  req.size = layout.size;
-  req.external_handle_types = h.bit;
-  req.export_memory = true;
-  req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  vk::AllocationFailure af;
-  auto buf = (*dev)->create_buffer(req, &af);
-  if (!buf) {
-    RouteFacts f;
-    if (af.error.kind == ErrorKind::unsupported) {
-      f.unsupported = "server: " + why_of(af.error);
-    } else if (af.at_allocate) {
-      SiteFailure s = classify_site(af.error, exportable, std::string(h.name) + " export");
-      (s.unsupported ? f.unsupported : f.fatal) = "server: " + s.why;
-    } else {
-      f.fatal = "server: " + why_of(af.error);
-    }
-    (void)send_setup_failure(ctx, f);
-    return 0;
-  }
-  std::span<std::byte> view(buf->mapped, layout.size);
-  ctx.step("write region A");
-  pattern::fill(layout.region(view, Region::A), seed_of(Region::A));
-
-  ctx.step(fmt::format("vkGetMemoryFdKHR({})", h.name));
-  VkMemoryGetFdInfoKHR gi{VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR};
-  gi.memory = buf->memory;
-  gi.handleType = h.bit;
-  int raw_fd = -1;
-  VkResult r = (*dev)->fn().vkGetMemoryFdKHR((*dev)->handle(), &gi, &raw_fd);
-  os::UniqueFd fd(r == VK_SUCCESS ? raw_fd : -1);
-  if (r != VK_SUCCESS) {
-    SiteFailure s = classify_site(vk::vk_error("vkGetMemoryFdKHR", r), exportable, std::string(h.name) + " export");
-    RouteFacts f;
-    (s.unsupported ? f.unsupported : f.fatal) = "server: " + s.why;
-    (void)send_setup_failure(ctx, f);
-    return 0;
-  }
-  ctx.step("post-export fd sanity");
-  auto size = os::fd_size(fd.get());
-  if (fd.get() < 0 || !os::fd_is_open(fd.get()) || !size || *size < buf->allocation_size) {
-    std::string why = fd.get() < 0 ? "fd < 0"
-                      : !os::fd_is_open(fd.get()) ? "fcntl(F_GETFD) failed"
-                      : !size ? why_of(size.error())
-                              : fmt::format("fd size {} < allocation size {}", *size, buf->allocation_size);
-    (void)send_setup_failure(ctx, RouteFacts{{}, {}, "server: exported fd fails sanity: " + why});
-    return 0;
-  }
-  ctx.step("send the fd");
-  nlohmann::json info = {{"allocation_size", buf->allocation_size}, {"memory_type_index", buf->memory_type_index},
-                         {"dedicated", buf->dedicated}, {"fd_size", *size}, {"exportable_advertised", exportable}};
-  if (auto s = send_setup(ctx, info, fd.get()); !s) return 1;
-  fd.reset();  // the client has its own copy now
-  ctx.step("serve the client's checks");
-  return serve(ctx, view) ? 0 : 1;
-}
 
 int client(ChildContext& ctx, const HandleKind& h) {
   const Layout& layout = ctx.layout();
@@ -157,7 +59,7 @@ int client(ChildContext& ctx, const HandleKind& h) {
   vki.attempted = true;
   std::unique_ptr<vk::Device> dev;
   vk::Buffer buf;
-  if (auto d = open_device(ctx, wanted_extensions(h)); !d) {
+  if (auto d = open_device(ctx, export_extensions(h)); !d) {
     fail_leg(vki, d.error());
   } else if (auto missing = missing_extension(**d, h)) {
     rep.facts.unsupported = "client: " + *missing;
@@ -243,10 +145,10 @@ int client(ChildContext& ctx, const HandleKind& h) {
 }  // namespace
 
 const RouteDef kT1OpaqueFd{"T1-opaque-fd", "t1", {},
-                           [](ChildContext& c) { return server(c, kOpaque); },
-                           [](ChildContext& c) { return client(c, kOpaque); }};
+                           [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); },
+                           [](ChildContext& c) { return client(c, kOpaqueFd); }};
 const RouteDef kT1DmaBuf{"T1-dma-buf", "t1", {},
-                         [](ChildContext& c) { return server(c, kDmaBuf); },
+                         [](ChildContext& c) { return export_and_serve(c, kDmaBuf); },
                          [](ChildContext& c) { return client(c, kDmaBuf); }};
 
 }  // namespace extmem::probe

@@ -1,0 +1,117 @@
+#include "probe/vk_export.h"
+
+#include <fmt/format.h>
+
+#include "extmem/core/pattern.h"
+#include "probe/peer.h"
+#include "probe/route_util.h"
+
+namespace extmem::probe {
+
+std::vector<std::string> export_extensions(const HandleKind& h) {
+  std::vector<std::string> w = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME, VK_KHR_DEDICATED_ALLOCATION_EXTENSION_NAME};
+  if (h.extension != nullptr) w.emplace_back(h.extension);
+  return w;
+}
+
+std::optional<std::string> missing_extension(const vk::Device& dev, const HandleKind& h) {
+  for (const std::string& e : export_extensions(h)) {
+    if (e == VK_KHR_DEDICATED_ALLOCATION_EXTENSION_NAME) continue;  // core in Vulkan 1.1
+    if (!dev.has(e)) return e + " not exposed by the device";
+  }
+  return std::nullopt;
+}
+
+nlohmann::json Exported::info() const {
+  return {{"allocation_size", buffer.allocation_size}, {"memory_type_index", buffer.memory_type_index},
+          {"dedicated", buffer.dedicated}, {"fd_size", fd_size}, {"exportable_advertised", exportable_advertised}};
+}
+
+std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const HandleKind& h) {
+  const Layout& layout = ctx.layout();
+  RouteFacts facts;
+  auto site = [&](const Error& e, bool advertised) {
+    SiteFailure s = classify_site(e, advertised, std::string(h.name) + " export");
+    (s.unsupported ? facts.unsupported : facts.fatal) = "server: " + s.why;
+    return facts;
+  };
+  Exported ex;
+  auto dev = open_device(ctx, export_extensions(h));
+  if (!dev) {
+    (dev.error().kind == ErrorKind::unsupported ? facts.unsupported : facts.fatal) = "server: " + why_of(dev.error());
+    return facts;
+  }
+  ex.device = std::move(*dev);
+  if (auto missing = missing_extension(*ex.device, h)) {
+    facts.unsupported = *missing;
+    return facts;
+  }
+  ctx.step(fmt::format("vkGetPhysicalDeviceExternalBufferProperties({})", h.name));
+  ex.exportable_advertised = advertised(*ex.device, h.bit, VK_EXTERNAL_MEMORY_FEATURE_EXPORTABLE_BIT);
+
+  ctx.step(fmt::format("vkAllocateMemory(export {})", h.name));
+  vk::AllocationRequest req;
+  req.size = layout.size;
+  req.external_handle_types = h.bit;
+  req.export_memory = true;
+  req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  vk::AllocationFailure af;
+  auto buf = ex.device->create_buffer(req, &af);
+  if (!buf) {
+    if (af.error.kind == ErrorKind::unsupported) {
+      facts.unsupported = "server: " + why_of(af.error);
+      return facts;
+    }
+    if (af.at_allocate) return site(af.error, ex.exportable_advertised);
+    facts.fatal = "server: " + why_of(af.error);
+    return facts;
+  }
+  ex.buffer = std::move(*buf);
+  ctx.step("write region A");
+  pattern::fill(layout.region(std::span<std::byte>(ex.buffer.mapped, layout.size), Region::A), seed_of(Region::A));
+
+  ctx.step(fmt::format("vkGetMemoryFdKHR({})", h.name));
+  VkMemoryGetFdInfoKHR gi{VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR};
+  gi.memory = ex.buffer.memory;
+  gi.handleType = h.bit;
+  int raw_fd = -1;
+  VkResult r = ex.device->fn().vkGetMemoryFdKHR(ex.device->handle(), &gi, &raw_fd);
+  if (r != VK_SUCCESS) return site(vk::vk_error("vkGetMemoryFdKHR", r), ex.exportable_advertised);
+  ex.fd.reset(raw_fd);
+
+  // Post-export sanity: a bad fd should name itself here, not surface later as an import error.
+  ctx.step("post-export fd sanity");
+  std::string insane;
+  if (raw_fd < 0) {
+    insane = fmt::format("fd {} < 0", raw_fd);
+  } else if (!os::fd_is_open(raw_fd)) {
+    insane = "fcntl(F_GETFD) fails: " + errno_code(errno);
+  } else if (auto size = os::fd_size(raw_fd); !size) {
+    insane = why_of(size.error());
+  } else if (*size < ex.buffer.allocation_size) {
+    insane = fmt::format("fd size {} < allocation size {}", *size, ex.buffer.allocation_size);
+  } else {
+    ex.fd_size = *size;
+  }
+  if (!insane.empty()) {
+    facts.fatal = "server: exported fd fails sanity: " + insane;
+    return facts;
+  }
+  return ex;
+}
+
+int export_and_serve(ChildContext& ctx, const HandleKind& h) {
+  auto result = export_allocation(ctx, h);
+  if (auto* facts = std::get_if<RouteFacts>(&result)) {
+    (void)send_setup_failure(ctx, *facts);
+    return 0;
+  }
+  Exported& ex = std::get<Exported>(result);
+  ctx.step("send the fd");
+  if (!send_setup(ctx, ex.info(), ex.fd.get())) return 1;
+  ex.fd.reset();  // the peer holds its own copy now
+  ctx.step("serve the peer's checks");
+  return serve(ctx, std::span<std::byte>(ex.buffer.mapped, ctx.layout().size)) ? 0 : 1;
+}
+
+}  // namespace extmem::probe

@@ -1,0 +1,57 @@
+// The exporting half of the T1 routes: a HOST_VISIBLE | HOST_COHERENT Vulkan
+// allocation exported as an fd (spec/probe.md, "T1").
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "extmem/core/verdict.h"
+#include "extmem/os/fd.h"
+#include "probe/child_context.h"
+#include "vulkan/context.h"
+
+namespace extmem::probe {
+
+struct HandleKind {
+  VkExternalMemoryHandleTypeFlagBits bit;
+  const char* name;        ///< "OPAQUE_FD"
+  const char* extension;   ///< device extension needed besides VK_KHR_external_memory_fd, or null
+  bool raw_mmap_decisive;  ///< a CPU mapping is the point of dma-buf; opaque fds may refuse it
+};
+
+inline constexpr HandleKind kOpaqueFd{VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT, "OPAQUE_FD", nullptr, false};
+inline constexpr HandleKind kDmaBuf{VK_EXTERNAL_MEMORY_HANDLE_TYPE_DMA_BUF_BIT_EXT, "DMA_BUF",
+                                    VK_EXT_EXTERNAL_MEMORY_DMA_BUF_EXTENSION_NAME, true};
+
+/// Extensions to enable for handle kind `h`.
+std::vector<std::string> export_extensions(const HandleKind& h);
+/// "<ext> not exposed by the device" when a required extension is missing.
+std::optional<std::string> missing_extension(const vk::Device& device, const HandleKind& h);
+
+/// A live export: the device, the mapped buffer (region A written) and the fd (owned here).
+struct Exported {
+  std::unique_ptr<vk::Device> device;
+  vk::Buffer buffer;
+  os::UniqueFd fd;
+  std::size_t fd_size = 0;  ///< bytes, fstat/lseek of the exported fd
+  bool exportable_advertised = false;
+
+  /// allocation_size, memory_type_index, dedicated, fd_size: what an importer must match.
+  nlohmann::json info() const;
+};
+
+/// Opens the device, allocates with VkExportMemoryAllocateInfo (dedicated when
+/// required or preferred), writes region A, exports with vkGetMemoryFdKHR and
+/// checks the fd (>= 0, F_GETFD, size >= allocation). On failure returns the
+/// row's facts (UNSUPPORTED when the handle type was never advertised, else FAIL).
+std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const HandleKind& h);
+
+/// The whole passive exporter: export_allocation, send the fd, serve the peer.
+int export_and_serve(ChildContext& ctx, const HandleKind& h);
+
+}  // namespace extmem::probe
