@@ -39,3 +39,8 @@ inline std::uint64_t seed_of(Region r) { return 0x65786d656d000000ull + static_c
 inline char region_name(Region r) { return static_cast<char>('A' + static_cast<int>(r)); }
 
 }  // namespace extmem::probe
+
+namespace extmem::probe {
+/// Seed of a GL-side GPU write into `r`, which lands after the CPU write through the GL mapping.
+inline std::uint64_t gpu_seed_of(Region r) { return seed_of(r) ^ 0x4750550000000000ull; }
+}  // namespace extmem::probe

@@ -77,8 +77,10 @@ Result<Setup> recv_setup(const ChildContext& ctx) {
   return s;
 }
 
-Result<PeerCheck> peer_check(const ChildContext& ctx, Region region) {
-  auto r = request(ctx, {{"op", "check"}, {"region", static_cast<int>(region)}});
+Result<PeerCheck> peer_check(const ChildContext& ctx, Region region, std::optional<std::uint64_t> seed) {
+  json req = {{"op", "check"}, {"region", static_cast<int>(region)}};
+  if (seed) req["seed"] = *seed;
+  auto r = request(ctx, req);
   if (!r) return std::move(r).error();
   auto m = r->find("match");
   if (m == r->end() || !m->is_boolean()) return protocol("check reply without \"match\"");
@@ -106,15 +108,17 @@ Status peer_done(const ChildContext& ctx) {
   return ctx.peer().send(os::MsgType::request, json{{"op", "done"}}.dump());
 }
 
-PeerCheck check_region(std::span<const std::byte> view, const Layout& layout, Region region) {
+PeerCheck check_region(std::span<const std::byte> view, const Layout& layout, Region region,
+                       std::optional<std::uint64_t> seed) {
+  const std::uint64_t s = seed.value_or(seed_of(region));
   PeerCheck c;
   if (layout.offset(region) + kRegionSize > view.size()) {
     c.mismatch_at = 0;
     return c;
   }
-  c.mismatch_at = pattern::first_mismatch(layout.region(view, region), seed_of(region));
+  c.mismatch_at = pattern::first_mismatch(layout.region(view, region), s);
   c.match = !c.mismatch_at;
-  if (!c.match) c.payload_at = pattern::find(view, seed_of(region), kRegionSize);
+  if (!c.match) c.payload_at = pattern::find(view, s, kRegionSize);
   return c;
 }
 
@@ -144,7 +148,9 @@ Status serve(ChildContext& ctx, std::span<std::byte> view) {
       reply = {{"error", "request without a valid region"}};
     } else if (op == "check") {
       ctx.step(fmt::format("check region {} for the peer", region_name(*region)));
-      PeerCheck c = check_region(view, layout, *region);
+      std::optional<std::uint64_t> seed;
+      if (auto it = j->find("seed"); it != j->end() && it->is_number_unsigned()) seed = it->get<std::uint64_t>();
+      PeerCheck c = check_region(view, layout, *region, seed);
       reply = {{"match", c.match}, {"mismatch_at", opt_json(c.mismatch_at)}, {"payload_at", opt_json(c.payload_at)}};
     } else if (op == "write") {
       ctx.step(fmt::format("write region {} for the peer", region_name(*region)));

@@ -42,7 +42,8 @@ struct PeerCheck {
 };
 
 /// Requests, driven side. Errors: the channel's; protocol on a malformed reply.
-Result<PeerCheck> peer_check(const ChildContext& ctx, Region region);
+/// `seed` overrides the region writer's seed (a second writer of the same region).
+Result<PeerCheck> peer_check(const ChildContext& ctx, Region region, std::optional<std::uint64_t> seed = {});
 Status peer_write(const ChildContext& ctx, Region region);
 /// Reads `out.size()` bytes at `offset` of the peer's view; returns bytes read.
 Result<std::size_t> peer_read(const ChildContext& ctx, std::size_t offset, std::span<std::byte> out);
@@ -54,7 +55,8 @@ Status serve(ChildContext& ctx, std::span<std::byte> view);
 
 /// Local compare of one region of `view` with its pattern; on a mismatch,
 /// scans the whole view for the payload (payload_at).
-PeerCheck check_region(std::span<const std::byte> view, const Layout& layout, Region region);
+PeerCheck check_region(std::span<const std::byte> view, const Layout& layout, Region region,
+                       std::optional<std::uint64_t> seed = {});
 
 /// zerocopy::check_fn over the region window: writes through `local` (this
 /// side's view of the whole allocation) and observes through the peer's view.

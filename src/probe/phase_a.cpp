@@ -52,6 +52,34 @@ void print_vulkan(std::ostream& out, const vk::VulkanEnumeration& e, int selecte
   }
 }
 
+void print_gles(std::ostream& out, const Result<gles::GlesInfo>& r, const vk::DeviceInfo& vk) {
+  if (!r) {
+    out << "== phase A: EGL/GLES: no context: " << r.error().message() << "\n";
+    return;
+  }
+  const gles::GlesInfo& g = *r;
+  out << fmt::format("== phase A: EGL/GLES ({} platform)\nEGL {} ({}); GL_VENDOR={} GL_RENDERER={} GL_VERSION={}\n",
+                     g.platform, g.egl_version, g.egl_vendor, g.gl_vendor, g.gl_renderer, g.gl_version);
+  std::string exts;
+  for (const auto& [name, present] : g.extensions) exts += fmt::format(" {}={}", name, present ? "yes" : "no");
+  out << "  extensions:" << exts << "\n";
+  out << fmt::format("  GL_DEVICE_UUID_EXT={} ({} Vulkan deviceUUID) GL_DRIVER_UUID_EXT={} ({} Vulkan driverUUID)\n",
+                     g.device_uuid.empty() ? "n/a" : g.device_uuid, gles::compare_uuid(g.device_uuid, vk.device_uuid),
+                     g.driver_uuid.empty() ? "n/a" : g.driver_uuid, gles::compare_uuid(g.driver_uuid, vk.driver_uuid));
+}
+
+nlohmann::json to_json(const Result<gles::GlesInfo>& r, const vk::DeviceInfo& vk) {
+  if (!r) return {{"error", r.error().message()}};
+  const gles::GlesInfo& g = *r;
+  nlohmann::json ext = nlohmann::json::object();
+  for (const auto& [name, present] : g.extensions) ext[name] = present;
+  return {{"platform", g.platform}, {"egl_vendor", g.egl_vendor}, {"egl_version", g.egl_version},
+          {"gl_vendor", g.gl_vendor}, {"gl_renderer", g.gl_renderer}, {"gl_version", g.gl_version},
+          {"extensions", ext}, {"device_uuid", g.device_uuid}, {"driver_uuid", g.driver_uuid},
+          {"device_uuid_vs_vulkan", gles::compare_uuid(g.device_uuid, vk.device_uuid)},
+          {"driver_uuid_vs_vulkan", gles::compare_uuid(g.driver_uuid, vk.driver_uuid)}};
+}
+
 nlohmann::json to_json(const RunContext& c) {
   return {{"uid", c.uid}, {"pid", c.pid}, {"selinux", c.selinux}, {"kernel", c.kernel}};
 }

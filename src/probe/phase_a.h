@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "extmem/gles/enumerate.h"
 #include "extmem/vulkan/enumerate.h"
 
 namespace extmem::probe {
@@ -23,7 +24,11 @@ void print_context(std::ostream& out, const RunContext& ctx);
 /// Every device; `selected` is marked. `brief` prints one line per device (--list-devices).
 void print_vulkan(std::ostream& out, const vk::VulkanEnumeration& e, int selected, bool brief);
 
+/// GLES part; `selected` is the Vulkan device whose UUIDs the GL ones are compared with.
+void print_gles(std::ostream& out, const Result<gles::GlesInfo>& info, const vk::DeviceInfo& selected);
+
 nlohmann::json to_json(const RunContext& ctx);
+nlohmann::json to_json(const Result<gles::GlesInfo>& info, const vk::DeviceInfo& selected);
 nlohmann::json to_json(const vk::VulkanEnumeration& e, int selected);
 
 }  // namespace extmem::probe

@@ -39,8 +39,8 @@ void read_local(std::span<const std::byte> view, const Layout& layout, Region re
 }
 
 namespace {
-void remote(ChildContext& ctx, Region region, Leg& leg, bool& flag) {
-  auto c = peer_check(ctx, region);
+void remote(ChildContext& ctx, Region region, Leg& leg, bool& flag, std::optional<std::uint64_t> seed = {}) {
+  auto c = peer_check(ctx, region, seed);
   if (!c) {
     fail_leg(leg, c.error());
     return;
@@ -54,7 +54,9 @@ void remote(ChildContext& ctx, Region region, Leg& leg, bool& flag) {
 }
 }  // namespace
 
-void confirm_remote(ChildContext& ctx, Region region, Leg& leg) { remote(ctx, region, leg, leg.write_ok); }
+void confirm_remote(ChildContext& ctx, Region region, Leg& leg, std::optional<std::uint64_t> seed) {
+  remote(ctx, region, leg, leg.write_ok, seed);
+}
 
 void read_remote(ChildContext& ctx, Region region, Leg& leg) {
   leg.attempted = true;
@@ -128,8 +130,9 @@ int receive_and_serve(ChildContext& ctx) {
   return serve(ctx, map->bytes()) ? 0 : 1;
 }
 
-void confirm_local(std::span<const std::byte> view, const Layout& layout, Region region, Leg& leg) {
-  PeerCheck c = check_region(view, layout, region);
+void confirm_local(std::span<const std::byte> view, const Layout& layout, Region region, Leg& leg,
+                   std::optional<std::uint64_t> seed) {
+  PeerCheck c = check_region(view, layout, region, seed);
   leg.write_ok = c.match;
   if (!c.match) {
     std::string n = fmt::format("region {} not seen here", region_name(region));

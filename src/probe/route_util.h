@@ -28,7 +28,7 @@ void read_local(std::span<const std::byte> view, const Layout& layout, Region re
 
 /// Asks the peer to compare `region` with its pattern; on a match sets leg.write_ok
 /// (the leg's writes reached the peer), else notes where the peer saw the payload.
-void confirm_remote(ChildContext& ctx, Region region, Leg& leg);
+void confirm_remote(ChildContext& ctx, Region region, Leg& leg, std::optional<std::uint64_t> seed = {});
 
 /// Asks the peer to check `region` and sets leg.read_ok from it (the peer saw the allocating side's bytes).
 void read_remote(ChildContext& ctx, Region region, Leg& leg);
@@ -60,6 +60,7 @@ int memfd_owner_serve(ChildContext& ctx);
 int receive_and_serve(ChildContext& ctx);
 
 /// Sets leg.write_ok from a local compare of `region` (the peer wrote it through its mapping).
-void confirm_local(std::span<const std::byte> view, const Layout& layout, Region region, Leg& leg);
+void confirm_local(std::span<const std::byte> view, const Layout& layout, Region region, Leg& leg,
+                   std::optional<std::uint64_t> seed = {});
 
 }  // namespace extmem::probe

@@ -19,7 +19,7 @@ struct RouteDef {
   std::string_view group;        ///< "t0", "t1", "t3" or "gles", for --only-GROUP / --no-gles
   std::string_view skip_reason;  ///< non-empty: this build cannot run the route; printed as SKIP
   RoleMain server = nullptr;     ///< the half that owns the driver-side allocation or import
-  RoleMain client = nullptr;
+  RoleMain client = nullptr;     ///< null: a single-process route (only the server half runs)
 };
 
 /// Every route, in the order rows are printed.

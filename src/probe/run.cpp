@@ -170,7 +170,8 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
 
   print_context(out, context);
   print_vulkan(out, *vulkan, static_cast<int>(*selected), false);
-  out << "== phase A: EGL/GLES: not probed in this build (GLES legs: issue 3)\n";
+  auto gles_info = gles::enumerate();
+  print_gles(out, gles_info, dev);
   out << fmt::format("== routes (size={} bytes, regions at {}, timeout={:g} s)\n", o.size,
                      o.regions_at_end ? "end" : "start", o.timeout_s);
   out.flush();
@@ -218,7 +219,7 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
                   {"device", o.device}, {"only", o.only}, {"groups", o.groups}, {"no_gles", o.no_gles}}},
                 {"context", to_json(context)},
                 {"vulkan", to_json(*vulkan, static_cast<int>(*selected))},
-                {"gles", nullptr},
+                {"gles", to_json(gles_info, dev)},
                 {"rows", jrows},
                 {"exit_code", code}};
     if (auto s = write_json_atomically(o.json_path, doc); !s) {

@@ -26,6 +26,7 @@ struct Half {
   os::ChildProcess child;
   os::Channel reports;   // our end of its report socket
   bool open = true;      // report socket not yet at EOF
+  bool spawned = false;
   std::string last_step = "start";
   std::optional<os::ExitInfo> exit;
 };
@@ -49,13 +50,19 @@ Result<RowResult> supervise(const RouteDef& route, const SuperviseParams& params
   auto peer = os::Channel::pair();
   if (!peer) return std::move(peer).error();
   std::array<Half, 2> halves{Half{Role::server, {}, {}}, Half{Role::client, {}, {}}};
+  if (route.client == nullptr) {
+    halves[1].open = false;  // single-process route: no client half
+    halves[1].last_step = "none (single-process route)";
+  }
   for (Half& h : halves) {
+    if (!h.open) continue;
     auto rep = os::Channel::pair();
     if (!rep) return std::move(rep).error();
     int peer_end = h.role == Role::server ? peer->first.fd() : peer->second.fd();
     auto child = os::ChildProcess::spawn(params.exe, child_argv(route, h.role, params), {peer_end, rep->second.fd()});
     if (!child) return std::move(child).error();
     h.child = std::move(*child);
+    h.spawned = true;
     h.reports = std::move(rep->first);
     // rep->second (the child's end) closes here, so EOF on ours means the child is gone.
   }
@@ -150,7 +157,8 @@ Result<RowResult> supervise(const RouteDef& route, const SuperviseParams& params
     if (!facts.fatal && !report) {
       std::string exits;
       for (const Half& h : halves)
-        exits += fmt::format("{}{} {} after \"{}\"", exits.empty() ? "" : ", ", to_string(h.role),
+        if (h.spawned)
+          exits += fmt::format("{}{} {} after \"{}\"", exits.empty() ? "" : ", ", to_string(h.role),
                              h.exit ? h.exit->describe() : "killed", h.last_step);
       facts.fatal = "no report from the route (" + exits + ")";
     }

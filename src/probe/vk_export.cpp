@@ -24,7 +24,8 @@ std::optional<std::string> missing_extension(const vk::Device& dev, const Handle
 
 nlohmann::json Exported::info() const {
   return {{"allocation_size", buffer.allocation_size}, {"memory_type_index", buffer.memory_type_index},
-          {"dedicated", buffer.dedicated}, {"fd_size", fd_size}, {"exportable_advertised", exportable_advertised}};
+          {"dedicated", buffer.dedicated}, {"fd_size", fd_size}, {"exportable_advertised", exportable_advertised},
+          {"device_uuid", device->device_uuid()}};
 }
 
 std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const HandleKind& h) {

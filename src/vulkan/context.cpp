@@ -183,6 +183,16 @@ bool Device::has(const std::string& extension) const {
   return std::find(enabled_.begin(), enabled_.end(), extension) != enabled_.end();
 }
 
+std::string Device::device_uuid() const {
+  VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &id;
+  instance_->fn().vkGetPhysicalDeviceProperties2(pd_, &p2);
+  std::string out;
+  for (std::uint8_t b : id.deviceUUID) out += fmt::format("{:02x}", b);
+  return out;
+}
+
 int Device::find_memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags flags) const {
   for (std::uint32_t i = 0; i < mem_.memoryTypeCount; ++i) {
     if ((type_bits & (1u << i)) && (mem_.memoryTypes[i].propertyFlags & flags) == flags) return static_cast<int>(i);

@@ -110,6 +110,9 @@ class Device {
   /// VkPhysicalDeviceExternalMemoryHostPropertiesEXT::minImportedHostPointerAlignment, bytes (0 if not exposed).
   VkDeviceSize min_imported_host_pointer_alignment() const noexcept { return host_ptr_alignment_; }
 
+  /// VkPhysicalDeviceIDProperties::deviceUUID as 32 lower-case hex digits.
+  std::string device_uuid() const;
+
   /// First memory type in `type_bits` with all of `flags`; -1 when none.
   int find_memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags flags) const;
 

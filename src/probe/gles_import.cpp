@@ -1,0 +1,142 @@
+#include "probe/gles_import.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "extmem/core/pattern.h"
+
+namespace extmem::probe {
+
+GlSharedBuffer::~GlSharedBuffer() {
+  const gles::GlFns& gl = ctx_.gl();
+  if (buffer != 0) {
+    if (map != nullptr) {
+      gl.glBindBuffer(GL_COPY_WRITE_BUFFER, buffer);
+      gl.glUnmapBuffer(GL_COPY_WRITE_BUFFER);
+    }
+    gl.glDeleteBuffers(1, &buffer);
+  }
+  if (memory != 0) gl.glDeleteMemoryObjectsEXT(1, &memory);
+  ctx_.take_error();
+}
+
+GlImportResult import_with_ladder(const gles::EglContext& ctx, int fd, std::uint64_t requested,
+                                  std::uint64_t reqs_size, std::uint64_t fd_size) {
+  const gles::GlFns& gl = ctx.gl();
+  GlImportResult result;
+  std::unique_ptr<GlSharedBuffer> candidate;
+  auto try_rung = [&](const Rung& rung) -> RungOutcome {
+    auto shared = std::make_unique<GlSharedBuffer>(ctx);
+    ctx.take_error();
+    gl.glCreateMemoryObjectsEXT(1, &shared->memory);
+    if (GLenum e = ctx.take_error(); e != GL_NO_ERROR) return {false, "glCreateMemoryObjectsEXT", gles::gl_error_name(e)};
+    GLint dedicated = rung.dedicated ? GL_TRUE : GL_FALSE;
+    gl.glMemoryObjectParameterivEXT(shared->memory, GL_DEDICATED_MEMORY_OBJECT_EXT, &dedicated);
+    if (GLenum e = ctx.take_error(); e != GL_NO_ERROR)
+      return {false, "glMemoryObjectParameterivEXT(GL_DEDICATED_MEMORY_OBJECT_EXT)", gles::gl_error_name(e)};
+    int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0) return {false, "dup", errno_code(errno)};
+    gl.glImportMemoryFdEXT(shared->memory, rung.import_size, GL_HANDLE_TYPE_OPAQUE_FD_EXT, dup);
+    if (GLenum e = ctx.take_error(); e != GL_NO_ERROR) {
+      ::close(dup);  // ownership passes to GL only on success (GL_EXT_memory_object_fd)
+      return {false, "glImportMemoryFdEXT", gles::gl_error_name(e)};
+    }
+    gl.glGenBuffers(1, &shared->buffer);
+    gl.glBindBuffer(GL_COPY_WRITE_BUFFER, shared->buffer);
+    gl.glBufferStorageMemEXT(GL_COPY_WRITE_BUFFER, static_cast<GLsizeiptr>(rung.buffer_size), shared->memory, 0);
+    if (GLenum e = ctx.take_error(); e != GL_NO_ERROR) return {false, "glBufferStorageMemEXT", gles::gl_error_name(e)};
+    shared->size = rung.buffer_size;
+    candidate = std::move(shared);
+    return {true, {}, {}};
+  };
+  result.ladder = walk_ladder(ladder_rungs(requested, reqs_size, fd_size), try_rung);
+  if (!result.ladder.accepted) {
+    result.status = "storage-refused";
+    return result;
+  }
+  result.shared = std::move(candidate);
+  gl.glBindBuffer(GL_COPY_WRITE_BUFFER, result.shared->buffer);
+  void* p = gl.glMapBufferRange(GL_COPY_WRITE_BUFFER, 0, static_cast<GLsizeiptr>(requested),
+                                GL_MAP_READ_BIT | GL_MAP_WRITE_BIT | GL_MAP_PERSISTENT_BIT_EXT | GL_MAP_COHERENT_BIT_EXT);
+  GLenum e = ctx.take_error();
+  if (p == nullptr || e != GL_NO_ERROR) {
+    result.status = "persistent-map-refused";
+    result.map_error = gles::gl_error_name(e);
+    if (p != nullptr) gl.glUnmapBuffer(GL_COPY_WRITE_BUFFER);
+    return result;
+  }
+  result.shared->map = static_cast<std::byte*>(p);
+  result.status = "mapped";
+  return result;
+}
+
+void gl_gpu_access(const gles::EglContext& ctx, GLuint shared, const Layout& layout, Region read_region,
+                   Region write_region, Leg& gpu) {
+  const gles::GlFns& gl = ctx.gl();
+  gpu.attempted = true;
+  auto failed = [&](const char* step) {
+    GLenum e = ctx.take_error();
+    if (e == GL_NO_ERROR) return false;
+    gpu.failed_step = step;
+    gpu.code = gles::gl_error_name(e);
+    return true;
+  };
+  ctx.take_error();
+  // Private buffer: [0, 4K) receives the copy-out, [4K, 8K) holds the pattern for the GPU write.
+  std::vector<std::byte> init(2 * kRegionSize, std::byte{0});
+  pattern::fill(std::span<std::byte>(init).subspan(kRegionSize), gpu_seed_of(write_region));
+  GLuint priv = 0;
+  gl.glGenBuffers(1, &priv);
+  gl.glBindBuffer(GL_COPY_WRITE_BUFFER, priv);
+  gl.glBufferData(GL_COPY_WRITE_BUFFER, static_cast<GLsizeiptr>(init.size()), init.data(), GL_DYNAMIC_READ);
+  if (failed("glBufferData(private)")) {
+    gl.glDeleteBuffers(1, &priv);
+    return;
+  }
+  gl.glBindBuffer(GL_COPY_READ_BUFFER, shared);
+  gl.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, static_cast<GLintptr>(layout.offset(read_region)),
+                         0, kRegionSize);
+  bool ok = !failed("glCopyBufferSubData(shared -> private)");
+  if (ok) {
+    gl.glBindBuffer(GL_COPY_READ_BUFFER, priv);
+    gl.glBindBuffer(GL_COPY_WRITE_BUFFER, shared);
+    gl.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, kRegionSize,
+                           static_cast<GLintptr>(layout.offset(write_region)), kRegionSize);
+    ok = !failed("glCopyBufferSubData(private -> shared)");
+  }
+  if (ok && gl.glMemoryBarrier != nullptr) {
+    gl.glMemoryBarrier(GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT_EXT);
+    ok = !failed("glMemoryBarrier(GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT)");
+  }
+  if (ok) {
+    GLsync sync = gl.glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+    GLenum wait = gl.glClientWaitSync(sync, GL_SYNC_FLUSH_COMMANDS_BIT, 10'000'000'000ull);
+    gl.glDeleteSync(sync);
+    if (wait != GL_ALREADY_SIGNALED && wait != GL_CONDITION_SATISFIED) {
+      gpu.failed_step = "glClientWaitSync";
+      gpu.code = wait == GL_TIMEOUT_EXPIRED ? "GL_TIMEOUT_EXPIRED" : gles::gl_error_name(ctx.take_error());
+      ok = false;
+    }
+  }
+  if (ok) {
+    gl.glBindBuffer(GL_COPY_READ_BUFFER, priv);
+    void* p = gl.glMapBufferRange(GL_COPY_READ_BUFFER, 0, kRegionSize, GL_MAP_READ_BIT);
+    if (p == nullptr || failed("glMapBufferRange(private, READ)")) {
+      if (gpu.failed_step.empty()) gpu.failed_step = "glMapBufferRange(private, READ)";
+    } else {
+      auto bad = pattern::first_mismatch(std::span<const std::byte>(static_cast<const std::byte*>(p), kRegionSize),
+                                         seed_of(read_region));
+      gpu.read_ok = !bad;
+      if (bad) gpu.note = fmt::format("gpuMismatchAt={} (copy-out of region {})", *bad, region_name(read_region));
+      gl.glUnmapBuffer(GL_COPY_READ_BUFFER);
+    }
+  }
+  gl.glDeleteBuffers(1, &priv);
+  ctx.take_error();
+}
+
+}  // namespace extmem::probe

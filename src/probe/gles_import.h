@@ -1,0 +1,58 @@
+// Importing an exported Vulkan fd into GLES buffer storage, with the ladder,
+// and the GL-side GPU access (spec/probe.md, "T1-gles").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "extmem/core/verdict.h"
+#include "gles/egl_context.h"
+#include "probe/gles_ladder.h"
+#include "probe/layout.h"
+
+namespace extmem::probe {
+
+/// A GL buffer whose storage is an imported memory object. Deletes the buffer,
+/// then the memory object. `map` is the persistent mapping, or null.
+class GlSharedBuffer {
+ public:
+  explicit GlSharedBuffer(const gles::EglContext& ctx) : ctx_(ctx) {}
+  ~GlSharedBuffer();
+  GlSharedBuffer(const GlSharedBuffer&) = delete;
+  GlSharedBuffer& operator=(const GlSharedBuffer&) = delete;
+
+  GLuint memory = 0;
+  GLuint buffer = 0;
+  std::uint64_t size = 0;  ///< buffer bytes
+  std::byte* map = nullptr;
+
+ private:
+  const gles::EglContext& ctx_;
+};
+
+struct GlImportResult {
+  LadderResult ladder;
+  std::unique_ptr<GlSharedBuffer> shared;  ///< null when every rung was rejected
+  /// "storage-refused" (no rung gave the buffer storage), "persistent-map-refused"
+  /// (storage accepted, the READ|WRITE|PERSISTENT|COHERENT map was not) or "mapped".
+  std::string status;
+  std::string map_error;  ///< GL error of the refused map
+};
+
+/// Walks the ladder importing dups of `fd` (borrowed; never consumed) as
+/// GL_HANDLE_TYPE_OPAQUE_FD_EXT, then maps the accepted buffer persistently.
+/// Sizes in bytes: `requested` = the Vulkan buffer size, `reqs_size` =
+/// VkMemoryRequirements::size (the exporter's allocation size), `fd_size` = the fd's own size.
+GlImportResult import_with_ladder(const gles::EglContext& ctx, int fd, std::uint64_t requested,
+                                  std::uint64_t reqs_size, std::uint64_t fd_size);
+
+/// GL-side GPU access: glCopyBufferSubData of `read_region` out of `shared`
+/// into a private buffer and compared (sets gpu.read_ok), then a GPU copy of
+/// gpu_seed_of(write_region) into `write_region`, GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT,
+/// a fence and a client wait. The other side confirms the write.
+void gl_gpu_access(const gles::EglContext& ctx, GLuint shared, const Layout& layout, Region read_region,
+                   Region write_region, Leg& gpu);
+
+}  // namespace extmem::probe

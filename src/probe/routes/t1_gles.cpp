@@ -1,0 +1,148 @@
+// T1-gles: the T1 opaque-fd export imported into GLES buffer storage
+// (GL_EXT_memory_object_fd), in the exporting process itself (same-proc: does
+// GL accept this fd at all?) and in the other process (cross-proc).
+// spec/probe.md, "T1-gles".
+#include <fmt/format.h>
+
+#include "extmem/core/pattern.h"
+#include "extmem/core/zerocopy.h"
+#include "gles/egl_context.h"
+#include "extmem/gles/enumerate.h"
+#include "probe/gles_import.h"
+#include "probe/route_util.h"
+#include "probe/routes.h"
+#include "probe/vk_export.h"
+
+namespace extmem::probe {
+namespace {
+
+// Where the GL side's writes are checked: the exporter's own Vulkan mapping
+// (same-proc) or the exporting process over the peer socket (cross-proc).
+struct Checker {
+  std::function<void(Region, Leg&, std::optional<std::uint64_t>)> confirm;
+};
+
+// Opens GL, walks the ladder, and runs both GL legs. `region` is F (same-proc) or D (cross-proc).
+void run_gl_legs(ChildContext& ctx, int fd, const nlohmann::json& info, Region region, const Checker& check,
+                 RouteReport& rep, Leg& glimport, Leg& glgpu, std::unique_ptr<GlSharedBuffer>& keep,
+                 std::unique_ptr<gles::EglContext>& egl) {
+  const Layout& layout = ctx.layout();
+  glimport.attempted = true;
+  ctx.step("create EGL context");
+  auto created = gles::EglContext::create();
+  if (!created) {
+    (created.error().kind == ErrorKind::unsupported ? rep.facts.unsupported : rep.facts.fatal) = why_of(created.error());
+    return;
+  }
+  egl = std::move(*created);
+  rep.detail.push_back(fmt::format("egl={} renderer=\"{}\"", egl->platform, egl->gl_renderer));
+  for (const char* e : {"GL_EXT_memory_object", "GL_EXT_memory_object_fd"}) {
+    if (!egl->has_extension(e)) {
+      rep.facts.unsupported = std::string(e) + " not exposed by the GLES context";
+      return;
+    }
+  }
+  const std::string vk_uuid = info.value("device_uuid", std::string());
+  rep.detail.push_back(fmt::format("uuid={}", gles::compare_uuid(egl->device_uuid().value_or(""), vk_uuid)));
+
+  ctx.step("GL import ladder (glImportMemoryFdEXT + glBufferStorageMemEXT)");
+  GlImportResult imported = import_with_ladder(*egl, fd, layout.size, info.value("allocation_size", std::uint64_t{0}),
+                                               info.value("fd_size", std::uint64_t{0}));
+  rep.detail.push_back(imported.ladder.accepted_text());
+  if (!imported.ladder.rejected.empty()) rep.detail.push_back(imported.ladder.ladder_text());
+  rep.detail.push_back("gl-status=" + imported.status +
+                       (imported.map_error.empty() ? "" : " (" + imported.map_error + ")"));
+  if (!imported.shared) {
+    const RungOutcome& last = imported.ladder.rejected.back().second;
+    glimport.failed_step = last.step + " (every ladder rung)";
+    glimport.code = last.gl_error;
+    return;
+  }
+  keep = std::move(imported.shared);
+
+  if (keep->map == nullptr) {
+    glimport.failed_step = "glMapBufferRange(READ|WRITE|PERSISTENT|COHERENT)";
+    glimport.code = imported.map_error;
+  } else {
+    std::span<std::byte> view(keep->map, layout.size);
+    ctx.step("read region A through the GL mapping");
+    read_local(view, layout, Region::A, glimport);
+    ctx.step(fmt::format("write region {} through the GL mapping", region_name(region)));
+    pattern::fill(layout.region(view, region), seed_of(region));
+    ctx.step(fmt::format("exporter checks region {}", region_name(region)));
+    check.confirm(region, glimport, std::nullopt);
+  }
+  ctx.step("GL GPU access (glCopyBufferSubData out and in, barrier, fence)");
+  gl_gpu_access(*egl, keep->buffer, layout, Region::A, region, glgpu);
+  if (glgpu.failed_step.empty()) {
+    ctx.step(fmt::format("exporter checks region {} (GL GPU write)", region_name(region)));
+    check.confirm(region, glgpu, gpu_seed_of(region));
+  }
+}
+
+int same_proc(ChildContext& ctx) {
+  const Layout& layout = ctx.layout();
+  RouteReport rep;
+  Leg glimport{"glimport", true};
+  Leg glgpu{"glgpu", true};
+  auto exported = export_allocation(ctx, kOpaqueFd);
+  if (auto* facts = std::get_if<RouteFacts>(&exported)) {
+    rep.facts = *facts;
+    ctx.report(rep);
+    return 0;
+  }
+  Exported& ex = std::get<Exported>(exported);
+  std::span<std::byte> vk_view(ex.buffer.mapped, layout.size);
+  Checker local{[&](Region r, Leg& leg, std::optional<std::uint64_t> seed) { confirm_local(vk_view, layout, r, leg, seed); }};
+  std::unique_ptr<gles::EglContext> egl;
+  std::unique_ptr<GlSharedBuffer> shared;
+  run_gl_legs(ctx, ex.fd.get(), ex.info(), Region::F, local, rep, glimport, glgpu, shared, egl);
+  if (shared && shared->map != nullptr && glimport.read_ok && glimport.write_ok) {
+    ctx.step("zerocopy alias check, GL mapping against the Vulkan mapping");
+    std::span<std::byte> gl_window(shared->map + layout.window_offset(), kMinSize);
+    auto outcome = zerocopy::check(gl_window, vk_view.subspan(layout.window_offset(), kMinSize));
+    if (const auto* f = zerocopy::failure(outcome)) {
+      glimport.write_ok = false;
+      glimport.failed_step = "zerocopy alias check";
+      glimport.note += (glimport.note.empty() ? "" : " ") + f->message;
+    }
+  }
+  shared.reset();  // GL objects go before the context
+  egl.reset();
+  rep.legs = {glimport, glgpu};
+  ctx.report(rep);
+  return 0;
+}
+
+int cross_proc_client(ChildContext& ctx) {
+  RouteReport rep;
+  Leg glimport{"glimport", true};
+  Leg glgpu{"glgpu", true};
+  ctx.step("wait for the server's export");
+  auto setup = recv_setup(ctx);
+  if (!setup || !setup->ok) {
+    if (!setup) rep.facts.fatal = "client: " + why_of(setup.error());
+    else rep.facts = setup->facts;
+    ctx.report(rep);
+    return 0;
+  }
+  Checker remote{[&](Region r, Leg& leg, std::optional<std::uint64_t> seed) { confirm_remote(ctx, r, leg, seed); }};
+  std::unique_ptr<gles::EglContext> egl;
+  std::unique_ptr<GlSharedBuffer> shared;
+  run_gl_legs(ctx, setup->fd.get(), setup->info, Region::D, remote, rep, glimport, glgpu, shared, egl);
+  if (shared && shared->map != nullptr) alias_leg(ctx, std::span<std::byte>(shared->map, ctx.layout().size), glimport);
+  shared.reset();
+  egl.reset();
+  rep.legs = {glimport, glgpu};
+  ctx.report(rep);
+  (void)peer_done(ctx);
+  return 0;
+}
+
+}  // namespace
+
+const RouteDef kT1GlesSameProc{"T1-gles-memobj-fd-same-proc", "gles", {}, same_proc, nullptr};
+const RouteDef kT1GlesCrossProc{"T1-gles-memobj-fd-cross-proc", "gles", {},
+                                [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }, cross_proc_client};
+
+}  // namespace extmem::probe
