@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdint>
 
 namespace extmem::os {
@@ -44,6 +45,15 @@ Result<std::size_t> fd_size(int fd) {
   if (end < 0) return os_error("lseek(SEEK_END)", errno);
   ::lseek(fd, 0, SEEK_SET);
   return static_cast<std::size_t>(end);
+}
+
+std::string fd_target(int fd) {
+  char link[64];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  char buf[256];
+  ssize_t n = ::readlink(link, buf, sizeof buf - 1);
+  if (n < 0) return "?";
+  return std::string(buf, static_cast<std::size_t>(n));
 }
 
 Mapping& Mapping::operator=(Mapping&& other) noexcept {

@@ -26,6 +26,7 @@ std::vector<Rung> ladder_rungs(std::uint64_t requested, std::uint64_t reqs_size,
   std::vector<Rung> rungs;
   for (bool dedicated : {false, true}) {
     for (auto [import_from, import_size] : {std::pair{"reqs", reqs_size}, std::pair{"fd", fd_size}}) {
+      if (import_size == 0) continue;
       for (auto [buffer_from, buffer_size] : {std::pair{"requested", requested}, std::pair{"import", import_size}})
         rungs.push_back(Rung{dedicated, import_size, buffer_size, import_from, buffer_from});
     }

@@ -24,7 +24,7 @@ std::optional<std::string> missing_extension(const vk::Device& dev, const Handle
 
 nlohmann::json Exported::info() const {
   return {{"allocation_size", buffer.allocation_size}, {"memory_type_index", buffer.memory_type_index},
-          {"dedicated", buffer.dedicated}, {"fd_size", fd_size}, {"exportable_advertised", exportable_advertised},
+          {"dedicated", buffer.dedicated}, {"fd_size", fd_size}, {"fd_target", fd_target}, {"exportable_advertised", exportable_advertised},
           {"device_uuid", device->device_uuid()}};
 }
 
@@ -88,12 +88,14 @@ std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const Ha
   } else if (!os::fd_is_open(raw_fd)) {
     insane = "fcntl(F_GETFD) fails: " + errno_code(errno);
   } else if (auto size = os::fd_size(raw_fd); !size) {
-    insane = why_of(size.error());
+    // An opaque fd need not be a file: NVIDIA's is not seekable. No size is not a broken fd.
+    if (size.error().code.rfind("ESPIPE", 0) != 0) insane = why_of(size.error());
   } else if (*size < ex.buffer.allocation_size) {
     insane = fmt::format("fd size {} < allocation size {}", *size, ex.buffer.allocation_size);
   } else {
     ex.fd_size = *size;
   }
+  ex.fd_target = os::fd_target(raw_fd);
   if (!insane.empty()) {
     facts.fatal = "server: exported fd fails sanity: " + insane;
     return facts;

@@ -38,7 +38,8 @@ struct Exported {
   std::unique_ptr<vk::Device> device;
   vk::Buffer buffer;
   os::UniqueFd fd;
-  std::size_t fd_size = 0;  ///< bytes, fstat/lseek of the exported fd
+  std::size_t fd_size = 0;  ///< bytes, fstat/lseek of the exported fd; 0 when it has no size (ESPIPE)
+  std::string fd_target;    ///< readlink of the fd: what the driver handed out
   bool exportable_advertised = false;
 
   /// allocation_size, memory_type_index, dedicated, fd_size: what an importer must match.
@@ -47,7 +48,7 @@ struct Exported {
 
 /// Opens the device, allocates with VkExportMemoryAllocateInfo (dedicated when
 /// required or preferred), writes region A, exports with vkGetMemoryFdKHR and
-/// checks the fd (>= 0, F_GETFD, size >= allocation). On failure returns the
+/// checks the fd (>= 0, F_GETFD, size >= allocation where the fd has a size). On failure returns the
 /// row's facts (UNSUPPORTED when the handle type was never advertised, else FAIL).
 std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const HandleKind& h);
 

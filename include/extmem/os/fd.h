@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
 #include <utility>
 
 #include "extmem/core/error.h"
@@ -44,7 +45,13 @@ bool fd_is_open(int fd) noexcept;
 std::size_t count_open_fds();
 
 /// Size of what `fd` refers to, in bytes, from fstat (lseek(SEEK_END) when st_size is 0).
+/// Errors: os_error("fstat"|"lseek(SEEK_END)"); ESPIPE means the object has no
+/// size to report (e.g. NVIDIA's opaque fds), not that it is broken.
 Result<std::size_t> fd_size(int fd);
+
+/// What the fd is, from readlink(/proc/self/fd/N): "/memfd:name (deleted)",
+/// "/dev/nvidiactl", "anon_inode:dmabuf", ... ; "?" when unreadable.
+std::string fd_target(int fd);
 
 /// Owns one mmap()ed range; munmap on destruction. Move-only.
 class Mapping {

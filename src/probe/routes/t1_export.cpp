@@ -42,8 +42,10 @@ int client(ChildContext& ctx, const HandleKind& h) {
   const auto alloc_size = setup->info.value("allocation_size", std::uint64_t{0});
   const auto type_index = setup->info.value("memory_type_index", 0u);
   const bool dedicated = setup->info.value("dedicated", false);
-  rep.detail.push_back(fmt::format("allocation={} memoryType={} dedicated={} fdSize={}", alloc_size, type_index,
-                                   dedicated ? "yes" : "no", setup->info.value("fd_size", std::uint64_t{0})));
+  const auto fd_size = setup->info.value("fd_size", std::uint64_t{0});
+  rep.detail.push_back(fmt::format("allocation={} memoryType={} dedicated={} fdSize={} fd={}", alloc_size, type_index,
+                                   dedicated ? "yes" : "no", fd_size == 0 ? std::string("unknown") : std::to_string(fd_size),
+                                   setup->info.value("fd_target", std::string("?"))));
   if (alloc_size < layout.size) {
     rep.facts.fatal = fmt::format("server announced allocation {} < size {}", alloc_size, layout.size);
     return finish();

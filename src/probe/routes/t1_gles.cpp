@@ -45,6 +45,8 @@ void run_gl_legs(ChildContext& ctx, int fd, const nlohmann::json& info, Region r
   const std::string vk_uuid = info.value("device_uuid", std::string());
   rep.detail.push_back(fmt::format("uuid={}", gles::compare_uuid(egl->device_uuid().value_or(""), vk_uuid)));
 
+  if (info.value("fd_size", std::uint64_t{0}) == 0)
+    rep.detail.push_back("fdSize=unknown (fd not seekable): the 4 fd-size rungs are left out");
   ctx.step("GL import ladder (glImportMemoryFdEXT + glBufferStorageMemEXT)");
   GlImportResult imported = import_with_ladder(*egl, fd, layout.size, info.value("allocation_size", std::uint64_t{0}),
                                                info.value("fd_size", std::uint64_t{0}));
