@@ -24,6 +24,7 @@ namespace extmem::gles {
   X(PFNGLDELETEBUFFERSPROC, glDeleteBuffers)                                                        \
   X(PFNGLBINDBUFFERPROC, glBindBuffer)                                                              \
   X(PFNGLBUFFERDATAPROC, glBufferData)                                                              \
+  X(PFNGLGETBUFFERPARAMETERIVPROC, glGetBufferParameteriv)                                          \
   X(PFNGLMAPBUFFERRANGEPROC, glMapBufferRange)                                                      \
   X(PFNGLUNMAPBUFFERPROC, glUnmapBuffer)                                                            \
   X(PFNGLCOPYBUFFERSUBDATAPROC, glCopyBufferSubData)                                                \

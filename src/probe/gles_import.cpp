@@ -60,6 +60,8 @@ GlImportResult import_with_ladder(const gles::EglContext& ctx, int fd, std::uint
   }
   result.shared = std::move(candidate);
   gl.glBindBuffer(GL_COPY_WRITE_BUFFER, result.shared->buffer);
+  gl.glGetBufferParameteriv(GL_COPY_WRITE_BUFFER, GL_BUFFER_STORAGE_FLAGS_EXT, &result.storage_flags);
+  if (ctx.take_error() != GL_NO_ERROR) result.storage_flags = -1;
   void* p = gl.glMapBufferRange(GL_COPY_WRITE_BUFFER, 0, static_cast<GLsizeiptr>(requested),
                                 GL_MAP_READ_BIT | GL_MAP_WRITE_BIT | GL_MAP_PERSISTENT_BIT_EXT | GL_MAP_COHERENT_BIT_EXT);
   GLenum e = ctx.take_error();

@@ -39,6 +39,9 @@ struct GlImportResult {
   /// (storage accepted, the READ|WRITE|PERSISTENT|COHERENT map was not) or "mapped".
   std::string status;
   std::string map_error;  ///< GL error of the refused map
+  /// GL_BUFFER_STORAGE_FLAGS_EXT of the accepted buffer: without MAP_READ/MAP_WRITE/PERSISTENT
+  /// a refused map is conformant (Mesa gives memory-object storage flags 0).
+  GLint storage_flags = -1;
 };
 
 /// Walks the ladder importing dups of `fd` (borrowed; never consumed) as

@@ -16,6 +16,13 @@
 namespace extmem::probe {
 namespace {
 
+// The CPU leg through glMapBufferRange(PERSISTENT|COHERENT) is informational:
+// GL_EXT_external_objects gives memory-object storage no map flags (Mesa passes
+// flags 0; NVIDIA 580 reports GL_BUFFER_STORAGE_FLAGS 0x0), so a refused map is
+// conformant, as a refused raw mmap of an opaque fd is. The GPU leg decides.
+// The detail still tells storage-refused from persistent-map-refused.
+Leg map_leg() { return Leg{"glmap", false}; }
+
 // Where the GL side's writes are checked: the exporter's own Vulkan mapping
 // (same-proc) or the exporting process over the peer socket (cross-proc).
 struct Checker {
@@ -24,10 +31,10 @@ struct Checker {
 
 // Opens GL, walks the ladder, and runs both GL legs. `region` is F (same-proc) or D (cross-proc).
 void run_gl_legs(ChildContext& ctx, int fd, const nlohmann::json& info, Region region, const Checker& check,
-                 RouteReport& rep, Leg& glimport, Leg& glgpu, std::unique_ptr<GlSharedBuffer>& keep,
+                 RouteReport& rep, Leg& glmap, Leg& glgpu, std::unique_ptr<GlSharedBuffer>& keep,
                  std::unique_ptr<gles::EglContext>& egl) {
   const Layout& layout = ctx.layout();
-  glimport.attempted = true;
+  glmap.attempted = true;
   ctx.step("create EGL context");
   auto created = gles::EglContext::create();
   if (!created) {
@@ -52,27 +59,32 @@ void run_gl_legs(ChildContext& ctx, int fd, const nlohmann::json& info, Region r
                                                info.value("fd_size", std::uint64_t{0}));
   rep.detail.push_back(imported.ladder.accepted_text());
   if (!imported.ladder.rejected.empty()) rep.detail.push_back(imported.ladder.ladder_text());
-  rep.detail.push_back("gl-status=" + imported.status +
-                       (imported.map_error.empty() ? "" : " (" + imported.map_error + ")"));
+  std::string status = "gl-status=" + imported.status;
+  if (!imported.map_error.empty()) status += " (" + imported.map_error + ")";
+  if (imported.storage_flags >= 0) status += fmt::format(" GL_BUFFER_STORAGE_FLAGS=0x{:x}", imported.storage_flags);
+  rep.detail.push_back(status);
   if (!imported.shared) {
     const RungOutcome& last = imported.ladder.rejected.back().second;
-    glimport.failed_step = last.step + " (every ladder rung)";
-    glimport.code = last.gl_error;
+    for (Leg* leg : {&glmap, &glgpu}) {
+      leg->attempted = true;
+      leg->failed_step = last.step + " (every ladder rung)";
+      leg->code = last.gl_error;
+    }
     return;
   }
   keep = std::move(imported.shared);
 
   if (keep->map == nullptr) {
-    glimport.failed_step = "glMapBufferRange(READ|WRITE|PERSISTENT|COHERENT)";
-    glimport.code = imported.map_error;
+    glmap.failed_step = "glMapBufferRange(READ|WRITE|PERSISTENT|COHERENT)";
+    glmap.code = imported.map_error;
   } else {
     std::span<std::byte> view(keep->map, layout.size);
     ctx.step("read region A through the GL mapping");
-    read_local(view, layout, Region::A, glimport);
+    read_local(view, layout, Region::A, glmap);
     ctx.step(fmt::format("write region {} through the GL mapping", region_name(region)));
     pattern::fill(layout.region(view, region), seed_of(region));
     ctx.step(fmt::format("exporter checks region {}", region_name(region)));
-    check.confirm(region, glimport, std::nullopt);
+    check.confirm(region, glmap, std::nullopt);
   }
   ctx.step("GL GPU access (glCopyBufferSubData out and in, barrier, fence)");
   gl_gpu_access(*egl, keep->buffer, layout, Region::A, region, glgpu);
@@ -85,7 +97,7 @@ void run_gl_legs(ChildContext& ctx, int fd, const nlohmann::json& info, Region r
 int same_proc(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
-  Leg glimport{"glimport", true};
+  Leg glmap = map_leg();
   Leg glgpu{"glgpu", true};
   auto exported = export_allocation(ctx, kOpaqueFd);
   if (auto* facts = std::get_if<RouteFacts>(&exported)) {
@@ -98,27 +110,27 @@ int same_proc(ChildContext& ctx) {
   Checker local{[&](Region r, Leg& leg, std::optional<std::uint64_t> seed) { confirm_local(vk_view, layout, r, leg, seed); }};
   std::unique_ptr<gles::EglContext> egl;
   std::unique_ptr<GlSharedBuffer> shared;
-  run_gl_legs(ctx, ex.fd.get(), ex.info(), Region::F, local, rep, glimport, glgpu, shared, egl);
-  if (shared && shared->map != nullptr && glimport.read_ok && glimport.write_ok) {
+  run_gl_legs(ctx, ex.fd.get(), ex.info(), Region::F, local, rep, glmap, glgpu, shared, egl);
+  if (shared && shared->map != nullptr && glmap.read_ok && glmap.write_ok) {
     ctx.step("zerocopy alias check, GL mapping against the Vulkan mapping");
     std::span<std::byte> gl_window(shared->map + layout.window_offset(), kMinSize);
     auto outcome = zerocopy::check(gl_window, vk_view.subspan(layout.window_offset(), kMinSize));
     if (const auto* f = zerocopy::failure(outcome)) {
-      glimport.write_ok = false;
-      glimport.failed_step = "zerocopy alias check";
-      glimport.note += (glimport.note.empty() ? "" : " ") + f->message;
+      glmap.write_ok = false;
+      glmap.failed_step = "zerocopy alias check";
+      glmap.note += (glmap.note.empty() ? "" : " ") + f->message;
     }
   }
   shared.reset();  // GL objects go before the context
   egl.reset();
-  rep.legs = {glimport, glgpu};
+  rep.legs = {glmap, glgpu};
   ctx.report(rep);
   return 0;
 }
 
 int cross_proc_client(ChildContext& ctx) {
   RouteReport rep;
-  Leg glimport{"glimport", true};
+  Leg glmap = map_leg();
   Leg glgpu{"glgpu", true};
   ctx.step("wait for the server's export");
   auto setup = recv_setup(ctx);
@@ -131,11 +143,11 @@ int cross_proc_client(ChildContext& ctx) {
   Checker remote{[&](Region r, Leg& leg, std::optional<std::uint64_t> seed) { confirm_remote(ctx, r, leg, seed); }};
   std::unique_ptr<gles::EglContext> egl;
   std::unique_ptr<GlSharedBuffer> shared;
-  run_gl_legs(ctx, setup->fd.get(), setup->info, Region::D, remote, rep, glimport, glgpu, shared, egl);
-  if (shared && shared->map != nullptr) alias_leg(ctx, std::span<std::byte>(shared->map, ctx.layout().size), glimport);
+  run_gl_legs(ctx, setup->fd.get(), setup->info, Region::D, remote, rep, glmap, glgpu, shared, egl);
+  if (shared && shared->map != nullptr) alias_leg(ctx, std::span<std::byte>(shared->map, ctx.layout().size), glmap);
   shared.reset();
   egl.reset();
-  rep.legs = {glimport, glgpu};
+  rep.legs = {glmap, glgpu};
   ctx.report(rep);
   (void)peer_done(ctx);
   return 0;
