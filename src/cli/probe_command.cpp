@@ -1,4 +1,5 @@
 // `extmem probe`: option parsing only; the work is in extmem::probe.
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -36,7 +37,25 @@ Runner add_probe(CLI::App& app) {
   auto state = std::make_shared<State>();
   CLI::App* cmd = app.add_subcommand("probe", "Which memory-sharing routes work on this device, and do they really alias?");
   probe::ProbeOptions& o = state->options;
+  // CLI11 would wrap "-4096" around to a huge unsigned value and say only "could not convert" for "abc".
+  const CLI::Validator bytes(
+      [](std::string& v) -> std::string {
+        if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 19)
+          return "\"" + v + "\" is not accepted: a number of bytes, a multiple of 4096 and at least 32768";
+        return {};
+      },
+      "BYTES");
+  const CLI::Validator seconds(
+      [](std::string& v) -> std::string {
+        char* end = nullptr;
+        double d = std::strtod(v.c_str(), &end);
+        if (v.empty() || end == nullptr || *end != '\0' || !(d > 0 && d <= 3600))
+          return "\"" + v + "\" is not accepted: seconds, a number greater than 0 and at most 3600";
+        return {};
+      },
+      "SECONDS");
   cmd->add_option("--size", o.size, "Shared allocation in bytes: a multiple of 4096, at least 32768, fitting the heap")
+      ->check(bytes)
       ->capture_default_str();
   cmd->add_flag("--regions-at-end", o.regions_at_end, "Place the 4 KiB verification regions in the last 32 KiB");
   cmd->add_option("--only", state->only, "Run only these rows (comma-separated row names)")->delimiter(',');
@@ -45,7 +64,9 @@ Runner add_probe(CLI::App& app) {
   cmd->add_flag("--only-t3", state->only_t3, "Run only the T3 (host memory) rows");
   cmd->add_flag("--only-gles", state->only_gles, "Run only the GLES rows");
   cmd->add_flag("--no-gles", o.no_gles, "Skip the GLES rows");
-  cmd->add_option("--timeout", o.timeout_s, "Per-route limit in seconds (0 < T <= 3600)")->capture_default_str();
+  cmd->add_option("--timeout", o.timeout_s, "Per-route limit in seconds (0 < T <= 3600)")
+      ->check(seconds)
+      ->capture_default_str();
   cmd->add_option("--json", o.json_path, "Write the whole run as JSON (schema docs/probe-result.schema.json)");
   cmd->add_option("--device", o.device, "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)");
   cmd->add_flag("--list-devices", o.list_devices, "List the Vulkan physical devices and exit");

@@ -59,6 +59,8 @@ Result<ChildProcess> ChildProcess::spawn(const std::string& exe, const std::vect
   posix_spawn_file_actions_init(&actions);
   for (std::size_t i = 0; i < staged.size(); ++i)
     posix_spawn_file_actions_adddup2(&actions, staged[i].get(), 3 + static_cast<int>(i));
+  // Fds that a library opened without O_CLOEXEC must not leak into the child either (glibc 2.34+).
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3 + static_cast<int>(staged.size()));
 
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));

@@ -128,6 +128,10 @@ Status validate(const ProbeOptions& o) {
       return usage("--only-GROUP", fmt::format("unknown group \"{}\"; groups: t0, t1, t3, gles", g));
   if (!o.json_path.empty()) {
     // Fail now rather than after a long run: the file must be creatable.
+    struct stat st {};
+    if (::stat(o.json_path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      return usage("--json", fmt::format("{} is a directory; accepted: a file path in an existing, writable directory",
+                                         o.json_path));
     const std::string tmp = o.json_path + ".tmp";
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return usage("--json", fmt::format("cannot create {}: {}", tmp, errno_code(errno)));

@@ -32,7 +32,9 @@ enum class MsgType : std::uint16_t {
 inline constexpr std::uint32_t kFrameMagic = 0x464d5845;
 inline constexpr std::uint16_t kFrameVersion = 1;
 inline constexpr std::size_t kFrameHeaderSize = 16;
-inline constexpr std::size_t kMaxPayload = 256 * 1024;  ///< bytes
+// Stays under the default SOCK_SEQPACKET send buffer (net.core.wmem_default, ~208 KiB),
+// so a maximal frame never fails with EMSGSIZE.
+inline constexpr std::size_t kMaxPayload = 64 * 1024;  ///< bytes
 
 struct FrameHeader {
   MsgType type{};

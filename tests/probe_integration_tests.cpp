@@ -1,0 +1,835 @@
+// Integration tests of `extmem probe`: the real binary (EXTMEM_BINARY) on the
+// machine's Vulkan driver (lavapipe on the embedded default, spec/probe.md
+// "Embedded default"), its RESULT lines, summary, --json document against
+// docs/probe-result.schema.json, usage errors, device selection, the faults
+// injected through EXTMEM_TEST_FAULT=ROW:ROLE:STEP-SUBSTRING:ACTION
+// (src/probe/child_context.cpp), and, in-process, fd and child hygiene of run().
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "extmem/os/fd.h"
+#include "extmem/probe/probe.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kBinary = EXTMEM_BINARY;
+const std::string kSchema = std::string(EXTMEM_SOURCE_DIR) + "/docs/probe-result.schema.json";
+
+// Every row the probe prints, in print order (spec/probe.md "Routes (rows)").
+const std::vector<std::string> kRows = {
+    "T0-ahb-blob-transfer",        "T0S-sustained-lock",          "T1-opaque-fd",
+    "T1-dma-buf",                  "T1-gles-memobj-fd-same-proc", "T1-gles-memobj-fd-cross-proc",
+    "T3-memfd-cross-process",      "T3-external-memory-host",     "T3-client-memfd-server-import",
+};
+
+double now_s() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
+
+// How a command ended and what it printed.
+struct Proc {
+  bool exited = false;     // exited normally (not signaled)
+  int code = -1;           // exit status when exited
+  int signal = 0;          // terminating signal otherwise
+  std::string out, err;    // stdout, stderr
+  bool timed_out = false;  // our own limit hit: the output pipes stayed open (the command or a descendant hung)
+  bool leftovers = false;  // a process of the command's process group was still alive after it exited
+  double seconds = 0;      // wall time
+};
+
+// Runs argv (PATH lookup) in its own process group with stdout and stderr
+// captured, the environment of this process minus EXTMEM_TEST_FAULT plus `env`,
+// and core dumps off (fault tests abort and crash children on purpose). Waits
+// until both pipes reach EOF, i.e. until no descendant holds them, or `limit_s`.
+Proc run_cmd(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env = {},
+             double limit_s = 60) {
+  Proc p;
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string s(*e);
+    std::string key = s.substr(0, s.find('='));
+    bool overridden = key == "EXTMEM_TEST_FAULT";
+    for (const auto& [k, v] : env) overridden = overridden || k == key;
+    if (!overridden) env_strings.push_back(std::move(s));
+  }
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (std::string& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ADD_FAILURE() << "pipe2: " << std::strerror(errno);
+    return p;
+  }
+  const double start = now_s();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    rlimit no_core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
+    ::execvpe(args[0], args.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (pid < 0) {
+    ADD_FAILURE() << "fork: " << std::strerror(errno);
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    return p;
+  }
+  ::setpgid(pid, pid);  // also here, so the group exists whichever side runs first
+
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&p.out, &p.err};
+  int open_pipes = 2;
+  while (open_pipes > 0) {
+    const double left = start + limit_s - now_s();
+    if (left <= 0) {
+      p.timed_out = true;
+      break;
+    }
+    int r = ::poll(fds, 2, static_cast<int>(left * 1000) + 1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buf[65536];
+      ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_pipes;
+      }
+    }
+  }
+  for (pollfd& f : fds)
+    if (f.fd >= 0) ::close(f.fd);
+  if (p.timed_out) ::kill(-pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  p.seconds = now_s() - start;
+  p.exited = WIFEXITED(status);
+  p.code = p.exited ? WEXITSTATUS(status) : -1;
+  p.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  // Anything left in the group (a child the probe failed to kill) is a leak; clean it up either way.
+  if (::kill(-pid, 0) == 0) {
+    p.leftovers = true;
+    ::kill(-pid, SIGKILL);
+  }
+  return p;
+}
+
+Proc probe(std::vector<std::string> args, const std::vector<std::pair<std::string, std::string>>& env = {},
+           double limit_s = 60) {
+  args.insert(args.begin(), {kBinary, "probe"});
+  return run_cmd(args, env, limit_s);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// The "RESULT <row> ..." line of `row`, or "" when absent.
+std::string result_line(const std::string& out, const std::string& row) {
+  for (const std::string& line : lines_of(out))
+    if (line.rfind("RESULT " + row + " ", 0) == 0) return line;
+  return {};
+}
+
+// The status token of `row`'s RESULT line, or "" when absent.
+std::string status_of(const std::string& out, const std::string& row) {
+  std::string line = result_line(out, row);
+  if (line.empty()) return {};
+  std::istringstream in(line);
+  std::string result, name, status;
+  in >> result >> name >> status;
+  return status;
+}
+
+// The text after " why: " up to the detail separator " | ", or "".
+std::string why_of(const std::string& line) {
+  std::size_t at = line.find(" why: ");
+  if (at == std::string::npos) return {};
+  std::string why = line.substr(at + 6);
+  return why.substr(0, why.find(" | "));
+}
+
+// Whether `why` names a step of `role` that contains `step_part` ("server: serve the peer's checks").
+bool names_step(const std::string& why, const std::string& role, const std::string& step_part) {
+  return std::regex_search(why, std::regex(role + ": [^;|]*" + step_part));
+}
+
+std::size_t count_results(const std::string& out) {
+  std::size_t n = 0;
+  for (const std::string& line : lines_of(out)) n += line.rfind("RESULT ", 0) == 0 ? 1 : 0;
+  return n;
+}
+
+// The exit code the RESULT lines call for: 1 when a row is FAIL or PARTIAL, else 0.
+int exit_code_for(const std::string& out) {
+  for (const std::string& row : kRows) {
+    std::string st = status_of(out, row);
+    if (st == "FAIL" || st == "PARTIAL") return extmem::probe::kExitFailed;
+  }
+  return extmem::probe::kExitOk;
+}
+
+const std::vector<std::string> kGlesRows = {"T1-gles-memobj-fd-same-proc", "T1-gles-memobj-fd-cross-proc"};
+const std::vector<std::string> kNonGlesRows = {"T0-ahb-blob-transfer", "T0S-sustained-lock", "T1-opaque-fd", "T1-dma-buf",
+                                               "T3-memfd-cross-process", "T3-external-memory-host",
+                                               "T3-client-memfd-server-import"};
+
+std::string describe(const Proc& p) {
+  return "exit=" + std::to_string(p.code) + " signal=" + std::to_string(p.signal) +
+         (p.timed_out ? " TIMED OUT" : "") + "\n--- stdout\n" + p.out + "--- stderr\n" + p.err;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A fresh directory under the temp dir, removed with its contents at scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "extmem-probe-it-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  std::vector<std::string> entries() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(path_)) out.push_back(e.path().filename().string());
+    return out;
+  }
+
+ private:
+  fs::path path_;
+};
+
+// Validates `document` against `schema` with python3-jsonschema (the validator
+// class the schema's $schema names, with format checking). Returns its output.
+Proc validate_json(const std::string& schema, const std::string& document) {
+  static const char* kScript =
+      "import json, sys, jsonschema\n"
+      "schema = json.load(open(sys.argv[1]))\n"
+      "doc = json.load(open(sys.argv[2]))\n"
+      "cls = jsonschema.validators.validator_for(schema)\n"
+      "cls.check_schema(schema)\n"
+      "errors = list(cls(schema, format_checker=cls.FORMAT_CHECKER).iter_errors(doc))\n"
+      "for e in errors: print('invalid at', list(e.absolute_path), ':', e.message[:300])\n"
+      "sys.exit(1 if errors else 0)\n";
+  return run_cmd({"python3", "-c", kScript, schema, document});
+}
+
+// ---- one run of each kind, shared by the tests that only read its output ----
+
+class ProbeIntegration : public ::testing::Test {
+ protected:
+  // `extmem probe` with no options.
+  static const Proc& default_run() {
+    static const Proc p = probe({});
+    return p;
+  }
+  // `extmem probe --json=FILE`: the process and the document's text.
+  struct JsonRun {
+    Proc proc;
+    std::string text;
+    std::vector<std::string> dir_entries;  // what the directory held afterwards
+  };
+  static const JsonRun& json_run() {
+    static const JsonRun r = [] {
+      TempDir dir;
+      JsonRun run;
+      run.proc = probe({"--json=" + dir.file("result.json")});
+      run.text = read_file(dir.file("result.json"));
+      run.dir_entries = dir.entries();
+      return run;
+    }();
+    return r;
+  }
+  static json json_doc() {
+    json doc = json::parse(json_run().text, nullptr, false);
+    EXPECT_FALSE(doc.is_discarded()) << "not JSON:\n" << json_run().text;
+    return doc;
+  }
+};
+
+// ---- the default run on lavapipe ----
+
+// No Vulkan row fails on lavapipe (spec/probe.md "Embedded default"): exit 0 unless a GLES row FAILs as that
+// section predicts (llvmpipe cannot import a lavapipe opaque fd), and then exactly 1.
+TEST_F(ProbeIntegration, DefaultRunExitCodeFollowsRows) {
+  const Proc& p = default_run();
+  ASSERT_FALSE(p.timed_out) << describe(p);
+  EXPECT_TRUE(p.exited) << describe(p);
+  for (const std::string& row : kNonGlesRows) EXPECT_NE(status_of(p.out, row), "FAIL") << result_line(p.out, row);
+  for (const std::string& row : kNonGlesRows) EXPECT_NE(status_of(p.out, row), "PARTIAL") << result_line(p.out, row);
+  EXPECT_EQ(p.code, exit_code_for(p.out)) << describe(p);
+}
+
+// Every row gets exactly one RESULT line, in print order.
+TEST_F(ProbeIntegration, DefaultRunPrintsOneResultLinePerRowInOrder) {
+  const Proc& p = default_run();
+  std::vector<std::string> names;
+  for (const std::string& line : lines_of(p.out)) {
+    if (line.rfind("RESULT ", 0) != 0) continue;
+    std::istringstream in(line);
+    std::string result, name;
+    in >> result >> name;
+    names.push_back(name);
+  }
+  EXPECT_EQ(names, kRows) << describe(p);
+}
+
+// T1-opaque-fd is OK with the informational raw mmap failing and the fd's payload found at +4096.
+TEST_F(ProbeIntegration, DefaultRunOpaqueFdOkWithTraceAndPayloadOffset) {
+  std::string line = result_line(default_run().out, "T1-opaque-fd");
+  EXPECT_EQ(line.rfind("RESULT T1-opaque-fd OK rawmmap[i]=no vkimport[D]=rt gpu[D]=rt", 0), 0u) << line;
+  EXPECT_NE(line.find("payloadAt=4096"), std::string::npos) << line;
+}
+
+// T1-dma-buf is UNSUPPORTED (lavapipe has no VK_EXT_external_memory_dma_buf) and says why.
+TEST_F(ProbeIntegration, DefaultRunDmaBufUnsupported) {
+  std::string line = result_line(default_run().out, "T1-dma-buf");
+  EXPECT_EQ(status_of(default_run().out, "T1-dma-buf"), "UNSUPPORTED") << line;
+  EXPECT_NE(why_of(line).find("dma_buf"), std::string::npos) << line;
+}
+
+// The three T3 rows are OK with every decisive leg round-tripped.
+TEST_F(ProbeIntegration, DefaultRunT3RowsOk) {
+  for (const char* row : {"T3-memfd-cross-process", "T3-external-memory-host", "T3-client-memfd-server-import"}) {
+    std::string line = result_line(default_run().out, row);
+    EXPECT_EQ(status_of(default_run().out, row), "OK") << line;
+    EXPECT_EQ(line.find("why:"), std::string::npos) << line;
+    EXPECT_NE(line.find("mmap[D]=rt"), std::string::npos) << line;
+  }
+  EXPECT_NE(result_line(default_run().out, "T3-external-memory-host").find("hostimport[D]=rt"), std::string::npos);
+  EXPECT_NE(result_line(default_run().out, "T3-client-memfd-server-import").find("hostimport[D]=rt"), std::string::npos);
+}
+
+// The T0 (Android-only) rows SKIP on Linux, each with a reason.
+TEST_F(ProbeIntegration, DefaultRunT0RowsSkipWithReason) {
+  for (const char* row : {"T0-ahb-blob-transfer", "T0S-sustained-lock"}) {
+    std::string line = result_line(default_run().out, row);
+    EXPECT_EQ(status_of(default_run().out, row), "SKIP") << line;
+    EXPECT_NE(why_of(line).find("Android"), std::string::npos) << "no reason: " << line;
+  }
+}
+
+// The GLES rows either SKIP with a reason (GLES legs not built) or, as spec/probe.md "Embedded default" says for
+// llvmpipe, FAIL with the GL step and GL error that refused the import.
+TEST_F(ProbeIntegration, DefaultRunGlesRowsSkipWithReasonOrFailWithGlError) {
+  for (const std::string& row : kGlesRows) {
+    std::string line = result_line(default_run().out, row);
+    std::string status = status_of(default_run().out, row);
+    if (status == "SKIP") {
+      EXPECT_GE(why_of(line).size(), 10u) << "no reason: " << line;
+    } else {
+      EXPECT_EQ(status, "FAIL") << line;
+      EXPECT_TRUE(std::regex_search(why_of(line), std::regex("gl[A-Za-z]+.* -> GL_[A-Z_]+"))) << line;
+    }
+  }
+}
+
+// After the RESULT lines comes a summary table: a row per route with its status, and the counts.
+TEST_F(ProbeIntegration, DefaultRunPrintsSummaryTable) {
+  const std::string& out = default_run().out;
+  std::size_t summary = out.find("== summary");
+  ASSERT_NE(summary, std::string::npos) << out;
+  EXPECT_GT(summary, out.rfind("RESULT ")) << "summary before the last RESULT line";
+  std::vector<std::string> table = lines_of(out.substr(summary));
+  for (const std::string& row : kRows) {
+    bool found = false;
+    for (const std::string& line : table) {
+      std::istringstream in(line);
+      std::string name, status;
+      in >> name >> status;
+      if (name == row) {
+        found = true;
+        EXPECT_EQ(status, status_of(out, row)) << line;
+      }
+    }
+    EXPECT_TRUE(found) << "no summary line for " << row << "\n" << out;
+  }
+  std::map<std::string, int> n;
+  for (const std::string& row : kRows) ++n[status_of(out, row)];
+  std::string counts = std::to_string(n["OK"]) + " OK, " + std::to_string(n["PARTIAL"]) + " PARTIAL, " +
+                       std::to_string(n["FAIL"]) + " FAIL, " + std::to_string(n["UNSUPPORTED"]) + " UNSUPPORTED, " +
+                       std::to_string(n["SKIP"]) + " SKIP";
+  EXPECT_NE(out.find(counts), std::string::npos) << counts << "\n" << out;
+}
+
+// The region window at the end of a 1 MiB allocation gives the same statuses as the default run.
+TEST_F(ProbeIntegration, RegionsAtEndLargeSizeSameStatuses) {
+  Proc p = probe({"--regions-at-end", "--size=1048576"});
+  ASSERT_FALSE(p.timed_out) << describe(p);
+  EXPECT_EQ(p.code, default_run().code) << describe(p);
+  EXPECT_NE(p.out.find("size=1048576 bytes, regions at end"), std::string::npos) << p.out;
+  for (const std::string& row : kRows)
+    EXPECT_EQ(status_of(p.out, row), status_of(default_run().out, row)) << result_line(p.out, row);
+}
+
+// ---- --json ----
+
+// The --json document validates against docs/probe-result.schema.json.
+TEST_F(ProbeIntegration, JsonValidatesAgainstSchema) {
+  ASSERT_TRUE(json_run().proc.code == extmem::probe::kExitOk || json_run().proc.code == extmem::probe::kExitFailed)
+      << describe(json_run().proc);
+  TempDir dir;
+  std::string doc = dir.file("result.json");
+  std::ofstream(doc) << json_run().text;
+  Proc v = validate_json(kSchema, doc);
+  EXPECT_EQ(v.code, 0) << "python3-jsonschema validation failed (is python3-jsonschema installed?)\n" << describe(v);
+}
+
+// Negative control: the same document with a bogus row status fails validation, so the schema bites.
+TEST_F(ProbeIntegration, JsonSchemaRejectsBogusStatus) {
+  json doc = json_doc();
+  ASSERT_TRUE(doc.contains("rows") && !doc["rows"].empty());
+  doc["rows"][0]["status"] = "MAYBE";
+  TempDir dir;
+  std::ofstream(dir.file("bogus.json")) << doc.dump(2);
+  Proc v = validate_json(kSchema, dir.file("bogus.json"));
+  EXPECT_EQ(v.code, 1) << describe(v);
+  EXPECT_NE(v.out.find("MAYBE"), std::string::npos) << describe(v);
+}
+
+// Negative control: an undocumented field fails validation, so structural drift is caught.
+TEST_F(ProbeIntegration, JsonSchemaRejectsUndocumentedField) {
+  json doc = json_doc();
+  ASSERT_TRUE(doc.contains("rows") && !doc["rows"].empty());
+  doc["rows"][0]["surprise"] = 1;
+  TempDir dir;
+  std::ofstream(dir.file("drift.json")) << doc.dump(2);
+  Proc v = validate_json(kSchema, dir.file("drift.json"));
+  EXPECT_EQ(v.code, 1) << describe(v);
+  EXPECT_NE(v.out.find("surprise"), std::string::npos) << describe(v);
+}
+
+// The JSON rows match the RESULT lines of the same run: names, order, status, trace and why.
+TEST_F(ProbeIntegration, JsonRowsMatchTextOutput) {
+  json doc = json_doc();
+  const std::string& out = json_run().proc.out;
+  ASSERT_TRUE(doc["rows"].is_array());
+  ASSERT_EQ(doc["rows"].size(), count_results(out)) << out;
+  std::size_t i = 0;
+  for (const std::string& row : kRows) {
+    const json& r = doc["rows"][i++];
+    std::string line = result_line(out, row);
+    EXPECT_EQ(r.value("row", ""), row);
+    EXPECT_EQ(r.value("status", ""), status_of(out, row)) << line;
+    std::string trace = r.value("trace", "");
+    if (!trace.empty()) EXPECT_NE(line.find(" " + trace), std::string::npos) << trace << " vs " << line;
+    EXPECT_EQ(why_of(line), r.value("why", "")) << line;
+    const std::size_t legs_in_trace =
+        trace.empty() ? 0 : static_cast<std::size_t>(std::count(trace.begin(), trace.end(), ' ')) + 1;
+    EXPECT_EQ(r["legs"].size(), legs_in_trace) << trace;
+  }
+}
+
+// The document records the exit code and the options of the run, and the schema header.
+TEST_F(ProbeIntegration, JsonRecordsExitCodeAndOptions) {
+  json doc = json_doc();
+  EXPECT_EQ(doc.value("schema", ""), "extmem-probe-result");
+  EXPECT_EQ(doc.value("schema_version", -1), extmem::probe::kJsonSchemaVersion);
+  EXPECT_EQ(doc.value("exit_code", -1), json_run().proc.code);
+  EXPECT_EQ(doc["options"].value("size", 0), 65536);
+  EXPECT_EQ(doc["options"].value("regions_at_end", true), false);
+  EXPECT_EQ(doc["vulkan"]["devices"].size(), 1u) << "this test expects lavapipe as the only device";
+}
+
+// A successful --json run leaves the file and no FILE.tmp behind.
+TEST_F(ProbeIntegration, JsonTmpFileDoesNotRemain) {
+  EXPECT_EQ(json_run().dir_entries, std::vector<std::string>{"result.json"});
+}
+
+// A FAIL row is written to the JSON too, with exit_code 1, and the document still validates.
+TEST_F(ProbeIntegration, JsonOfFailedRunValidates) {
+  TempDir dir;
+  Proc p = probe({"--only=T1-opaque-fd", "--json=" + dir.file("r.json")},
+                 {{"EXTMEM_TEST_FAULT", "T1-opaque-fd:server:serve:segv"}});
+  EXPECT_EQ(p.code, extmem::probe::kExitFailed) << describe(p);
+  json doc = json::parse(read_file(dir.file("r.json")), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  EXPECT_EQ(doc.value("exit_code", -1), 1);
+  json row;
+  for (const json& r : doc["rows"])
+    if (r.value("row", "") == "T1-opaque-fd") row = r;
+  ASSERT_TRUE(row.is_object()) << doc["rows"];
+  EXPECT_EQ(row.value("status", ""), "FAIL");
+  EXPECT_NE(row.value("why", "").find("SIGSEGV"), std::string::npos) << row;
+  EXPECT_NE(row["last_step"].value("server", "").find("serve"), std::string::npos) << row;
+  Proc v = validate_json(kSchema, dir.file("r.json"));
+  EXPECT_EQ(v.code, 0) << describe(v);
+}
+
+// ---- faults injected into the children (EXTMEM_TEST_FAULT) ----
+
+// A server hung at "serve" is killed at --timeout: FAIL "timeout ... <step>", exit 1, the other row still runs OK.
+TEST_F(ProbeIntegration, FaultHangTimesOutAndOtherRowStillRuns) {
+  Proc p = probe({"--only=T1-opaque-fd,T3-memfd-cross-process", "--timeout=3"},
+                 {{"EXTMEM_TEST_FAULT", "T1-opaque-fd:server:serve:hang"}}, 30);
+  ASSERT_FALSE(p.timed_out) << describe(p);
+  EXPECT_FALSE(p.leftovers) << "a child outlived the probe";
+  EXPECT_EQ(p.code, extmem::probe::kExitFailed) << describe(p);
+  std::string line = result_line(p.out, "T1-opaque-fd");
+  EXPECT_EQ(status_of(p.out, "T1-opaque-fd"), "FAIL") << line;
+  EXPECT_NE(why_of(line).find("timeout"), std::string::npos) << line;
+  EXPECT_TRUE(names_step(why_of(line), "server", "serve")) << line;
+  EXPECT_EQ(status_of(p.out, "T3-memfd-cross-process"), "OK") << p.out;
+  EXPECT_GE(p.seconds, 2.9);
+  EXPECT_LT(p.seconds, 15.0) << "the timeout was not enforced";
+}
+
+// A server that aborts at "serve": FAIL "child died: SIGABRT in server: <step>", the parent survives.
+TEST_F(ProbeIntegration, FaultAbortReportsSigabrtAndStep) {
+  Proc p = probe({"--only=T1-opaque-fd,T3-memfd-cross-process", "--timeout=3"},
+                 {{"EXTMEM_TEST_FAULT", "T1-opaque-fd:server:serve:abort"}});
+  ASSERT_FALSE(p.timed_out) << describe(p);
+  EXPECT_EQ(p.code, extmem::probe::kExitFailed) << describe(p);
+  std::string why = why_of(result_line(p.out, "T1-opaque-fd"));
+  EXPECT_EQ(status_of(p.out, "T1-opaque-fd"), "FAIL") << p.out;
+  EXPECT_NE(why.find("SIGABRT"), std::string::npos) << why;
+  EXPECT_TRUE(names_step(why, "server", "serve")) << why;
+  EXPECT_EQ(status_of(p.out, "T3-memfd-cross-process"), "OK") << p.out;
+}
+
+// A server that segfaults at "serve": FAIL "child died: SIGSEGV in server: <step>".
+TEST_F(ProbeIntegration, FaultSegvReportsSigsegvAndStep) {
+  Proc p = probe({"--only=T1-opaque-fd", "--timeout=3"}, {{"EXTMEM_TEST_FAULT", "T1-opaque-fd:server:serve:segv"}});
+  ASSERT_FALSE(p.timed_out) << describe(p);
+  EXPECT_EQ(p.code, extmem::probe::kExitFailed) << describe(p);
+  std::string why = why_of(result_line(p.out, "T1-opaque-fd"));
+  EXPECT_EQ(status_of(p.out, "T1-opaque-fd"), "FAIL") << p.out;
+  EXPECT_NE(why.find("SIGSEGV"), std::string::npos) << why;
+  EXPECT_TRUE(names_step(why, "server", "serve")) << why;
+}
+
+// A crash of the half that does not send the report (here the client) still makes the row FAIL with the signal.
+TEST_F(ProbeIntegration, FaultClientSegvReportsSigsegvAndStep) {
+  Proc p = probe({"--only=T3-external-memory-host", "--timeout=3"},
+                 {{"EXTMEM_TEST_FAULT", "T3-external-memory-host:client:serve:segv"}});
+  ASSERT_FALSE(p.timed_out) << describe(p);
+  EXPECT_EQ(p.code, extmem::probe::kExitFailed) << describe(p);
+  std::string why = why_of(result_line(p.out, "T3-external-memory-host"));
+  EXPECT_EQ(status_of(p.out, "T3-external-memory-host"), "FAIL") << p.out;
+  EXPECT_NE(why.find("SIGSEGV"), std::string::npos) << why;
+  EXPECT_TRUE(names_step(why, "client", "serve")) << why;
+}
+
+// The reporting half exits 7 without a report: FAIL "no report", naming the exit code.
+TEST_F(ProbeIntegration, FaultExitWithoutReportIsNoReport) {
+  Proc p = probe({"--only=T1-opaque-fd", "--timeout=3"},
+                 {{"EXTMEM_TEST_FAULT", "T1-opaque-fd:client:server checks region B:exit"}});
+  ASSERT_FALSE(p.timed_out) << describe(p);
+  EXPECT_EQ(p.code, extmem::probe::kExitFailed) << describe(p);
+  std::string why = why_of(result_line(p.out, "T1-opaque-fd"));
+  EXPECT_EQ(status_of(p.out, "T1-opaque-fd"), "FAIL") << p.out;
+  EXPECT_NE(why.find("no report"), std::string::npos) << why;
+  EXPECT_NE(why.find("client exit 7"), std::string::npos) << why;
+  EXPECT_NE(why.find("server checks region B"), std::string::npos) << why;
+}
+
+// A frame with a bad magic is a FAIL "malformed message" of that row; the parent neither crashes nor hangs.
+TEST_F(ProbeIntegration, FaultGarbageFrameIsMalformedMessage) {
+  Proc p = probe({"--only=T1-opaque-fd,T3-memfd-cross-process", "--timeout=3"},
+                 {{"EXTMEM_TEST_FAULT", "T1-opaque-fd:server:serve:garbage"}});
+  ASSERT_FALSE(p.timed_out) << describe(p);
+  EXPECT_TRUE(p.exited) << describe(p);
+  EXPECT_EQ(p.code, extmem::probe::kExitFailed) << describe(p);
+  EXPECT_EQ(status_of(p.out, "T1-opaque-fd"), "FAIL") << p.out;
+  EXPECT_NE(why_of(result_line(p.out, "T1-opaque-fd")).find("malformed message"), std::string::npos) << p.out;
+  EXPECT_EQ(status_of(p.out, "T3-memfd-cross-process"), "OK") << p.out;
+  EXPECT_LT(p.seconds, 2.5) << "the parent waited for the timeout instead of failing the row at once";
+}
+
+// A frame shorter than its header says is a FAIL "malformed message"; the parent neither crashes nor hangs.
+TEST_F(ProbeIntegration, FaultTruncatedFrameIsMalformedMessage) {
+  Proc p = probe({"--only=T1-opaque-fd,T3-memfd-cross-process", "--timeout=3"},
+                 {{"EXTMEM_TEST_FAULT", "T1-opaque-fd:server:serve:truncate"}});
+  ASSERT_FALSE(p.timed_out) << describe(p);
+  EXPECT_TRUE(p.exited) << describe(p);
+  EXPECT_EQ(p.code, extmem::probe::kExitFailed) << describe(p);
+  EXPECT_EQ(status_of(p.out, "T1-opaque-fd"), "FAIL") << p.out;
+  EXPECT_NE(why_of(result_line(p.out, "T1-opaque-fd")).find("malformed message"), std::string::npos) << p.out;
+  EXPECT_EQ(status_of(p.out, "T3-memfd-cross-process"), "OK") << p.out;
+  EXPECT_LT(p.seconds, 2.5) << "the parent waited for the timeout instead of failing the row at once";
+}
+
+// A report that is not JSON is a FAIL "malformed report".
+TEST_F(ProbeIntegration, FaultBadReportIsMalformedReport) {
+  Proc p = probe({"--only=T1-opaque-fd", "--timeout=3"},
+                 {{"EXTMEM_TEST_FAULT", "T1-opaque-fd:server:serve:badreport"}});
+  ASSERT_FALSE(p.timed_out) << describe(p);
+  EXPECT_EQ(p.code, extmem::probe::kExitFailed) << describe(p);
+  EXPECT_EQ(status_of(p.out, "T1-opaque-fd"), "FAIL") << p.out;
+  EXPECT_NE(why_of(result_line(p.out, "T1-opaque-fd")).find("malformed report"), std::string::npos) << p.out;
+}
+
+// A fault aimed at another row leaves this row alone (the hook matches ROW exactly).
+TEST_F(ProbeIntegration, FaultForAnotherRowDoesNotApply) {
+  Proc p = probe({"--only=T3-memfd-cross-process", "--timeout=3"},
+                 {{"EXTMEM_TEST_FAULT", "T1-opaque-fd:server:serve:segv"}});
+  EXPECT_EQ(p.code, extmem::probe::kExitOk) << describe(p);
+  EXPECT_EQ(status_of(p.out, "T3-memfd-cross-process"), "OK") << p.out;
+}
+
+// ---- usage errors: exit 2, a message naming the option and what is accepted, nothing run ----
+
+struct UsageCase {
+  const char* name;
+  std::vector<std::string> args;
+  std::vector<std::string> expect_in_stderr;
+};
+
+void PrintTo(const UsageCase& c, std::ostream* os) { *os << c.name; }
+
+class ProbeIntegrationUsage : public ::testing::TestWithParam<UsageCase> {};
+
+// Each bad option value exits 2 with a message naming the option and what is accepted, and runs no row.
+TEST_P(ProbeIntegrationUsage, ExitsTwoNamingOptionAndAccepted) {
+  const UsageCase& c = GetParam();
+  Proc p = probe(c.args);
+  ASSERT_FALSE(p.timed_out) << describe(p);
+  EXPECT_EQ(p.code, extmem::probe::kExitUsage) << describe(p);
+  EXPECT_EQ(count_results(p.out), 0u) << describe(p);
+  for (const std::string& s : c.expect_in_stderr) EXPECT_NE(p.err.find(s), std::string::npos) << "\"" << s << "\" not in:\n" << p.err;
+}
+
+std::vector<std::string> only_expectations() {
+  std::vector<std::string> v = {"--only", "NoSuchRow"};
+  v.insert(v.end(), kRows.begin(), kRows.end());
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ProbeIntegration, ProbeIntegrationUsage,
+    ::testing::Values(
+        UsageCase{"SizeNotMultiple100", {"--size=100"}, {"--size", "100", "multiple of 4096", "32768"}},
+        UsageCase{"SizeNotMultiple4097", {"--size=4097"}, {"--size", "4097", "multiple of 4096", "32768"}},
+        UsageCase{"SizeNotANumber", {"--size=abc"}, {"--size", "abc", "multiple of 4096"}},
+        UsageCase{"SizeNegative", {"--size=-4096"}, {"--size", "-4096", "multiple of 4096"}},
+        UsageCase{"SizeTooSmall", {"--size=4096"}, {"--size", "4096", "at least 32768"}},
+        UsageCase{"SizeBiggerThanHeap", {"--size=1099511627776"}, {"--size", "1099511627776", "heap", "multiple of 4096"}},
+        UsageCase{"OnlyUnknownRow", {"--only=NoSuchRow"}, only_expectations()},
+        UsageCase{"TimeoutZero", {"--timeout=0"}, {"--timeout", "greater than 0", "3600"}},
+        UsageCase{"TimeoutNegative", {"--timeout=-1"}, {"--timeout", "-1", "greater than 0", "3600"}},
+        UsageCase{"DeviceIndexOutOfRange", {"--device=99"}, {"--device", "99", "INDEX", "UUID", "NAME", "llvmpipe"}},
+        UsageCase{"DeviceNameUnknown", {"--device=nosuchgpu"}, {"--device", "nosuchgpu", "INDEX", "UUID", "llvmpipe"}},
+        UsageCase{"JsonDirectoryMissing", {"--json=/nonexistent-dir/x.json"}, {"--json", "/nonexistent-dir/x.json", "ENOENT"}},
+        UsageCase{"UnknownOption", {"--no-such-option"}, {"--no-such-option", "--help"}}),
+    [](const ::testing::TestParamInfo<UsageCase>& info) { return std::string(info.param.name); });
+
+// --json into a missing directory creates nothing there (nor the directory).
+TEST_F(ProbeIntegration, JsonMissingDirectoryCreatesNothing) {
+  Proc p = probe({"--json=/nonexistent-dir/x.json"});
+  EXPECT_EQ(p.code, extmem::probe::kExitUsage) << describe(p);
+  EXPECT_FALSE(fs::exists("/nonexistent-dir"));
+}
+
+// A usage error found before the run (bad --size) leaves neither the JSON file nor FILE.tmp.
+TEST_F(ProbeIntegration, JsonUsageErrorLeavesNoFile) {
+  TempDir dir;
+  Proc p = probe({"--size=100", "--json=" + dir.file("x.json")});
+  EXPECT_EQ(p.code, extmem::probe::kExitUsage) << describe(p);
+  EXPECT_TRUE(dir.entries().empty());
+}
+
+// A usage error found after enumeration (--size bigger than the heap) leaves neither the JSON file nor FILE.tmp.
+TEST_F(ProbeIntegration, JsonLateUsageErrorLeavesNoFile) {
+  TempDir dir;
+  Proc p = probe({"--size=1099511627776", "--json=" + dir.file("x.json")});
+  EXPECT_EQ(p.code, extmem::probe::kExitUsage) << describe(p);
+  EXPECT_TRUE(dir.entries().empty());
+}
+
+// --json naming a directory is a usage error found before any row runs, not a failure after the whole run.
+TEST_F(ProbeIntegration, JsonPathIsDirectoryIsUsageError) {
+  TempDir dir;
+  fs::create_directory(dir.file("sub"));
+  Proc p = probe({"--only=T3-memfd-cross-process", "--json=" + dir.file("sub")});
+  EXPECT_EQ(p.code, extmem::probe::kExitUsage) << describe(p);
+  EXPECT_EQ(count_results(p.out), 0u) << describe(p);
+  EXPECT_NE(p.err.find("--json"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("director"), std::string::npos) << p.err;
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"sub"});
+}
+
+// ---- devices ----
+
+// --list-devices prints lavapipe's llvmpipe device, exits 0 and runs no row.
+TEST_F(ProbeIntegration, ListDevicesPrintsLlvmpipe) {
+  Proc p = probe({"--list-devices"});
+  EXPECT_EQ(p.code, extmem::probe::kExitOk) << describe(p);
+  EXPECT_NE(p.out.find("llvmpipe"), std::string::npos) << p.out;
+  EXPECT_EQ(count_results(p.out), 0u) << p.out;
+}
+
+// Runs one route on --device=SPEC and checks llvmpipe was selected and the route worked.
+void expect_selects_llvmpipe(const std::string& spec) {
+  Proc p = probe({"--device=" + spec, "--only=T1-opaque-fd"});
+  EXPECT_EQ(p.code, extmem::probe::kExitOk) << describe(p);
+  bool selected = false;
+  for (const std::string& line : lines_of(p.out))
+    selected = selected || (line.find("llvmpipe") != std::string::npos && line.find("<- selected") != std::string::npos);
+  EXPECT_TRUE(selected) << p.out;
+  EXPECT_EQ(status_of(p.out, "T1-opaque-fd"), "OK") << p.out;
+}
+
+// --device=0 selects device 0 (llvmpipe).
+TEST_F(ProbeIntegration, DeviceByIndexSelectsLlvmpipe) { expect_selects_llvmpipe("0"); }
+
+// --device=llvmpipe selects it by name substring.
+TEST_F(ProbeIntegration, DeviceByNameSelectsLlvmpipe) { expect_selects_llvmpipe("llvmpipe"); }
+
+// --device=<deviceUUID from the JSON> selects it by UUID.
+TEST_F(ProbeIntegration, DeviceByUuidSelectsLlvmpipe) {
+  json doc = json_doc();
+  std::string uuid = doc["vulkan"]["devices"][0].value("device_uuid", "");
+  ASSERT_EQ(uuid.size(), 32u) << uuid;
+  expect_selects_llvmpipe(uuid);
+}
+
+// ---- in-process run(): fd and child hygiene of the parent ----
+
+extmem::probe::ProbeOptions in_process_options() {
+  extmem::probe::ProbeOptions o;
+  o.self_exe = kBinary;
+  return o;
+}
+
+// Sets (or, with nullptr, unsets) an environment variable for the children of an
+// in-process run; restores it at scope exit.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value != nullptr) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// A full run leaves the parent's open fd count unchanged.
+TEST_F(ProbeIntegration, InProcessRunKeepsFdCount) {
+  ScopedEnv no_fault("EXTMEM_TEST_FAULT", nullptr);
+  std::ostringstream out, err;
+  const std::size_t before = extmem::os::count_open_fds();
+  int code = extmem::probe::run(in_process_options(), out, err);
+  const std::size_t after = extmem::os::count_open_fds();
+  EXPECT_EQ(code, exit_code_for(out.str())) << out.str() << err.str();
+  EXPECT_NE(out.str().find("RESULT T1-opaque-fd OK"), std::string::npos) << out.str();
+  EXPECT_EQ(after, before);
+}
+
+// A full run leaves no child behind, not even a zombie.
+TEST_F(ProbeIntegration, InProcessRunLeavesNoChildren) {
+  ScopedEnv no_fault("EXTMEM_TEST_FAULT", nullptr);
+  std::ostringstream out, err;
+  int code = extmem::probe::run(in_process_options(), out, err);
+  EXPECT_EQ(code, exit_code_for(out.str())) << out.str() << err.str();
+  EXPECT_EQ(count_results(out.str()), kRows.size()) << out.str();
+  errno = 0;
+  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+}
+
+// A run whose child crashes keeps the fd count and leaves no child.
+TEST_F(ProbeIntegration, InProcessCrashedChildKeepsFdCountAndLeavesNoChildren) {
+  ScopedEnv fault("EXTMEM_TEST_FAULT", "T1-opaque-fd:server:serve:segv");
+  extmem::probe::ProbeOptions o = in_process_options();
+  o.only = {"T1-opaque-fd"};
+  std::ostringstream out, err;
+  const std::size_t before = extmem::os::count_open_fds();
+  int code = extmem::probe::run(o, out, err);
+  const std::size_t after = extmem::os::count_open_fds();
+  EXPECT_EQ(code, extmem::probe::kExitFailed) << out.str() << err.str();
+  EXPECT_NE(out.str().find("SIGSEGV"), std::string::npos) << out.str();
+  EXPECT_EQ(after, before);
+  errno = 0;
+  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+}
+
+// A run whose child hangs past --timeout keeps the fd count and leaves no child.
+TEST_F(ProbeIntegration, InProcessHungChildKeepsFdCountAndLeavesNoChildren) {
+  ScopedEnv fault("EXTMEM_TEST_FAULT", "T3-memfd-cross-process:server:mmap:hang");
+  extmem::probe::ProbeOptions o = in_process_options();
+  o.only = {"T3-memfd-cross-process"};
+  o.timeout_s = 1;
+  std::ostringstream out, err;
+  const std::size_t before = extmem::os::count_open_fds();
+  int code = extmem::probe::run(o, out, err);
+  const std::size_t after = extmem::os::count_open_fds();
+  EXPECT_EQ(code, extmem::probe::kExitFailed) << out.str() << err.str();
+  EXPECT_NE(out.str().find("timeout"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("mmap(received memfd)"), std::string::npos) << out.str();
+  EXPECT_EQ(after, before);
+  errno = 0;
+  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+}
+
+}  // namespace
