@@ -109,8 +109,12 @@ std::string result_line(const RowResult& r) {
   if (!r.legs.empty()) line += " " + trace(r.legs);
   if (!r.verdict.why.empty()) line += " why: " + r.verdict.why;
   std::vector<std::string> detail = r.detail;
-  for (const Leg& l : r.legs)
-    if (!l.note.empty() && r.verdict.why.find(l.note) == std::string::npos) detail.push_back(l.name + ": " + l.note);
+  for (const Leg& l : r.legs) {
+    std::string text = l.failed_step.empty() ? "" : l.failed_step + (l.code.empty() ? "" : " -> " + l.code);
+    if (!l.note.empty()) text += (text.empty() ? "" : " ") + l.note;
+    // Informational legs never reach why:, so their failures are told here.
+    if (!text.empty() && r.verdict.why.find(text) == std::string::npos) detail.push_back(l.name + ": " + text);
+  }
   if (!detail.empty()) line += fmt::format(" | {}", fmt::join(detail, "; "));
   return line;
 }
