@@ -18,7 +18,7 @@ namespace {
 
 // The CPU leg through glMapBufferRange(PERSISTENT|COHERENT) is informational:
 // GL_EXT_external_objects gives memory-object storage no map flags (Mesa passes
-// flags 0; NVIDIA 580 reports GL_BUFFER_STORAGE_FLAGS 0x0), so a refused map is
+// flags 0; NVIDIA 580 reports GL_BUFFER_STORAGE_FLAGS 0x100, DYNAMIC_STORAGE only), so a refused map is
 // conformant, as a refused raw mmap of an opaque fd is. The GPU leg decides.
 // The detail still tells storage-refused from persistent-map-refused.
 Leg map_leg() { return Leg{"glmap", false}; }
