@@ -1,15 +1,26 @@
-// extmem: one executable, one subcommand per tool.
-#include <cstdio>
+// extmem: one executable, one subcommand per tool (each registers itself, see commands.h).
 #include <iostream>
 
 #include "cli/commands.h"
 #include "extmem/probe/probe.h"
 
+namespace extmem::cli {
+std::vector<AddCommand>& registry() {
+  static std::vector<AddCommand> commands;
+  return commands;
+}
+}  // namespace extmem::cli
+
 int main(int argc, char** argv) {
   CLI::App app{"extmem: cross-process GPU memory sharing probe and live-memory tools"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "extmem 0.1.0 (Vulkan loaded at run time; GLES, CUDA: not built)");
-  extmem::cli::Runner probe = extmem::cli::add_probe(app);
+  app.set_version_flag("--version", "extmem 0.1.0 (Vulkan and EGL/GLES loaded at run time; CUDA routes not built)");
+  std::vector<std::pair<CLI::App*, extmem::cli::Runner>> runners;
+  for (extmem::cli::AddCommand add : extmem::cli::registry()) {
+    std::size_t before = app.get_subcommands({}).size();
+    extmem::cli::Runner run = add(app);
+    runners.emplace_back(app.get_subcommands({}).at(before), std::move(run));
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -23,5 +34,7 @@ int main(int argc, char** argv) {
     std::cerr << "extmem: " << e.what() << "\nRun with --help for the accepted options.\n";
     return extmem::probe::kExitUsage;
   }
-  return probe();
+  for (auto& [cmd, run] : runners)
+    if (cmd->parsed()) return run();
+  return extmem::probe::kExitUsage;
 }

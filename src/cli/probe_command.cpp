@@ -26,6 +26,10 @@ std::vector<std::string> split_rows(const std::vector<std::string>& values) {
 
 }  // namespace
 
+namespace {
+Runner add_probe(CLI::App& app);
+const Registration registered{add_probe};
+
 Runner add_probe(CLI::App& app) {
   struct State {
     probe::ProbeOptions options;
@@ -75,7 +79,7 @@ Runner add_probe(CLI::App& app) {
   cmd->add_option("--role", state->child_args.role)->group("");
   cmd->add_option("--device-index", state->child_args.device_index)->group("");
 
-  return [state, cmd]() -> int {
+  return [state]() -> int {
     probe::ProbeOptions& opts = state->options;
     if (!state->child.empty()) {
       state->child_args.row = state->child;
@@ -83,7 +87,6 @@ Runner add_probe(CLI::App& app) {
       state->child_args.regions_at_end = opts.regions_at_end;
       return probe::run_child(state->child_args);
     }
-    if (!cmd->parsed()) return probe::kExitUsage;
     opts.only = split_rows(state->only);
     if (state->only_t0) opts.groups.push_back("t0");
     if (state->only_t1) opts.groups.push_back("t1");
@@ -92,5 +95,6 @@ Runner add_probe(CLI::App& app) {
     return probe::run(opts, std::cout, std::cerr);
   };
 }
+}  // namespace
 
 }  // namespace extmem::cli
