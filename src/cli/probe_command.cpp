@@ -71,6 +71,8 @@ Runner add_probe(CLI::App& app) {
   cmd->add_option("--timeout", o.timeout_s, "Per-route limit in seconds (0 < T <= 3600)")
       ->check(seconds)
       ->capture_default_str();
+  cmd->add_option("--soak", o.soak_s, "Repeat each OK route's round trip this many seconds, counting stale words")
+      ->check(seconds);
   cmd->add_option("--json", o.json_path, "Write the whole run as JSON (schema docs/probe-result.schema.json)");
   cmd->add_option("--device", o.device, "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)");
   cmd->add_flag("--list-devices", o.list_devices, "List the Vulkan physical devices and exit");
@@ -85,6 +87,7 @@ Runner add_probe(CLI::App& app) {
       state->child_args.row = state->child;
       state->child_args.size = opts.size;
       state->child_args.regions_at_end = opts.regions_at_end;
+      state->child_args.soak_s = opts.soak_s;
       return probe::run_child(state->child_args);
     }
     opts.only = split_rows(state->only);

@@ -30,6 +30,19 @@ std::optional<std::size_t> first_mismatch(std::span<const std::byte> got, std::u
   return std::nullopt;
 }
 
+std::size_t count_stale_words(std::span<const std::byte> got, std::uint64_t seed) {
+  std::size_t stale = 0;
+  for (std::size_t w = 0; w + 4 <= got.size(); w += 4) {
+    for (std::size_t i = w; i < w + 4; ++i) {
+      if (got[i] != byte_at(seed, i)) {
+        ++stale;
+        break;
+      }
+    }
+  }
+  return stale;
+}
+
 std::optional<std::size_t> find(std::span<const std::byte> haystack, std::uint64_t seed, std::size_t length) {
   if (length > 4096) length = 4096;
   if (length == 0 || haystack.size() < length) return std::nullopt;

@@ -56,7 +56,12 @@ Verdict decide(const RouteFacts& facts, const std::vector<Leg>& legs) {
     }
   }
   if (decisive == 0) return {RowStatus::fail, "no decisive leg: nothing was compared"};
-  if (round_tripped == decisive) return {RowStatus::ok, {}};
+  if (round_tripped == decisive) {
+    if (facts.soak && facts.soak->stale > 0)
+      return {RowStatus::partial, "stale=" + std::to_string(facts.soak->stale) + "/" + std::to_string(facts.soak->words) +
+                                      " words in " + std::to_string(facts.soak->rounds) + " rounds"};
+    return {RowStatus::ok, {}};
+  }
   if (round_tripped > 0) return {RowStatus::partial, why};
   return {RowStatus::fail, why};
 }

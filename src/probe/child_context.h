@@ -20,6 +20,7 @@ struct ChildParams {
   Role role = Role::server;
   std::uint32_t device_index = 0;
   Layout layout;
+  double soak_s = 0;  ///< --soak seconds; 0: no soak
 };
 
 class ChildContext {

@@ -76,69 +76,79 @@ GlImportResult import_with_ladder(const gles::EglContext& ctx, int fd, std::uint
   return result;
 }
 
-void gl_gpu_access(const gles::EglContext& ctx, GLuint shared, const Layout& layout, Region read_region,
-                   Region write_region, Leg& gpu) {
+Result<std::size_t> gl_gpu_round(const gles::EglContext& ctx, GLuint shared, const Layout& layout, Region read_region,
+                                 std::uint64_t read_seed, Region write_region, std::uint64_t write_seed) {
   const gles::GlFns& gl = ctx.gl();
-  gpu.attempted = true;
+  std::optional<Error> error;
   auto failed = [&](const char* step) {
     GLenum e = ctx.take_error();
     if (e == GL_NO_ERROR) return false;
-    gpu.failed_step = step;
-    gpu.code = gles::gl_error_name(e);
+    error = Error{step, ErrorKind::driver, gles::gl_error_name(e), {}};
     return true;
   };
   ctx.take_error();
   // Private buffer: [0, 4K) receives the copy-out, [4K, 8K) holds the pattern for the GPU write.
   std::vector<std::byte> init(2 * kRegionSize, std::byte{0});
-  pattern::fill(std::span<std::byte>(init).subspan(kRegionSize), gpu_seed_of(write_region));
+  pattern::fill(std::span<std::byte>(init).subspan(kRegionSize), write_seed);
   GLuint priv = 0;
   gl.glGenBuffers(1, &priv);
   gl.glBindBuffer(GL_COPY_WRITE_BUFFER, priv);
   gl.glBufferData(GL_COPY_WRITE_BUFFER, static_cast<GLsizeiptr>(init.size()), init.data(), GL_DYNAMIC_READ);
-  if (failed("glBufferData(private)")) {
-    gl.glDeleteBuffers(1, &priv);
-    return;
+  std::size_t stale = 0;
+  if (!failed("glBufferData(private)")) {
+    gl.glBindBuffer(GL_COPY_READ_BUFFER, shared);
+    gl.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, static_cast<GLintptr>(layout.offset(read_region)),
+                           0, kRegionSize);
   }
-  gl.glBindBuffer(GL_COPY_READ_BUFFER, shared);
-  gl.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, static_cast<GLintptr>(layout.offset(read_region)),
-                         0, kRegionSize);
-  bool ok = !failed("glCopyBufferSubData(shared -> private)");
-  if (ok) {
+  if (!error && !failed("glCopyBufferSubData(shared -> private)")) {
     gl.glBindBuffer(GL_COPY_READ_BUFFER, priv);
     gl.glBindBuffer(GL_COPY_WRITE_BUFFER, shared);
     gl.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, kRegionSize,
                            static_cast<GLintptr>(layout.offset(write_region)), kRegionSize);
-    ok = !failed("glCopyBufferSubData(private -> shared)");
+    failed("glCopyBufferSubData(private -> shared)");
   }
-  if (ok && gl.glMemoryBarrier != nullptr) {
+  if (!error && gl.glMemoryBarrier != nullptr) {
     gl.glMemoryBarrier(GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT_EXT);
-    ok = !failed("glMemoryBarrier(GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT)");
+    failed("glMemoryBarrier(GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT)");
   }
-  if (ok) {
+  if (!error) {
     GLsync sync = gl.glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
     GLenum wait = gl.glClientWaitSync(sync, GL_SYNC_FLUSH_COMMANDS_BIT, 10'000'000'000ull);
     gl.glDeleteSync(sync);
-    if (wait != GL_ALREADY_SIGNALED && wait != GL_CONDITION_SATISFIED) {
-      gpu.failed_step = "glClientWaitSync";
-      gpu.code = wait == GL_TIMEOUT_EXPIRED ? "GL_TIMEOUT_EXPIRED" : gles::gl_error_name(ctx.take_error());
-      ok = false;
-    }
+    if (wait != GL_ALREADY_SIGNALED && wait != GL_CONDITION_SATISFIED)
+      error = Error{"glClientWaitSync", ErrorKind::driver,
+                    wait == GL_TIMEOUT_EXPIRED ? "GL_TIMEOUT_EXPIRED" : gles::gl_error_name(ctx.take_error()), {}};
   }
-  if (ok) {
+  if (!error) {
     gl.glBindBuffer(GL_COPY_READ_BUFFER, priv);
     void* p = gl.glMapBufferRange(GL_COPY_READ_BUFFER, 0, kRegionSize, GL_MAP_READ_BIT);
     if (p == nullptr || failed("glMapBufferRange(private, READ)")) {
-      if (gpu.failed_step.empty()) gpu.failed_step = "glMapBufferRange(private, READ)";
+      if (!error) error = Error{"glMapBufferRange(private, READ)", ErrorKind::driver, "null pointer", {}};
     } else {
-      auto bad = pattern::first_mismatch(std::span<const std::byte>(static_cast<const std::byte*>(p), kRegionSize),
-                                         seed_of(read_region));
-      gpu.read_ok = !bad;
-      if (bad) gpu.note = fmt::format("gpuMismatchAt={} (copy-out of region {})", *bad, region_name(read_region));
+      stale = pattern::count_stale_words(std::span<const std::byte>(static_cast<const std::byte*>(p), kRegionSize),
+                                         read_seed);
       gl.glUnmapBuffer(GL_COPY_READ_BUFFER);
     }
   }
   gl.glDeleteBuffers(1, &priv);
   ctx.take_error();
+  if (error) return *error;
+  return stale;
+}
+
+void gl_gpu_access(const gles::EglContext& ctx, GLuint shared, const Layout& layout, Region read_region,
+                   Region write_region, Leg& gpu) {
+  gpu.attempted = true;
+  auto stale = gl_gpu_round(ctx, shared, layout, read_region, seed_of(read_region), write_region,
+                            gpu_seed_of(write_region));
+  if (!stale) {
+    gpu.failed_step = stale.error().step;
+    gpu.code = stale.error().code;
+    return;
+  }
+  gpu.read_ok = *stale == 0;
+  if (*stale != 0)
+    gpu.note = fmt::format("GL copy-out of region {} has {} stale words of 1024", region_name(read_region), *stale);
 }
 
 }  // namespace extmem::probe

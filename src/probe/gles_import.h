@@ -51,6 +51,14 @@ struct GlImportResult {
 GlImportResult import_with_ladder(const gles::EglContext& ctx, int fd, std::uint64_t requested,
                                   std::uint64_t reqs_size, std::uint64_t fd_size);
 
+/// One GL GPU round: glCopyBufferSubData of `read_region` out of `shared` into a
+/// private buffer, a GPU copy of `write_seed`'s pattern into `write_region`,
+/// GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT, a fence and a client wait. Returns the
+/// stale 32-bit words of the copy-out against `read_seed`. Errors: driver kind,
+/// step = the GL call, code = its GL error (or GL_TIMEOUT_EXPIRED).
+Result<std::size_t> gl_gpu_round(const gles::EglContext& ctx, GLuint shared, const Layout& layout, Region read_region,
+                                 std::uint64_t read_seed, Region write_region, std::uint64_t write_seed);
+
 /// GL-side GPU access: glCopyBufferSubData of `read_region` out of `shared`
 /// into a private buffer and compared (sets gpu.read_ok), then a GPU copy of
 /// gpu_seed_of(write_region) into `write_region`, GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT,

@@ -6,21 +6,21 @@
 
 namespace extmem::probe {
 
-void gpu_access(const vk::Device& device, VkBuffer shared, const Layout& layout, Region read_region, Leg& gpu) {
-  gpu.attempted = true;
-  // Private host-visible buffer: [0, 4K) receives the copy-out, [4K, 8K) holds pattern E for the GPU write.
+Result<std::size_t> gpu_round(const vk::Device& device, VkBuffer shared, const Layout& layout, Region read_region,
+                              std::uint64_t read_seed, Region write_region, std::uint64_t write_seed) {
+  // Private host-visible buffer: [0, 4K) receives the copy-out, [4K, 8K) holds the pattern for the GPU write.
   vk::AllocationRequest req;
   req.size = 2 * kRegionSize;
   req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   auto staging = device.create_buffer(req);
   if (!staging) {
-    gpu.failed_step = "create private buffer: " + staging.error().step;
-    gpu.code = staging.error().code;
-    return;
+    Error e = std::move(staging).error();
+    e.step = "create private buffer: " + e.step;
+    return e;
   }
   std::span<std::byte> priv(staging->mapped, 2 * kRegionSize);
   std::fill(priv.begin(), priv.begin() + kRegionSize, std::byte{0});
-  pattern::fill(priv.subspan(kRegionSize, kRegionSize), seed_of(Region::E));
+  pattern::fill(priv.subspan(kRegionSize, kRegionSize), write_seed);
 
   const vk::DeviceFns& f = device.fn();
   VkBuffer priv_buffer = staging->buffer;
@@ -33,7 +33,7 @@ void gpu_access(const vk::Device& device, VkBuffer shared, const Layout& layout,
                            0, nullptr, 0, nullptr);
     VkBufferCopy out{layout.offset(read_region), 0, kRegionSize};
     f.vkCmdCopyBuffer(cmd, shared, priv_buffer, 1, &out);
-    VkBufferCopy in{kRegionSize, layout.offset(Region::E), kRegionSize};
+    VkBufferCopy in{kRegionSize, layout.offset(write_region), kRegionSize};
     f.vkCmdCopyBuffer(cmd, priv_buffer, shared, 1, &in);
     VkMemoryBarrier transfer_to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     transfer_to_host.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -41,14 +41,21 @@ void gpu_access(const vk::Device& device, VkBuffer shared, const Layout& layout,
     f.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &transfer_to_host,
                            0, nullptr, 0, nullptr);
   });
-  if (!recorded) {
-    gpu.failed_step = recorded.error().step;
-    gpu.code = recorded.error().code;
+  if (!recorded) return std::move(recorded).error();
+  return pattern::count_stale_words(priv.subspan(0, kRegionSize), read_seed);
+}
+
+void gpu_access(const vk::Device& device, VkBuffer shared, const Layout& layout, Region read_region, Leg& gpu) {
+  gpu.attempted = true;
+  auto stale = gpu_round(device, shared, layout, read_region, seed_of(read_region), Region::E, seed_of(Region::E));
+  if (!stale) {
+    gpu.failed_step = stale.error().step;
+    gpu.code = stale.error().code;
     return;
   }
-  auto bad = pattern::first_mismatch(priv.subspan(0, kRegionSize), seed_of(read_region));
-  gpu.read_ok = !bad;
-  if (bad) gpu.note = fmt::format("gpuMismatchAt={} (copy-out of region {})", *bad, region_name(read_region));
+  gpu.read_ok = *stale == 0;
+  if (*stale != 0)
+    gpu.note = fmt::format("GPU copy-out of region {} has {} stale words of 1024", region_name(read_region), *stale);
 }
 
 }  // namespace extmem::probe

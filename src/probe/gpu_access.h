@@ -1,8 +1,9 @@
 // The GPU access every tier row takes (spec/probe.md, "GPU access"): copy a
-// region out of the shared buffer into a private one, write region E by a GPU
+// region out of the shared buffer into a private one, write a region by a GPU
 // transfer, wait, and make the writes visible to the host.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 
 #include "extmem/core/verdict.h"
@@ -11,11 +12,18 @@
 
 namespace extmem::probe {
 
-/// Runs the GPU access on `shared` (a buffer over the shared memory, at least
-/// layout.size bytes). Sets gpu.attempted; gpu.read_ok when the copy-out of
-/// `read_region` matches that region's pattern (on a mismatch gpu.note gets
-/// "gpuMismatchAt="). The write (region E) is only verified by the other
-/// process, which sets gpu.write_ok. On a Vulkan failure gpu.failed_step/code are set.
+/// One Vulkan GPU round on `shared` (a buffer over the shared memory, at least
+/// layout.size bytes): copies `read_region` out into a private buffer, copies
+/// the pattern of `write_seed` into `write_region`, barriers HOST_WRITE ->
+/// TRANSFER and TRANSFER_WRITE -> HOST_READ, waits on a fence. Returns the
+/// number of 32-bit words of the copy-out that differ from `read_seed`'s
+/// pattern. Errors: the failing Vulkan call's vk_error.
+Result<std::size_t> gpu_round(const vk::Device& device, VkBuffer shared, const Layout& layout, Region read_region,
+                              std::uint64_t read_seed, Region write_region, std::uint64_t write_seed);
+
+/// The row's GPU leg: gpu_round reading `read_region` (its writer's pattern)
+/// and writing region E. Sets gpu.attempted, gpu.read_ok (copy-out matched),
+/// or gpu.failed_step/code. The other process confirms E and sets gpu.write_ok.
 void gpu_access(const vk::Device& device, VkBuffer shared, const Layout& layout, Region read_region, Leg& gpu);
 
 }  // namespace extmem::probe

@@ -87,10 +87,20 @@ Result<PeerCheck> peer_check(const ChildContext& ctx, Region region, std::option
   return PeerCheck{m->get<bool>(), opt_size(*r, "mismatch_at"), opt_size(*r, "payload_at")};
 }
 
-Status peer_write(const ChildContext& ctx, Region region) {
-  auto r = request(ctx, {{"op", "write"}, {"region", static_cast<int>(region)}});
+Status peer_write(const ChildContext& ctx, Region region, std::optional<std::uint64_t> seed) {
+  json req = {{"op", "write"}, {"region", static_cast<int>(region)}};
+  if (seed) req["seed"] = *seed;
+  auto r = request(ctx, req);
   if (!r) return std::move(r).error();
   return {};
+}
+
+Result<std::size_t> peer_count_stale(const ChildContext& ctx, Region region, std::uint64_t seed) {
+  auto r = request(ctx, {{"op", "count"}, {"region", static_cast<int>(region)}, {"seed", seed}});
+  if (!r) return std::move(r).error();
+  auto stale = opt_size(*r, "stale");
+  if (!stale) return protocol("count reply without \"stale\"");
+  return *stale;
 }
 
 Result<std::size_t> peer_read(const ChildContext& ctx, std::size_t offset, std::span<std::byte> out) {
@@ -144,18 +154,24 @@ Status serve(ChildContext& ctx, std::span<std::byte> view) {
     }
     json reply;
     auto region = region_from(*j);
-    if ((op == "check" || op == "write") && !region) {
+    std::optional<std::uint64_t> seed;
+    if (auto it = j->find("seed"); it != j->end() && it->is_number_unsigned()) seed = it->get<std::uint64_t>();
+    const bool in_view = region && layout.offset(*region) + kRegionSize <= view.size();
+    if ((op == "check" || op == "write" || op == "count") && !region) {
       reply = {{"error", "request without a valid region"}};
     } else if (op == "check") {
       ctx.step(fmt::format("check region {} for the peer", region_name(*region)));
-      std::optional<std::uint64_t> seed;
-      if (auto it = j->find("seed"); it != j->end() && it->is_number_unsigned()) seed = it->get<std::uint64_t>();
       PeerCheck c = check_region(view, layout, *region, seed);
       reply = {{"match", c.match}, {"mismatch_at", opt_json(c.mismatch_at)}, {"payload_at", opt_json(c.payload_at)}};
     } else if (op == "write") {
       ctx.step(fmt::format("write region {} for the peer", region_name(*region)));
-      if (layout.offset(*region) + kRegionSize <= view.size()) pattern::fill(layout.region(view, *region), seed_of(*region));
+      if (in_view) pattern::fill(layout.region(view, *region), seed.value_or(seed_of(*region)));
       reply = json::object();
+    } else if (op == "count") {
+      // No step report here: a soak sends thousands of these.
+      std::size_t stale = in_view ? pattern::count_stale_words(layout.region(view, *region), seed.value_or(seed_of(*region)))
+                                  : kRegionSize / 4;
+      reply = {{"stale", stale}};
     } else {
       reply = {{"error", "unknown op \"" + op + "\""}};
     }

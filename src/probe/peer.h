@@ -44,7 +44,10 @@ struct PeerCheck {
 /// Requests, driven side. Errors: the channel's; protocol on a malformed reply.
 /// `seed` overrides the region writer's seed (a second writer of the same region).
 Result<PeerCheck> peer_check(const ChildContext& ctx, Region region, std::optional<std::uint64_t> seed = {});
-Status peer_write(const ChildContext& ctx, Region region);
+/// Asks the peer to write `region` with the pattern of `seed` (default: the region's own).
+Status peer_write(const ChildContext& ctx, Region region, std::optional<std::uint64_t> seed = {});
+/// Asks the peer how many 32-bit words of `region` differ from `seed`'s pattern (soak).
+Result<std::size_t> peer_count_stale(const ChildContext& ctx, Region region, std::uint64_t seed);
 /// Reads `out.size()` bytes at `offset` of the peer's view; returns bytes read.
 Result<std::size_t> peer_read(const ChildContext& ctx, std::size_t offset, std::span<std::byte> out);
 Status peer_done(const ChildContext& ctx);

@@ -46,6 +46,8 @@ std::string encode(const RouteReport& r) {
   }
   json j = {{"unsupported", opt(r.facts.unsupported)}, {"skip", opt(r.facts.skip)}, {"fatal", opt(r.facts.fatal)},
             {"legs", legs}, {"detail", r.detail}};
+  if (r.facts.soak)
+    j["soak"] = {{"stale", r.facts.soak->stale}, {"words", r.facts.soak->words}, {"rounds", r.facts.soak->rounds}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -69,6 +71,17 @@ Result<RouteReport> decode_report(const std::string& payload) {
       return bad("leg field missing or mistyped");
     if (leg.name.empty() || leg.name.size() > 32) return bad("leg name empty or longer than 32");
     r.legs.push_back(std::move(leg));
+  }
+  if (auto soak = j.find("soak"); soak != j.end()) {
+    if (!soak->is_object()) return bad("soak is not an object");
+    SoakCount c;
+    for (auto [key, field] : {std::pair{"stale", &c.stale}, std::pair{"words", &c.words}, std::pair{"rounds", &c.rounds}}) {
+      auto it = soak->find(key);
+      if (it == soak->end() || !it->is_number_unsigned()) return bad("soak field missing or not unsigned");
+      *field = it->get<std::uint64_t>();
+    }
+    if (c.stale > c.words) return bad("soak counts more stale words than words");
+    r.facts.soak = c;
   }
   auto detail = j.find("detail");
   if (detail == j.end() || !detail->is_array() || detail->size() > 64) return bad("detail missing or not an array");

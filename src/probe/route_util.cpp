@@ -130,6 +130,21 @@ int receive_and_serve(ChildContext& ctx) {
   return serve(ctx, map->bytes()) ? 0 : 1;
 }
 
+void maybe_soak(ChildContext& ctx, RouteReport& rep, const SoakPlan& plan, const OtherSide& other) {
+  if (ctx.params().soak_s <= 0) return;
+  if (decide(rep.facts, rep.legs).status != RowStatus::ok) {
+    rep.detail.push_back("soak: not run (the route is not OK)");
+    return;
+  }
+  SoakPlan p = plan;
+  p.seconds = ctx.params().soak_s;
+  std::optional<Error> error;
+  rep.facts.soak = run_soak(ctx, p, other, &error);
+  rep.detail.push_back(fmt::format("soak: stale={}/{} words in {} rounds", rep.facts.soak->stale, rep.facts.soak->words,
+                                   rep.facts.soak->rounds));
+  if (error) rep.detail.push_back("soak stopped early: " + why_of(*error));
+}
+
 void confirm_local(std::span<const std::byte> view, const Layout& layout, Region region, Leg& leg,
                    std::optional<std::uint64_t> seed) {
   PeerCheck c = check_region(view, layout, region, seed);

@@ -55,6 +55,16 @@ namespace extmem::probe {
 /// layout.size bytes, writes region A, sends the fd, then serves the peer.
 int memfd_owner_serve(ChildContext& ctx);
 
+}  // namespace extmem::probe
+
+#include "probe/soak.h"
+
+namespace extmem::probe {
+
+/// With --soak, and only when every decisive leg of rep.legs round-tripped,
+/// runs the soak and puts its counts in rep.facts.soak (spec: only OK routes soak).
+void maybe_soak(ChildContext& ctx, RouteReport& rep, const SoakPlan& plan, const OtherSide& other);
+
 /// The passive receiving half: takes the setup, maps its fd MAP_SHARED and
 /// serves the peer. A failed setup ends it quietly (the driver reports).
 int receive_and_serve(ChildContext& ctx);

@@ -1,6 +1,7 @@
 // The parent's record of one row.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@ struct RowResult {
   std::vector<std::string> detail;
   std::string server_step, client_step;  ///< last step each half reported
   double seconds = 0;                     ///< wall time of the route
+  std::optional<SoakCount> soak;          ///< --soak counts, when the route soaked
 };
 
 /// "RESULT <row> <STATUS> <trace> [why: ...] [detail: ...]".

@@ -69,6 +69,7 @@ json row_json(const RowResult& r) {
   for (const Leg& l : r.legs) legs.push_back(leg_json(l));
   return {{"row", r.row}, {"status", to_string(r.verdict.status)}, {"why", r.verdict.why}, {"trace", trace(r.legs)},
           {"legs", legs}, {"detail", r.detail}, {"seconds", r.seconds},
+          {"soak", r.soak ? json{{"stale", r.soak->stale}, {"words", r.soak->words}, {"rounds", r.soak->rounds}} : json(nullptr)},
           {"last_step", {{"server", r.server_step}, {"client", r.client_step}}}};
 }
 
@@ -123,6 +124,8 @@ Status validate(const ProbeOptions& o) {
   if (o.size % 4096 != 0 || o.size < kMinSize)
     return usage("--size", fmt::format("{} bytes is not accepted: the size must be a multiple of 4096 and at least "
                                        "{} (8 regions of 4 KiB)", o.size, kMinSize));
+  if (!(o.soak_s >= 0 && o.soak_s <= 3600))
+    return usage("--soak", fmt::format("{:g} is not accepted: seconds, from 0 (off) to 3600", o.soak_s));
   if (!(o.timeout_s > 0 && o.timeout_s <= 3600))
     return usage("--timeout", fmt::format("{:g} is not accepted: seconds, greater than 0 and at most 3600", o.timeout_s));
   for (const std::string& r : o.only)
@@ -180,8 +183,9 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   print_vulkan(out, *vulkan, static_cast<int>(*selected), false);
   auto gles_info = gles::enumerate();
   print_gles(out, gles_info, dev);
-  out << fmt::format("== routes (size={} bytes, regions at {}, timeout={:g} s)\n", o.size,
-                     o.regions_at_end ? "end" : "start", o.timeout_s);
+  out << fmt::format("== routes (size={} bytes, regions at {}, timeout={:g} s{})\n", o.size,
+                     o.regions_at_end ? "end" : "start", o.timeout_s,
+                     o.soak_s > 0 ? fmt::format(", soak={:g} s", o.soak_s) : std::string());
   out.flush();
 
   SuperviseParams params;
@@ -189,6 +193,7 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   params.device_index = *selected;
   params.layout = Layout{o.size, o.regions_at_end};
   params.timeout_s = o.timeout_s;
+  params.soak_s = o.soak_s;
 
   std::vector<RowResult> rows;
   for (const RouteDef& route : route_table()) {
@@ -223,7 +228,7 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
                 {"tool_version", "0.1.0"},
                 {"generated_at", utc_now()},
                 {"options",
-                 {{"size", o.size}, {"regions_at_end", o.regions_at_end}, {"timeout_s", o.timeout_s},
+                 {{"size", o.size}, {"regions_at_end", o.regions_at_end}, {"timeout_s", o.timeout_s}, {"soak_s", o.soak_s},
                   {"device", o.device}, {"only", o.only}, {"groups", o.groups}, {"no_gles", o.no_gles}}},
                 {"context", to_json(context)},
                 {"vulkan", to_json(*vulkan, static_cast<int>(*selected))},
@@ -252,7 +257,8 @@ int run_child(const ChildArgs& a) {
     }
     ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   }
-  ChildParams p{a.row, a.role == "server" ? Role::server : Role::client, a.device_index, Layout{a.size, a.regions_at_end}};
+  ChildParams p{a.row, a.role == "server" ? Role::server : Role::client, a.device_index, Layout{a.size, a.regions_at_end},
+                a.soak_s};
   ChildContext ctx(p, os::Channel(os::UniqueFd(3)), os::Channel(os::UniqueFd(4)));
   return p.role == Role::server ? route->server(ctx) : route->client(ctx);
 }

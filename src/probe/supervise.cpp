@@ -37,6 +37,7 @@ std::vector<std::string> child_argv(const RouteDef& route, Role role, const Supe
                                    fmt::format("--device-index={}", p.device_index),
                                    fmt::format("--size={}", p.layout.size)};
   if (p.layout.regions_at_end) argv.emplace_back("--regions-at-end");
+  if (p.soak_s > 0) argv.push_back(fmt::format("--soak={}", p.soak_s));
   return argv;
 }
 
@@ -72,7 +73,7 @@ Result<RowResult> supervise(const RouteDef& route, const SuperviseParams& params
   std::optional<RouteReport> report;
   std::optional<std::string> fatal;
   bool timed_out = false;
-  const double deadline = start + params.timeout_s;
+  const double deadline = start + params.timeout_s + params.soak_s;
 
   while ((halves[0].open || halves[1].open) && !fatal) {
     std::array<pollfd, 2> fds{};
@@ -170,6 +171,7 @@ Result<RowResult> supervise(const RouteDef& route, const SuperviseParams& params
   }
   result.legs = report->legs;
   result.detail = report->detail;
+  result.soak = report->facts.soak;
   for (const Half& h : halves) {
     if (h.exit && h.exit->exited && h.exit->code != 0)
       result.detail.push_back(fmt::format("{} exited with code {}", to_string(h.role), h.exit->code));

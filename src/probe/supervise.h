@@ -13,6 +13,7 @@ struct SuperviseParams {
   unsigned device_index = 0;
   Layout layout;
   double timeout_s = 60;        ///< for the whole route, seconds
+  double soak_s = 0;            ///< passed to the halves; the route may take this much longer
 };
 
 /// Starts the server half and the client half (fd 3: the socket between

@@ -16,6 +16,10 @@ void fill(std::span<std::byte> out, std::uint64_t seed);
 /// Offset of the first byte of `got` that differs from the pattern of `seed`; nullopt when all match.
 std::optional<std::size_t> first_mismatch(std::span<const std::byte> got, std::uint64_t seed);
 
+/// Number of 32-bit words of `got` (size rounded down to 4 bytes) that differ
+/// from the pattern of `seed`: the stale-word count of a coherency soak.
+std::size_t count_stale_words(std::span<const std::byte> got, std::uint64_t seed);
+
 /// Offset in `haystack` where the first `length` bytes of the pattern of `seed`
 /// start, or nullopt. Used to report `payloadAt=` when a mapping shows the
 /// payload at a shifted offset. `length` is capped at 4096 bytes.

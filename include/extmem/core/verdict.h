@@ -1,6 +1,7 @@
 // Legs and the verdict of a probe row, computed in one place (spec/probe.md, "Legs and the verdict").
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,13 @@ struct Leg {
   std::string trace_value() const;
 };
 
+/// A coherency soak (--soak): round trips repeated for a while, stale 32-bit words counted.
+struct SoakCount {
+  std::uint64_t stale = 0;   ///< words that did not hold the value just written
+  std::uint64_t words = 0;   ///< words checked
+  std::uint64_t rounds = 0;  ///< full round trips
+};
+
 /// What a route reported besides its legs.
 struct RouteFacts {
   /// Set when the route's capability is absent: extension missing, handle type
@@ -44,6 +52,8 @@ struct RouteFacts {
   /// Set when the route could not finish at all (crash, timeout, protocol error,
   /// or an advertised capability declined before any leg ran).
   std::optional<std::string> fatal;
+  /// Set when --soak ran; any stale word turns OK into PARTIAL.
+  std::optional<SoakCount> soak;
 };
 
 /// The verdict of one row.
@@ -54,7 +64,8 @@ struct Verdict {
 
 /// The single place a row's status is decided. Precedence: skip, fatal (FAIL),
 /// unsupported, then legs by the rule table of spec/probe.md. A route with no
-/// decisive leg is FAIL: a mapping with no byte compared is never OK.
+/// decisive leg is FAIL: a mapping with no byte compared is never OK. An OK row
+/// whose soak counted stale words becomes PARTIAL ("stale=N/M words in K rounds").
 Verdict decide(const RouteFacts& facts, const std::vector<Leg>& legs);
 
 /// "rawmmap[i]=no vkimport[D]=rt gpu[D]=rt".

@@ -28,7 +28,8 @@ struct ProbeOptions {
   std::vector<std::string> only;      ///< row names; empty = all
   std::vector<std::string> groups;    ///< --only-t0/t1/t3/gles: "t0", "t1", "t3", "gles"
   bool no_gles = false;               ///< --no-gles
-  double timeout_s = 60.0;            ///< per-route limit, seconds, (0, 3600]
+  double timeout_s = 60.0;            ///< per-route limit, seconds, (0, 3600]; a soak adds its own time
+  double soak_s = 0;                  ///< --soak: repeat each OK route's round trip this long, seconds; 0 = off
   std::string json_path;              ///< --json=FILE; empty = none
   std::string device;                 ///< --device=INDEX|UUID|NAME-SUBSTRING; empty = first GPU
   bool list_devices = false;          ///< print phase A's device list and stop
@@ -56,6 +57,7 @@ struct ChildArgs {
   unsigned device_index = 0;
   std::size_t size = 65536;       ///< bytes
   bool regions_at_end = false;
+  double soak_s = 0;              ///< seconds
 };
 
 /// Child mode (`extmem probe --child=ROW --role=...`): expects the peer socket

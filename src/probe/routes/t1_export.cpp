@@ -3,6 +3,8 @@
 // spec/probe.md, "T1 — the server exports its own allocation".
 #include <sys/mman.h>
 
+#include <functional>
+
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
@@ -20,8 +22,10 @@ int client(ChildContext& ctx, const HandleKind& h) {
   Leg raw{"rawmmap", h.raw_mmap_decisive};
   Leg vki{"vkimport", true};
   Leg gpu{"gpu", true};
+  std::function<void()> soak;  // set once there is something to soak
   auto finish = [&] {
     rep.legs = {raw, vki, gpu};
+    if (soak) soak();
     ctx.report(rep);
     (void)peer_done(ctx);
     return 0;
@@ -141,6 +145,14 @@ int client(ChildContext& ctx, const HandleKind& h) {
   }
   if (!raw_view.empty()) alias_leg(ctx, raw_view, raw);
   if (!vk_view.empty()) alias_leg(ctx, vk_view, vki);
+  GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {
+    return gpu_round(*dev, buf.buffer, layout, read, read_seed, write, write_seed);
+  };
+  if (!vk_view.empty()) {
+    soak = [&] {
+      maybe_soak(ctx, rep, SoakPlan{0, vk_view, Region::C, Region::B, Region::E, &round}, peer_side(ctx));
+    };
+  }
   return finish();
 }
 

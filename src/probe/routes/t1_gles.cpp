@@ -94,6 +94,20 @@ void run_gl_legs(ChildContext& ctx, int fd, const nlohmann::json& info, Region r
   }
 }
 
+// --soak through the GL buffer: the GL GPU reads what the exporter wrote and writes `gpu_region`;
+// the persistent mapping joins in only where the driver gave one that round-tripped.
+void soak_gl(ChildContext& ctx, RouteReport& rep, GlSharedBuffer* shared, gles::EglContext* egl, const Leg& glmap,
+             Region gpu_region, const OtherSide& other) {
+  if (shared == nullptr || egl == nullptr) return;
+  const Layout& layout = ctx.layout();
+  GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {
+    return gl_gpu_round(*egl, shared->buffer, layout, read, read_seed, write, write_seed);
+  };
+  std::span<std::byte> local;
+  if (shared->map != nullptr && glmap.read_ok && glmap.write_ok) local = std::span<std::byte>(shared->map, layout.size);
+  maybe_soak(ctx, rep, SoakPlan{0, local, Region::C, Region::B, gpu_region, &round}, other);
+}
+
 int same_proc(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
@@ -121,9 +135,10 @@ int same_proc(ChildContext& ctx) {
       glmap.note += (glmap.note.empty() ? "" : " ") + f->message;
     }
   }
+  rep.legs = {glmap, glgpu};
+  soak_gl(ctx, rep, shared.get(), egl.get(), glmap, Region::F, local_side(vk_view, layout));
   shared.reset();  // GL objects go before the context
   egl.reset();
-  rep.legs = {glmap, glgpu};
   ctx.report(rep);
   return 0;
 }
@@ -145,9 +160,10 @@ int cross_proc_client(ChildContext& ctx) {
   std::unique_ptr<GlSharedBuffer> shared;
   run_gl_legs(ctx, setup->fd.get(), setup->info, Region::D, remote, rep, glmap, glgpu, shared, egl);
   if (shared && shared->map != nullptr) alias_leg(ctx, std::span<std::byte>(shared->map, ctx.layout().size), glmap);
+  rep.legs = {glmap, glgpu};
+  soak_gl(ctx, rep, shared.get(), egl.get(), glmap, Region::D, peer_side(ctx));
   shared.reset();
   egl.reset();
-  rep.legs = {glmap, glgpu};
   ctx.report(rep);
   (void)peer_done(ctx);
   return 0;

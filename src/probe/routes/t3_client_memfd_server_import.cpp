@@ -2,6 +2,8 @@
 // server maps the received fd, imports its own mapping of it as a host pointer
 // (VK_EXT_external_memory_host), reads what the client wrote, writes back, and
 // takes a GPU access on the client's memory. spec/probe.md, "T3".
+#include <functional>
+
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
@@ -18,8 +20,10 @@ int server(ChildContext& ctx) {
   RouteReport rep;
   Leg mmap_leg{"mmap", true};
   Leg host{"hostimport", true};
+  std::function<void()> soak;
   auto finish = [&] {
     rep.legs = {mmap_leg, host};
+    if (soak) soak();
     ctx.report(rep);
     (void)peer_done(ctx);
     return 0;
@@ -77,6 +81,10 @@ int server(ChildContext& ctx) {
     confirm_remote(ctx, Region::E, host);
   }
   alias_leg(ctx, view, mmap_leg);
+  GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {
+    return gpu_round(**dev, buf->buffer, layout, read, read_seed, write, write_seed);
+  };
+  if (buf) soak = [&] { maybe_soak(ctx, rep, SoakPlan{0, view, Region::B, Region::A, Region::E, &round}, peer_side(ctx)); };
   return finish();
 }
 

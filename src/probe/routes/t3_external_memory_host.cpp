@@ -78,6 +78,10 @@ int server(ChildContext& ctx) {
   }
   alias_leg(ctx, view, mmap_leg);
   rep.legs = {mmap_leg, host};
+  GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {
+    return gpu_round(**dev, buf->buffer, layout, read, read_seed, write, write_seed);
+  };
+  if (buf) maybe_soak(ctx, rep, SoakPlan{0, view, Region::A, Region::B, Region::E, &round}, peer_side(ctx));
   ctx.report(rep);
   (void)peer_done(ctx);
   return 0;

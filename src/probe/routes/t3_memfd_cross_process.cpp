@@ -39,6 +39,7 @@ int server(ChildContext& ctx) {
     alias_leg(ctx, map->bytes(), mmap_leg);
   }
   rep.legs = {mmap_leg};
+  if (map) maybe_soak(ctx, rep, SoakPlan{0, map->bytes(), Region::B, Region::A, Region::E, nullptr}, peer_side(ctx));
   ctx.report(rep);
   (void)peer_done(ctx);
   return 0;
