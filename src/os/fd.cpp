@@ -88,7 +88,8 @@ Result<Mapping> Mapping::map_aligned(int fd, std::size_t size, std::size_t align
   if (reserve == MAP_FAILED) return os_error("mmap(reserve)", errno);
   auto base = reinterpret_cast<std::uintptr_t>(reserve);
   std::uintptr_t aligned = (base + alignment - 1) & ~(static_cast<std::uintptr_t>(alignment) - 1);
-  void* p = ::mmap(reinterpret_cast<void*>(aligned), size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+  const int kind = fd < 0 ? MAP_PRIVATE | MAP_ANONYMOUS : MAP_SHARED;
+  void* p = ::mmap(reinterpret_cast<void*>(aligned), size, PROT_READ | PROT_WRITE, kind | MAP_FIXED, fd, 0);
   if (p == MAP_FAILED) {
     int err = errno;
     ::munmap(reserve, span);

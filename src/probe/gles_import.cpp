@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
+#include "probe/route_util.h"
 
 namespace extmem::probe {
 
@@ -29,6 +30,7 @@ GlImportResult import_with_ladder(const gles::EglContext& ctx, int fd, std::uint
   const gles::GlFns& gl = ctx.gl();
   GlImportResult result;
   std::unique_ptr<GlSharedBuffer> candidate;
+  std::string last_ownership;
   auto try_rung = [&](const Rung& rung) -> RungOutcome {
     auto shared = std::make_unique<GlSharedBuffer>(ctx);
     ctx.take_error();
@@ -41,10 +43,15 @@ GlImportResult import_with_ladder(const gles::EglContext& ctx, int fd, std::uint
     int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (dup < 0) return {false, "dup", errno_code(errno)};
     gl.glImportMemoryFdEXT(shared->memory, rung.import_size, GL_HANDLE_TYPE_OPAQUE_FD_EXT, dup);
-    if (GLenum e = ctx.take_error(); e != GL_NO_ERROR) {
-      ::close(dup);  // ownership passes to GL only on success (GL_EXT_memory_object_fd)
-      return {false, "glImportMemoryFdEXT", gles::gl_error_name(e)};
+    // Ownership passes to GL only on success (GL_EXT_memory_object_fd).
+    GLenum import_error = ctx.take_error();
+    FdOwnership owner = fd_ownership_after_import(dup, import_error == GL_NO_ERROR);
+    if (!owner.release) ::close(dup);
+    if (import_error != GL_NO_ERROR) {
+      if (owner.release) result.fd_notes.push_back(rung.label() + ": " + owner.text);
+      return {false, "glImportMemoryFdEXT", gles::gl_error_name(import_error)};
     }
+    last_ownership = owner.text;
     gl.glGenBuffers(1, &shared->buffer);
     gl.glBindBuffer(GL_COPY_WRITE_BUFFER, shared->buffer);
     gl.glBufferStorageMemEXT(GL_COPY_WRITE_BUFFER, static_cast<GLsizeiptr>(rung.buffer_size), shared->memory, 0);
@@ -59,6 +66,7 @@ GlImportResult import_with_ladder(const gles::EglContext& ctx, int fd, std::uint
     return result;
   }
   result.shared = std::move(candidate);
+  result.fd_notes.push_back("gl " + last_ownership);
   gl.glBindBuffer(GL_COPY_WRITE_BUFFER, result.shared->buffer);
   gl.glGetBufferParameteriv(GL_COPY_WRITE_BUFFER, GL_BUFFER_STORAGE_FLAGS_EXT, &result.storage_flags);
   if (ctx.take_error() != GL_NO_ERROR) result.storage_flags = -1;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "extmem/core/verdict.h"
 #include "gles/egl_context.h"
@@ -42,6 +43,8 @@ struct GlImportResult {
   /// GL_BUFFER_STORAGE_FLAGS_EXT of the accepted buffer: without MAP_READ/MAP_WRITE/PERSISTENT
   /// a refused map is conformant (Mesa gives memory-object storage flags 0).
   GLint storage_flags = -1;
+  /// "fd-consumed=…" of the accepted rung's import, and any failed rung's import that closed its fd.
+  std::vector<std::string> fd_notes;
 };
 
 /// Walks the ladder importing dups of `fd` (borrowed; never consumed) as

@@ -14,7 +14,8 @@ std::size_t host_import_alignment(const vk::Device& device) {
 }
 
 std::optional<vk::Buffer> import_host_pointer(const vk::Device& device, void* host, std::size_t bytes,
-                                              std::size_t buffer_size, Leg& leg, RouteReport& rep) {
+                                              std::size_t buffer_size, Leg& leg, RouteReport& rep,
+                                              bool decides_row) {
   leg.attempted = true;
   const auto type = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
   bool importable = advertised(device, type, VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT);
@@ -23,11 +24,11 @@ std::optional<vk::Buffer> import_host_pointer(const vk::Device& device, void* ho
   auto declined = [&](const Error& e) {
     fail_leg(leg, e);
     SiteFailure s = classify_site(e, importable, "HOST_ALLOCATION import");
-    if (s.unsupported) rep.facts.unsupported = s.why;
+    if (s.unsupported && decides_row) rep.facts.unsupported = s.why;
     return std::nullopt;
   };
   if (r != VK_SUCCESS) return declined(vk::vk_error("vkGetMemoryHostPointerPropertiesEXT", r));
-  rep.detail.push_back(fmt::format("hostPointerTypeBits=0x{:x}", props.memoryTypeBits));
+  if (decides_row) rep.detail.push_back(fmt::format("hostPointerTypeBits=0x{:x}", props.memoryTypeBits));
 
   vk::AllocationRequest req;
   req.size = buffer_size;
@@ -44,7 +45,7 @@ std::optional<vk::Buffer> import_host_pointer(const vk::Device& device, void* ho
     fail_leg(leg, af.error);
     return std::nullopt;
   }
-  rep.detail.push_back(fmt::format("hostImport memoryType={} bytes={}", buf->memory_type_index, bytes));
+  if (decides_row) rep.detail.push_back(fmt::format("hostImport memoryType={} bytes={}", buf->memory_type_index, bytes));
   return std::move(*buf);
 }
 

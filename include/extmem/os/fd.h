@@ -70,7 +70,8 @@ class Mapping {
   static Result<Mapping> map(int fd, std::size_t size, int flags, std::size_t offset = 0);
   /// MAP_SHARED mapping of `size` bytes of `fd` at an address aligned to
   /// `alignment` bytes (a power of two, at least the page size), as
-  /// VK_EXT_external_memory_host needs. Errors: invalid_argument, os_error("mmap").
+  /// VK_EXT_external_memory_host needs; fd -1 gives anonymous MAP_PRIVATE memory.
+  /// Errors: invalid_argument, os_error("mmap").
   static Result<Mapping> map_aligned(int fd, std::size_t size, std::size_t alignment);
   /// Anonymous private mapping of `size` bytes. Errors: os_error("mmap", errno).
   static Result<Mapping> anonymous(std::size_t size);

@@ -98,8 +98,9 @@ int client(ChildContext& ctx, const HandleKind& h) {
       vk::AllocationFailure af;
       auto imported = dev->create_buffer(req, &af);
       // A successful import owns the fd (Vulkan spec, "Importing memory from a file descriptor").
-      if (imported || af.memory_allocated) dup->release();
-      rep.detail.push_back(fmt::format("fd-consumed={}", os::fd_is_open(dup_number) ? "no" : "yes"));
+      FdOwnership owner = fd_ownership_after_import(dup_number, imported || af.memory_allocated);
+      if (owner.release) dup->release();
+      rep.detail.push_back("vkimport " + owner.text);
       if (imported) {
         buf = std::move(*imported);
       } else {

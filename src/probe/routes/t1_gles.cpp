@@ -63,6 +63,7 @@ void run_gl_legs(ChildContext& ctx, int fd, const nlohmann::json& info, Region r
   if (!imported.map_error.empty()) status += " (" + imported.map_error + ")";
   if (imported.storage_flags >= 0) status += fmt::format(" GL_BUFFER_STORAGE_FLAGS=0x{:x}", imported.storage_flags);
   rep.detail.push_back(status);
+  for (const std::string& note : imported.fd_notes) rep.detail.push_back(note);
   if (!imported.shared) {
     const RungOutcome& last = imported.ladder.rejected.back().second;
     for (Leg* leg : {&glmap, &glgpu}) {

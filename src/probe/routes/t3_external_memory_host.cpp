@@ -2,13 +2,15 @@
 // minImportedHostPointerAlignment, imports its own pointer into Vulkan
 // (VK_EXT_external_memory_host), and sends the fd to the peer, which maps it,
 // reads A and writes B; the importer's GPU reads B and writes E, which the peer
-// checks. spec/probe.md, "T3".
+// checks. The same import is then tried on anonymous private memory and on a
+// shared tmpfs file (host_backings.h). spec/probe.md, "T3".
 #include <sys/mman.h>
 
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
 #include "probe/gpu_access.h"
+#include "probe/host_backings.h"
 #include "probe/host_import.h"
 #include "probe/route_util.h"
 #include "probe/routes.h"
@@ -78,6 +80,7 @@ int server(ChildContext& ctx) {
   }
   alias_leg(ctx, view, mmap_leg);
   rep.legs = {mmap_leg, host};
+  probe_extra_backings(ctx, **dev, align, rep);
   GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {
     return gpu_round(**dev, buf->buffer, layout, read, read_seed, write, write_seed);
   };

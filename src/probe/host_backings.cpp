@@ -1,0 +1,93 @@
+#include "probe/host_backings.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <linux/magic.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "extmem/core/pattern.h"
+#include "probe/gpu_access.h"
+#include "probe/host_import.h"
+#include "probe/route_util.h"
+
+namespace extmem::probe {
+namespace {
+
+// An unlinked file in a tmpfs (/dev/shm first), so its pages are shmem like a memfd's but reached through a path.
+Result<os::UniqueFd> tmpfs_file(std::size_t bytes, std::string& where) {
+  std::vector<std::string> dirs = {"/dev/shm"};
+  if (const char* t = std::getenv("TMPDIR")) dirs.emplace_back(t);
+  dirs.emplace_back("/tmp");
+  Error last{"open a tmpfs file", ErrorKind::unsupported, {}, "no writable directory"};
+  for (const std::string& dir : dirs) {
+    struct statfs fs {};
+    if (::statfs(dir.c_str(), &fs) != 0) continue;
+    std::string path = dir + "/extmem-backing-XXXXXX";
+    os::UniqueFd fd(::mkostemp(path.data(), O_CLOEXEC));
+    if (!fd.valid()) {
+      last = os_error("mkostemp " + path, errno);
+      continue;
+    }
+    ::unlink(path.c_str());
+    if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return os_error("ftruncate " + path, errno);
+    where = fmt::format("{} ({})", dir, fs.f_type == TMPFS_MAGIC ? "tmpfs" : "not tmpfs");
+    return fd;
+  }
+  return last;
+}
+
+void round_trip(ChildContext& ctx, const vk::Device& device, std::span<std::byte> view, std::size_t bytes, Leg& leg,
+                RouteReport& rep, std::vector<std::string>& refused) {
+  const Layout& layout = ctx.layout();
+  pattern::fill(layout.region(view, Region::A), seed_of(Region::A));
+  ctx.step(fmt::format("vkAllocateMemory(import HOST_ALLOCATION, {} backing)", leg.name));
+  auto buf = import_host_pointer(device, view.data(), bytes, layout.size, leg, rep, /*decides_row=*/false);
+  if (!buf) {
+    leg.decisive = false;  // a refused backing is a finding, not a failure of the row
+    refused.push_back(fmt::format("{} ({} -> {})", leg.name, leg.failed_step, leg.code));
+    return;
+  }
+  ctx.step(fmt::format("GPU round trip through the {} backing", leg.name));
+  gpu_access(device, buf->buffer, layout, Region::A, leg);
+  if (leg.failed_step.empty()) confirm_local(view, layout, Region::E, leg);
+}
+
+}  // namespace
+
+void probe_extra_backings(ChildContext& ctx, const vk::Device& device, std::size_t alignment, RouteReport& rep) {
+  const std::size_t bytes = (ctx.layout().size + alignment - 1) / alignment * alignment;
+  std::vector<std::string> refused;
+
+  Leg anon{"hostanon", true};
+  ctx.step("anonymous private backing");
+  if (auto map = os::Mapping::map_aligned(-1, bytes, alignment); !map) {
+    fail_leg(anon, map.error());
+  } else {
+    round_trip(ctx, device, map->bytes(), bytes, anon, rep, refused);
+  }
+
+  Leg file{"hostfile", true};
+  ctx.step("shared tmpfs file backing");
+  std::string where;
+  if (auto fd = tmpfs_file(bytes, where); !fd) {
+    fail_leg(file, fd.error());
+  } else if (auto map = os::Mapping::map_aligned(fd->get(), bytes, alignment); !map) {
+    fail_leg(file, map.error());
+  } else {
+    rep.detail.push_back("hostfile backing in " + where);
+    round_trip(ctx, device, map->bytes(), bytes, file, rep, refused);
+  }
+  if (!refused.empty()) rep.detail.push_back(fmt::format("refused backings: {}", fmt::join(refused, ", ")));
+  rep.legs.push_back(anon);
+  rep.legs.push_back(file);
+}
+
+}  // namespace extmem::probe
