@@ -48,6 +48,7 @@ const std::vector<std::string> kRows = {
     "T0-ahb-blob-transfer",        "T0S-sustained-lock",          "T1-opaque-fd",
     "T1-dma-buf",                  "T1-gles-memobj-fd-same-proc", "T1-gles-memobj-fd-cross-proc",
     "T3-memfd-cross-process",      "T3-external-memory-host",     "T3-client-memfd-server-import",
+    "T3-memfd-sealed",
 };
 
 double now_s() {
@@ -220,7 +221,7 @@ int exit_code_for(const std::string& out) {
 const std::vector<std::string> kGlesRows = {"T1-gles-memobj-fd-same-proc", "T1-gles-memobj-fd-cross-proc"};
 const std::vector<std::string> kNonGlesRows = {"T0-ahb-blob-transfer", "T0S-sustained-lock", "T1-opaque-fd", "T1-dma-buf",
                                                "T3-memfd-cross-process", "T3-external-memory-host",
-                                               "T3-client-memfd-server-import"};
+                                               "T3-client-memfd-server-import", "T3-memfd-sealed"};
 
 std::string describe(const Proc& p) {
   return "exit=" + std::to_string(p.code) + " signal=" + std::to_string(p.signal) +

@@ -23,20 +23,34 @@ void ChildContext::report(const RouteReport& report) {
   (void)parent_.send(os::MsgType::report, encode(report));
 }
 
+namespace {
+// Splits EXTMEM_TEST_FAULT=ROW:ROLE:STEP-SUBSTRING:ACTION; the action is empty
+// when the variable is unset or does not name this row, role and step.
+std::string fault_action(const ChildParams& p, std::string_view step) {
+  const char* spec = std::getenv("EXTMEM_TEST_FAULT");
+  if (spec == nullptr) return {};
+  std::string s(spec);
+  std::size_t a = s.find(':'), b = s.find(':', a + 1), c = s.rfind(':');
+  if (a == std::string::npos || b == std::string::npos || c <= b) return {};
+  if (s.substr(0, a) != p.row || s.substr(a + 1, b - a - 1) != to_string(p.role)) return {};
+  if (step.find(s.substr(b + 1, c - b - 1)) == std::string_view::npos) return {};
+  return s.substr(c + 1);
+}
+}  // namespace
+
+bool ChildContext::test_fault(std::string_view step, std::string_view action) const {
+  return fault_action(params_, step) == action;
+}
+
 // Test-only (documented in README "Testing the probe itself"):
 // EXTMEM_TEST_FAULT=ROW:ROLE:STEP-SUBSTRING:ACTION makes this child misbehave
 // when it reaches a step whose name contains STEP-SUBSTRING. ACTION is one of
 // hang, abort, segv, exit, garbage (a frame with a bad magic), truncate (a frame
-// shorter than its header says), badreport (a report that is not JSON).
+// shorter than its header says), badreport (a report that is not JSON). The
+// routes themselves honour closefd (the exported fd is closed before its sanity
+// check) and nosealing (the sealed memfd is created without MFD_ALLOW_SEALING).
 void ChildContext::apply_fault(std::string_view step) {
-  const char* spec = std::getenv("EXTMEM_TEST_FAULT");
-  if (spec == nullptr) return;
-  std::string s(spec);
-  std::size_t a = s.find(':'), b = s.find(':', a + 1), c = s.rfind(':');
-  if (a == std::string::npos || b == std::string::npos || c <= b) return;
-  if (s.substr(0, a) != params_.row || s.substr(a + 1, b - a - 1) != to_string(params_.role)) return;
-  if (step.find(s.substr(b + 1, c - b - 1)) == std::string_view::npos) return;
-  std::string action = s.substr(c + 1);
+  const std::string action = fault_action(params_, step);
   if (action == "hang") {
     for (;;) ::pause();
   } else if (action == "abort") {

@@ -35,6 +35,10 @@ class ChildContext {
   /// attributed to it; then applies the test-only fault hook (EXTMEM_TEST_FAULT).
   void step(std::string_view name);
 
+  /// Test-only: whether EXTMEM_TEST_FAULT asks for `action` at a step containing
+  /// its STEP-SUBSTRING, for faults a route must inject itself (closefd, nosealing).
+  bool test_fault(std::string_view step, std::string_view action) const;
+
   /// Sends the route's final report to the parent. Only the driving side calls it.
   void report(const RouteReport& report);
 

@@ -6,9 +6,9 @@
 namespace extmem::probe {
 
 std::span<const RouteDef> route_table() {
-  static const std::array<std::reference_wrapper<const RouteDef>, 9> refs = {
+  static const std::array<std::reference_wrapper<const RouteDef>, 10> refs = {
       kT0AhbBlobTransfer, kT0SustainedLock, kT1OpaqueFd, kT1DmaBuf, kT1GlesSameProc, kT1GlesCrossProc,
-      kT3MemfdCrossProcess, kT3ExternalMemoryHost, kT3ClientMemfdServerImport,
+      kT3MemfdCrossProcess, kT3ExternalMemoryHost, kT3ClientMemfdServerImport, kT3MemfdSealed,
   };
   static const std::vector<RouteDef> table(refs.begin(), refs.end());
   return table;

@@ -38,5 +38,6 @@ extern const RouteDef kT0SustainedLock;
 extern const RouteDef kT3MemfdCrossProcess;
 extern const RouteDef kT3ExternalMemoryHost;
 extern const RouteDef kT3ClientMemfdServerImport;
+extern const RouteDef kT3MemfdSealed;
 
 }  // namespace extmem::probe

@@ -1,5 +1,7 @@
 #include "probe/vk_export.h"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
@@ -79,6 +81,7 @@ std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const Ha
   VkResult r = ex.device->fn().vkGetMemoryFdKHR(ex.device->handle(), &gi, &raw_fd);
   if (r != VK_SUCCESS) return site(vk::vk_error("vkGetMemoryFdKHR", r), ex.exportable_advertised);
   ex.fd.reset(raw_fd);
+  if (ctx.test_fault("post-export fd sanity", "closefd")) ::close(raw_fd);  // test-only: an fd lost after export
 
   // Post-export sanity: a bad fd should name itself here, not surface later as an import error.
   ctx.step("post-export fd sanity");
@@ -87,6 +90,7 @@ std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const Ha
     insane = fmt::format("fd {} < 0", raw_fd);
   } else if (!os::fd_is_open(raw_fd)) {
     insane = "fcntl(F_GETFD) fails: " + errno_code(errno);
+    ex.fd.release();  // nothing left to close
   } else if (auto size = os::fd_size(raw_fd); !size) {
     // An opaque fd need not be a file: NVIDIA's is not seekable. No size is not a broken fd.
     if (size.error().code.rfind("ESPIPE", 0) != 0) insane = why_of(size.error());

@@ -1,0 +1,101 @@
+// The probe's field-report checks (spec/probe.md, "Beyond the seed") on lavapipe:
+// post-export fd sanity, fd ownership after import, host-pointer import per
+// backing, sealed memfds, and --soak, with the test-only faults that must trip them.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <regex>
+#include <string>
+
+namespace {
+
+struct ProbeRun {
+  std::string out;
+  int code = -1;
+};
+
+// Runs the real binary with `env` (KEY=VALUE or empty) prepended.
+ProbeRun probe(const std::string& args, const std::string& env = {}) {
+  ProbeRun r;
+  std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(EXTMEM_BINARY) + " probe " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
+  int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string line_of(const std::string& out, const std::string& row) {
+  std::smatch m;
+  return std::regex_search(out, m, std::regex("RESULT " + row + " [^\n]*")) ? m.str() : "";
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Both seals hold in the peer, the write-sealed copy maps read-only, and bytes round-trip through the other.
+TEST(FieldChecks, SealedMemfdRoundTripsAndSealsHold) {
+  ProbeRun r = probe("--only=T3-memfd-sealed");
+  std::string line = line_of(r.out, "T3-memfd-sealed");
+  EXPECT_TRUE(has(line, "T3-memfd-sealed OK sealed[D]=rt wsealed[i]=read-only")) << line;
+  EXPECT_TRUE(has(line, "read/write map EPERM (1)")) << line;
+  EXPECT_TRUE(has(line, "seals here SHRINK|GROW")) << line;
+  EXPECT_TRUE(has(line, "MFD_NOEXEC_SEAL")) << line;
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+// A memfd created without MFD_ALLOW_SEALING makes the row say sealing is unavailable instead of passing.
+TEST(FieldChecks, MemfdWithoutSealingIsUnsupportedNotOk) {
+  ProbeRun r = probe("--only=T3-memfd-sealed", "EXTMEM_TEST_FAULT=T3-memfd-sealed:client:memfd_create:nosealing");
+  EXPECT_TRUE(has(line_of(r.out, "T3-memfd-sealed"), "UNSUPPORTED why: sealing unavailable: fcntl(F_ADD_SEALS) -> EPERM (1)"))
+      << r.out;
+}
+
+// An exported fd that is closed before it is sent is caught by the sanity check, which names itself.
+TEST(FieldChecks, ClosedExportFdFailsSanityCheck) {
+  ProbeRun r = probe("--only=T1-opaque-fd", "EXTMEM_TEST_FAULT=T1-opaque-fd:server:post-export:closefd");
+  EXPECT_TRUE(has(line_of(r.out, "T1-opaque-fd"), "FAIL why: server: exported fd fails sanity: fcntl(F_GETFD) fails: EBADF (9)"))
+      << r.out;
+  EXPECT_EQ(r.code, 1);
+}
+
+// Every import leg says who owns the fd afterwards; lavapipe consumes it on success.
+TEST(FieldChecks, VulkanImportReportsFdOwnership) {
+  ProbeRun r = probe("--only=T1-opaque-fd");
+  EXPECT_TRUE(has(line_of(r.out, "T1-opaque-fd"), "vkimport fd-consumed=yes")) << r.out;
+}
+
+// Host-pointer import is tried per backing; lavapipe accepts and round-trips all three.
+TEST(FieldChecks, HostImportPerBacking) {
+  ProbeRun r = probe("--only=T3-external-memory-host");
+  std::string line = line_of(r.out, "T3-external-memory-host");
+  EXPECT_TRUE(has(line, "OK mmap[D]=rt hostimport[D]=rt hostanon[D]=rt hostfile[D]=rt")) << line;
+  EXPECT_FALSE(has(line, "refused backings")) << line;
+}
+
+// --soak=2 on lavapipe: every OK route soaks with stale=0 and keeps its verdict.
+TEST(FieldChecks, SoakKeepsVerdictsWithNoStaleWords) {
+  ProbeRun r = probe("--soak=2 --no-gles");
+  for (const char* row : {"T1-opaque-fd", "T3-memfd-cross-process", "T3-external-memory-host",
+                          "T3-client-memfd-server-import", "T3-memfd-sealed"}) {
+    std::string line = line_of(r.out, row);
+    EXPECT_TRUE(has(line, std::string(row) + " OK ")) << line;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(line, m, std::regex("soak: stale=(\\d+)/(\\d+) words in (\\d+) rounds"))) << line;
+    EXPECT_EQ(m[1].str(), "0") << line;
+    EXPECT_GT(std::stoull(m[3].str()), 0u) << line;
+  }
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+// --soak outside 0..3600 s is a usage error naming the option.
+TEST(FieldChecks, SoakRejectsBadValues) {
+  for (const char* bad : {"--soak=-1", "--soak=abc", "--soak=4000"}) {
+    ProbeRun r = probe(bad);
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_TRUE(has(r.out, "--soak")) << r.out;
+  }
+}
+
+}  // namespace
