@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "extmem/os/clock.h"
 #include "extmem/os/fd.h"
 
 extern char** environ;
@@ -90,8 +91,7 @@ ExitInfo decode(int status) {
 
 Result<ExitInfo> ChildProcess::wait(int timeout_ms) {
   if (pid_ <= 0) return Error{"waitpid", ErrorKind::invalid_argument, {}, "no child"};
-  timespec start{};
-  ::clock_gettime(CLOCK_MONOTONIC, &start);
+  const double start = monotonic_seconds();
   for (;;) {
     int status = 0;
     pid_t r = ::waitpid(pid_, &status, timeout_ms < 0 ? 0 : WNOHANG);
@@ -101,10 +101,7 @@ Result<ExitInfo> ChildProcess::wait(int timeout_ms) {
     }
     if (r < 0 && errno != EINTR) return os_error("waitpid", errno);
     if (timeout_ms >= 0) {
-      timespec now{};
-      ::clock_gettime(CLOCK_MONOTONIC, &now);
-      long elapsed = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
-      if (elapsed >= timeout_ms) return Error{"waitpid", ErrorKind::timeout, {}, fmt::format("child {} still running", pid_)};
+      if ((monotonic_seconds() - start) * 1000 >= timeout_ms) return Error{"waitpid", ErrorKind::timeout, {}, fmt::format("child {} still running", pid_)};
       ::usleep(2000);
     }
   }

@@ -8,6 +8,20 @@
 
 namespace extmem::probe {
 
+std::unique_ptr<vk::Device> open_host_import_device(ChildContext& ctx, RouteReport& rep) {
+  auto dev = open_device(ctx, {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME});
+  if (!dev) {
+    (dev.error().kind == ErrorKind::unsupported ? rep.facts.unsupported : rep.facts.fatal) = "server: " + why_of(dev.error());
+    return nullptr;
+  }
+  if (!(*dev)->has(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
+    rep.facts.unsupported = "VK_EXT_external_memory_host not exposed by the device";
+    return nullptr;
+  }
+  rep.detail.push_back(fmt::format("minImportedHostPointerAlignment={}", (*dev)->min_imported_host_pointer_alignment()));
+  return std::move(*dev);
+}
+
 std::size_t host_import_alignment(const vk::Device& device) {
   auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   return std::max<std::size_t>(page, device.min_imported_host_pointer_alignment());

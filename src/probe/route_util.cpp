@@ -19,6 +19,19 @@ std::string why_of(const Error& error) {
   return s;
 }
 
+std::optional<Setup> await_setup(ChildContext& ctx, RouteReport& rep, const std::string& what) {
+  ctx.step("wait for " + what);
+  auto setup = recv_setup(ctx);
+  if (setup && setup->ok) return std::move(*setup);
+  if (!setup) {
+    rep.facts.fatal = fmt::format("{}: {}", to_string(ctx.params().role), why_of(setup.error()));
+  } else {
+    rep.facts = setup->facts;
+  }
+  ctx.report(rep);
+  return std::nullopt;
+}
+
 Result<std::unique_ptr<vk::Device>> open_device(ChildContext& ctx, const std::vector<std::string>& wanted) {
   ctx.step("create Vulkan instance");
   auto instance = vk::Instance::create();

@@ -19,6 +19,11 @@ void fail_leg(Leg& leg, const Error& error);
 /// "step -> CODE (detail)" for a why: text.
 std::string why_of(const Error& error);
 
+/// The driving side's wait for the allocating side's setup: reports step
+/// "wait for <what>", and on a failed or broken setup puts its facts in
+/// rep.facts, sends the report and returns nullopt (the route is over).
+std::optional<Setup> await_setup(ChildContext& ctx, RouteReport& rep, const std::string& what);
+
 /// Opens the selected Vulkan device with `wanted` extensions (steps reported).
 Result<std::unique_ptr<vk::Device>> open_device(ChildContext& ctx, const std::vector<std::string>& wanted);
 

@@ -1,18 +1,12 @@
+#include "extmem/os/clock.h"
 #include "probe/soak.h"
 
-#include <time.h>
 
 #include "extmem/core/pattern.h"
 #include "probe/peer.h"
 
 namespace extmem::probe {
 namespace {
-
-double now_s() {
-  timespec t{};
-  ::clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
-}
 
 constexpr std::uint64_t kWordsPerRegion = kRegionSize / 4;
 
@@ -41,7 +35,7 @@ SoakCount run_soak(ChildContext& ctx, const SoakPlan& plan, const OtherSide& oth
   ctx.step("soak: repeat the round trip and count stale words");
   SoakCount count;
   const Layout& layout = ctx.layout();
-  const double deadline = now_s() + plan.seconds;
+  const double deadline = os::monotonic_seconds() + plan.seconds;
   auto add = [&](const Result<std::size_t>& stale) {
     if (!stale) {
       if (error != nullptr) *error = stale.error();
@@ -51,7 +45,7 @@ SoakCount run_soak(ChildContext& ctx, const SoakPlan& plan, const OtherSide& oth
     count.words += kWordsPerRegion;
     return true;
   };
-  for (std::uint64_t round = 1; now_s() < deadline; ++round) {
+  for (std::uint64_t round = 1; os::monotonic_seconds() < deadline; ++round) {
     const std::uint64_t base = 0x736f616b00000000ull ^ (round * 0x9e3779b97f4a7c15ull);
     const std::uint64_t s_local = base ^ 1, s_gpu = base ^ 2, s_other = base ^ 3;
     if (!plan.local.empty()) {

@@ -1,7 +1,7 @@
+#include "extmem/os/clock.h"
 #include "probe/supervise.h"
 
 #include <poll.h>
-#include <time.h>
 
 #include <array>
 #include <optional>
@@ -14,12 +14,6 @@
 
 namespace extmem::probe {
 namespace {
-
-double now_s() {
-  timespec t{};
-  ::clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
-}
 
 struct Half {
   Role role;
@@ -46,7 +40,7 @@ std::vector<std::string> child_argv(const RouteDef& route, Role role, const Supe
 Result<RowResult> supervise(const RouteDef& route, const SuperviseParams& params) {
   RowResult result;
   result.row = std::string(route.row);
-  const double start = now_s();
+  const double start = os::monotonic_seconds();
 
   auto peer = os::Channel::pair();
   if (!peer) return std::move(peer).error();
@@ -84,7 +78,7 @@ Result<RowResult> supervise(const RouteDef& route, const SuperviseParams& params
       fds[n] = {h.reports.fd(), POLLIN, 0};
       which[n++] = &h;
     }
-    const double left = deadline - now_s();
+    const double left = deadline - os::monotonic_seconds();
     if (left <= 0) {
       timed_out = true;
       break;
@@ -141,7 +135,7 @@ Result<RowResult> supervise(const RouteDef& route, const SuperviseParams& params
   }
   result.server_step = halves[0].last_step;
   result.client_step = halves[1].last_step;
-  result.seconds = now_s() - start;
+  result.seconds = os::monotonic_seconds() - start;
 
   RouteFacts facts;
   if (timed_out) {

@@ -31,18 +31,8 @@ int client(ChildContext& ctx, const HandleKind& h) {
     return 0;
   };
 
-  ctx.step("wait for the server's export");
-  auto setup = recv_setup(ctx);
-  if (!setup) {
-    rep.facts.fatal = "client: " + why_of(setup.error());
-    ctx.report(rep);
-    return 0;
-  }
-  if (!setup->ok) {
-    rep.facts = setup->facts;
-    ctx.report(rep);
-    return 0;
-  }
+  auto setup = await_setup(ctx, rep, "the server's export");
+  if (!setup) return 0;
   const auto alloc_size = setup->info.value("allocation_size", std::uint64_t{0});
   const auto type_index = setup->info.value("memory_type_index", 0u);
   const bool dedicated = setup->info.value("dedicated", false);

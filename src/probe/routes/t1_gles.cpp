@@ -148,14 +148,8 @@ int cross_proc_client(ChildContext& ctx) {
   RouteReport rep;
   Leg glmap = map_leg();
   Leg glgpu{"glgpu", true};
-  ctx.step("wait for the server's export");
-  auto setup = recv_setup(ctx);
-  if (!setup || !setup->ok) {
-    if (!setup) rep.facts.fatal = "client: " + why_of(setup.error());
-    else rep.facts = setup->facts;
-    ctx.report(rep);
-    return 0;
-  }
+  auto setup = await_setup(ctx, rep, "the server's export");
+  if (!setup) return 0;
   Checker remote{[&](Region r, Leg& leg, std::optional<std::uint64_t> seed) { confirm_remote(ctx, r, leg, seed); }};
   std::unique_ptr<gles::EglContext> egl;
   std::unique_ptr<GlSharedBuffer> shared;

@@ -28,26 +28,12 @@ int server(ChildContext& ctx) {
     (void)peer_done(ctx);
     return 0;
   };
-  ctx.step("wait for the client's memfd");
-  auto setup = recv_setup(ctx);
-  if (!setup || !setup->ok) {
-    if (!setup) rep.facts.fatal = "server: " + why_of(setup.error());
-    else rep.facts = setup->facts;
-    ctx.report(rep);
-    return 0;
-  }
-  auto dev = open_device(ctx, {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME});
-  if (!dev) {
-    (dev.error().kind == ErrorKind::unsupported ? rep.facts.unsupported : rep.facts.fatal) = "server: " + why_of(dev.error());
-    return finish();
-  }
-  if (!(*dev)->has(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
-    rep.facts.unsupported = "VK_EXT_external_memory_host not exposed by the device";
-    return finish();
-  }
-  const std::size_t align = host_import_alignment(**dev);
+  auto setup = await_setup(ctx, rep, "the client's memfd");
+  if (!setup) return 0;
+  std::unique_ptr<vk::Device> dev = open_host_import_device(ctx, rep);
+  if (!dev) return finish();
+  const std::size_t align = host_import_alignment(*dev);
   const std::size_t import_bytes = layout.size / align * align;  // the client's memfd is only page-granular
-  rep.detail.push_back(fmt::format("minImportedHostPointerAlignment={}", (*dev)->min_imported_host_pointer_alignment()));
 
   ctx.step("mmap(received memfd) aligned for import");
   mmap_leg.attempted = true;
@@ -66,11 +52,11 @@ int server(ChildContext& ctx) {
                                         layout.size, align);
   } else {
     ctx.step("vkAllocateMemory(import HOST_ALLOCATION of the client's memfd)");
-    buf = import_host_pointer(**dev, view.data(), import_bytes, import_bytes, host, rep);
+    buf = import_host_pointer(*dev, view.data(), import_bytes, import_bytes, host, rep);
   }
   if (buf) {
     ctx.step("GPU access on the client's memory");
-    gpu_access(**dev, buf->buffer, layout, Region::A, host);
+    gpu_access(*dev, buf->buffer, layout, Region::A, host);
   }
   ctx.step("write region B through the mapping");
   pattern::fill(layout.region(view, Region::B), seed_of(Region::B));
@@ -82,7 +68,7 @@ int server(ChildContext& ctx) {
   }
   alias_leg(ctx, view, mmap_leg);
   GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {
-    return gpu_round(**dev, buf->buffer, layout, read, read_seed, write, write_seed);
+    return gpu_round(*dev, buf->buffer, layout, read, read_seed, write, write_seed);
   };
   if (buf) soak = [&] { maybe_soak(ctx, rep, SoakPlan{0, view, Region::B, Region::A, Region::E, &round}, peer_side(ctx)); };
   return finish();

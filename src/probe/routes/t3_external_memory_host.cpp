@@ -28,18 +28,10 @@ int server(ChildContext& ctx) {
     ctx.report(rep);
     return 0;
   };
-  auto dev = open_device(ctx, {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME});
-  if (!dev) {
-    (dev.error().kind == ErrorKind::unsupported ? rep.facts.unsupported : rep.facts.fatal) = "server: " + why_of(dev.error());
-    return stop_before_setup();
-  }
-  if (!(*dev)->has(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
-    rep.facts.unsupported = "VK_EXT_external_memory_host not exposed by the device";
-    return stop_before_setup();
-  }
-  const std::size_t align = host_import_alignment(**dev);
+  std::unique_ptr<vk::Device> dev = open_host_import_device(ctx, rep);
+  if (!dev) return stop_before_setup();
+  const std::size_t align = host_import_alignment(*dev);
   const std::size_t bytes = (layout.size + align - 1) / align * align;
-  rep.detail.push_back(fmt::format("minImportedHostPointerAlignment={}", (*dev)->min_imported_host_pointer_alignment()));
 
   ctx.step("memfd_create + mmap aligned");
   auto fd = os::create_memfd("extmem-probe-host", bytes);
@@ -57,7 +49,7 @@ int server(ChildContext& ctx) {
   pattern::fill(layout.region(view, Region::A), seed_of(Region::A));
 
   ctx.step("vkAllocateMemory(import HOST_ALLOCATION of our memfd)");
-  std::optional<vk::Buffer> buf = import_host_pointer(**dev, map->data(), bytes, layout.size, host, rep);
+  std::optional<vk::Buffer> buf = import_host_pointer(*dev, map->data(), bytes, layout.size, host, rep);
 
   ctx.step("send the memfd");
   if (auto s = send_setup(ctx, {{"size", bytes}}, fd->get()); !s) {
@@ -72,7 +64,7 @@ int server(ChildContext& ctx) {
   confirm_local(view, layout, Region::B, mmap_leg);
   if (buf) {
     ctx.step("GPU access through the imported host pointer");
-    gpu_access(**dev, buf->buffer, layout, Region::B, host);
+    gpu_access(*dev, buf->buffer, layout, Region::B, host);
     if (host.failed_step.empty()) {
       ctx.step("client checks region E (GPU write)");
       confirm_remote(ctx, Region::E, host);
@@ -80,9 +72,9 @@ int server(ChildContext& ctx) {
   }
   alias_leg(ctx, view, mmap_leg);
   rep.legs = {mmap_leg, host};
-  probe_extra_backings(ctx, **dev, align, rep);
+  probe_extra_backings(ctx, *dev, align, rep);
   GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {
-    return gpu_round(**dev, buf->buffer, layout, read, read_seed, write, write_seed);
+    return gpu_round(*dev, buf->buffer, layout, read, read_seed, write, write_seed);
   };
   if (buf) maybe_soak(ctx, rep, SoakPlan{0, view, Region::A, Region::B, Region::E, &round}, peer_side(ctx));
   ctx.report(rep);

@@ -16,14 +16,8 @@ int server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
   Leg mmap_leg{"mmap", true};
-  ctx.step("wait for the client's memfd");
-  auto setup = recv_setup(ctx);
-  if (!setup || !setup->ok) {
-    if (!setup) rep.facts.fatal = "server: " + why_of(setup.error());
-    else rep.facts = setup->facts;
-    ctx.report(rep);
-    return 0;
-  }
+  auto setup = await_setup(ctx, rep, "the client's memfd");
+  if (!setup) return 0;
   ctx.step("mmap(received memfd)");
   mmap_leg.attempted = true;
   auto map = os::Mapping::map(setup->fd.get(), layout.size, MAP_SHARED);

@@ -121,14 +121,8 @@ int server(ChildContext& ctx) {
     (void)peer_done(ctx);
     return 0;
   };
-  ctx.step("wait for the sealed memfds");
-  auto first = recv_setup(ctx);
-  if (!first || !first->ok) {
-    if (!first) rep.facts.fatal = "server: " + why_of(first.error());
-    else rep.facts = first->facts;
-    ctx.report(rep);
-    return 0;
-  }
+  auto first = await_setup(ctx, rep, "the sealed memfds");
+  if (!first) return 0;
   auto second = recv_setup(ctx);
   if (!second || !second->ok) {
     rep.facts.fatal = "server: second sealed memfd did not arrive";
