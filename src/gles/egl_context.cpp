@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "extmem/os/library.h"
+
 namespace extmem::gles {
 namespace {
 
@@ -228,6 +230,7 @@ Result<std::unique_ptr<EglContext>> EglContext::create() {
 }
 
 EglContext::~EglContext() {
+  os::pin_loaded_libraries();  // sanitizer builds only: keep vendor libraries mapped for leak reports
   if (display_ != EGL_NO_DISPLAY) {
     make_current_(display_, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
     if (surface_ != EGL_NO_SURFACE) destroy_surface_(display_, surface_);
@@ -235,8 +238,8 @@ EglContext::~EglContext() {
     terminate_(display_);
   }
   if (release_thread_ != nullptr) release_thread_();
-  if (gles_lib_ != nullptr) ::dlclose(gles_lib_);
-  if (egl_lib_ != nullptr) ::dlclose(egl_lib_);
+  os::close_library(gles_lib_);
+  os::close_library(egl_lib_);
 }
 
 bool EglContext::has_extension(const std::string& name) const {

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "extmem/os/library.h"
+
 namespace extmem::vk {
 
 Result<std::shared_ptr<Instance>> Instance::create() {
@@ -32,6 +34,7 @@ Result<std::shared_ptr<Instance>> Instance::create() {
 }
 
 Instance::~Instance() {
+  os::pin_loaded_libraries();  // sanitizer builds only: keep the ICD mapped for leak reports
   if (instance_ != VK_NULL_HANDLE && fn_.vkDestroyInstance != nullptr) fn_.vkDestroyInstance(instance_, nullptr);
 }
 

@@ -4,11 +4,11 @@
 
 #include <cstdio>
 
+#include "extmem/os/library.h"
+
 namespace extmem::vk {
 
-LoaderLibrary::~LoaderLibrary() {
-  if (handle != nullptr) ::dlclose(handle);
-}
+LoaderLibrary::~LoaderLibrary() { os::close_library(handle); }
 
 Result<std::shared_ptr<LoaderLibrary>> open_loader() {
   auto lib = std::make_shared<LoaderLibrary>();
