@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -257,6 +258,8 @@ int run_child(const ChildArgs& a) {
     }
     ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   }
+  // Re-executed through /proc/self/exe, every half would be named "exe" in ps and top.
+  ::prctl(PR_SET_NAME, a.role == "server" ? "extmem-server" : "extmem-client");
   ChildParams p{a.row, a.role == "server" ? Role::server : Role::client, a.device_index, Layout{a.size, a.regions_at_end},
                 a.soak_s};
   ChildContext ctx(p, os::Channel(os::UniqueFd(3)), os::Channel(os::UniqueFd(4)));
