@@ -1,0 +1,212 @@
+#include "extmem/memtools/poll.h"
+
+#include <chrono>
+#include <map>
+#include <ostream>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "memtools/scan.h"
+
+namespace extmem::memtools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What the poller remembers about one live process between rounds.
+struct Tracked {
+  bool given_up = false;                 // its maps or memory could not be read (reported once)
+  std::set<std::uint64_t> reported;      // mapping starts whose problem was reported already
+  std::set<std::uint64_t> dry_pending;   // dry run: mapping starts whose hit was shown and still holds
+};
+
+class Poller {
+ public:
+  Poller(const PollOptions& o, const AuditLog& audit, std::ostream& out, std::ostream& err)
+      : o_(o), audit_(audit), out_(out), err_(err) {}
+
+  // One pass over the matching processes. Returns an error only when /proc
+  // cannot be listed or the audit log cannot be written.
+  Status round() {
+    ++summary_.rounds;
+    auto procs = find_processes(o_.processes);
+    if (!procs) return std::move(procs).error();
+    std::set<pid_t> live;
+    for (const ProcessInfo& p : *procs) {
+      live.insert(p.pid);
+      if (known_.emplace(p.pid, Tracked{}).second) {
+        ++summary_.processes_seen;
+        say(fmt::format("poll: + pid {} comm={}", p.pid, p.comm));
+      }
+    }
+    for (auto it = known_.begin(); it != known_.end();) {
+      if (live.count(it->first) == 0) {
+        say(fmt::format("poll: - pid {} gone", it->first));
+        it = known_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (const ProcessInfo& p : *procs) {
+      if (auto st = serve(p, known_.at(p.pid)); !st) return st;
+      if (done()) break;
+    }
+    return {};
+  }
+
+  bool done() const { return o_.max_writes && summary_.writes >= *o_.max_writes; }
+  const PollSummary& summary() const { return summary_; }
+
+ private:
+  void say(const std::string& line) {
+    out_ << line << '\n';
+    out_.flush();
+  }
+  void complain(Tracked& t, std::optional<std::uint64_t> mapping_start, const std::string& line) {
+    if (mapping_start && !t.reported.insert(*mapping_start).second) return;
+    err_ << line << '\n';
+    err_.flush();
+  }
+
+  // Every matching mapping of one process: read the word, write when the condition holds.
+  Status serve(const ProcessInfo& p, Tracked& t) {
+    if (t.given_up) return {};
+    auto maps = os::read_maps(p.pid);
+    if (!maps) {
+      if (!process_gone(maps.error())) {
+        t.given_up = true;
+        ++summary_.failures;
+        complain(t, std::nullopt, fmt::format("poll: pid {}: {} (skipped while it runs)", p.pid, maps.error().message()));
+      }
+      return {};
+    }
+    std::optional<WordTarget> target;
+    for (const os::MapEntry& m : *maps) {
+      if (!o_.match.matches(m)) continue;
+      if (m.size() < o_.width || o_.offset > m.size() - o_.width) {
+        complain(t, m.start, fmt::format("poll: pid {}: mapping {} is too small for a {}-byte word at offset {:#x}",
+                                         p.pid, format_mapping(m), o_.width, o_.offset));
+        continue;
+      }
+      if (!o_.dry_run && m.perms.size() >= 2 && m.perms[1] != 'w') {
+        complain(t, m.start, fmt::format("poll: pid {}: mapping {} is not writable; not written", p.pid,
+                                         format_mapping(m)));
+        continue;
+      }
+      if (!target) {
+        auto opened = WordTarget::open_process(p.pid, !o_.dry_run);
+        if (!opened) {
+          if (!process_gone(opened.error())) {
+            t.given_up = true;
+            ++summary_.failures;
+            complain(t, std::nullopt, fmt::format("poll: pid {}: {} (skipped while it runs)", p.pid,
+                                                  opened.error().message()));
+          }
+          return {};
+        }
+        target.emplace(std::move(*opened));
+      }
+      const std::uint64_t address = m.start + o_.offset;
+      auto value = target->read(address, o_.width);
+      if (!value) {
+        if (process_gone(value.error())) return {};
+        ++summary_.failures;
+        complain(t, m.start, fmt::format("poll: pid {}: {}", p.pid, value.error().message()));
+        continue;
+      }
+      if (!o_.when.holds(*value)) {
+        t.dry_pending.erase(m.start);
+        continue;
+      }
+      if (o_.dry_run) {
+        // The word does not change in a dry run: show each hit once while it lasts.
+        if (!t.dry_pending.insert(m.start).second) continue;
+        ++summary_.writes;
+        say(fmt::format("poll: would write pid {} {:#x} {:#x} -> {:#x} in {}", p.pid, address, *value, o_.set,
+                        format_mapping(m)));
+      } else {
+        auto record = write_checked(*target, &m, address, o_.width, o_.set, *value);
+        if (!record) {
+          // The word changed between our read and our write: no longer a hit.
+          if (record.error().code == kCodeExpectMismatch || process_gone(record.error())) continue;
+          ++summary_.failures;
+          complain(t, m.start, fmt::format("poll: pid {}: {}", p.pid, record.error().message()));
+          continue;
+        }
+        record->comm = p.comm;
+        ++summary_.writes;
+        if (auto st = audit_.record(*record); !st) return st;
+        say(fmt::format("poll: write pid {} {:#x} {:#x} -> {:#x} ({}) in {}", p.pid, address, record->old_value,
+                        record->written,
+                        record->read_back ? fmt::format("read back {:#x}", *record->read_back) : "ended right after",
+                        format_mapping(m)));
+      }
+      if (done()) return {};
+    }
+    return {};
+  }
+
+  const PollOptions& o_;
+  const AuditLog& audit_;
+  std::ostream& out_;
+  std::ostream& err_;
+  std::map<pid_t, Tracked> known_;
+  PollSummary summary_;
+};
+
+}  // namespace
+
+Result<Condition> parse_condition(std::string_view text, unsigned width, SyntaxError* syntax) {
+  const std::string accepted = fmt::format("OP VALUE with OP one of == != < <= > >= and VALUE {} that fits in {} byte{}",
+                                           describe(NumberStyle::value), width, width == 1 ? "" : "s");
+  auto fail = [&](std::size_t column, std::string problem) {
+    return detail::syntax_failure(syntax, "condition", text, column, std::move(problem), accepted);
+  };
+  if (!valid_width(width)) return fail(0, fmt::format("word width {} is not 1, 2, 4 or 8", width));
+  static constexpr std::pair<std::string_view, CompareOp> kOps[] = {
+      {"==", CompareOp::eq}, {"!=", CompareOp::ne}, {"<=", CompareOp::le},
+      {">=", CompareOp::ge}, {"<", CompareOp::lt},  {">", CompareOp::gt}};
+  for (const auto& [spelling, op] : kOps) {
+    if (text.substr(0, spelling.size()) != spelling) continue;
+    detail::ScanFailure failure;
+    auto value = detail::scan_number(text, spelling.size(), text.size(), NumberStyle::value, failure);
+    if (!value) return fail(failure.column, failure.problem);
+    if (*value > max_word_value(width))
+      return fail(spelling.size(), fmt::format("{:#x} does not fit in a {}-byte word", *value, width));
+    return Condition{op, *value};
+  }
+  return fail(0, fmt::format("expected an operator (== != < <= > >=), found {}", detail::quote_char(text, 0)));
+}
+
+Result<PollSummary> run_poll(const PollOptions& options, const AuditLog& audit, std::ostream& out,
+                             std::ostream& err, const std::atomic<bool>* stop) {
+  const auto start = Clock::now();
+  const auto period = std::chrono::duration<double>(options.period_s);
+  const auto stopped = [&] {
+    if (stop != nullptr && stop->load()) return true;
+    return options.duration_s && Clock::now() - start >= std::chrono::duration<double>(*options.duration_s);
+  };
+  Poller poller(options, audit, out, err);
+  while (!stopped() && !poller.done()) {
+    const auto round_start = Clock::now();
+    if (auto st = poller.round(); !st) return std::move(st).error();
+    if (poller.done()) break;
+    // Sleep out the period in short slices so a stop request or the duration ends it promptly.
+    while (!stopped() && Clock::now() - round_start < period) {
+      const auto left = period - (Clock::now() - round_start);
+      std::this_thread::sleep_for(std::min<std::chrono::duration<double>>(left, std::chrono::milliseconds(50)));
+    }
+  }
+  const PollSummary& s = poller.summary();
+  out << fmt::format("poll: {} {} in {} round{}, {} process{} seen, {} failure{}\n", s.writes,
+                     options.dry_run ? (s.writes == 1 ? "would-be write" : "would-be writes")
+                                     : (s.writes == 1 ? "write" : "writes"),
+                     s.rounds, s.rounds == 1 ? "" : "s", s.processes_seen, s.processes_seen == 1 ? "" : "es",
+                     s.failures, s.failures == 1 ? "" : "s");
+  out.flush();
+  return s;
+}
+
+}  // namespace extmem::memtools
