@@ -75,8 +75,7 @@ Result<ChildProcess> ChildProcess::spawn(const std::string& exe, const std::vect
   return child;
 }
 
-namespace {
-ExitInfo decode(int status) {
+ExitInfo decode_wait_status(int status) {
   ExitInfo info;
   if (WIFEXITED(status)) {
     info.exited = true;
@@ -87,7 +86,6 @@ ExitInfo decode(int status) {
   }
   return info;
 }
-}  // namespace
 
 Result<ExitInfo> ChildProcess::wait(int timeout_ms) {
   if (pid_ <= 0) return Error{"waitpid", ErrorKind::invalid_argument, {}, "no child"};
@@ -97,7 +95,7 @@ Result<ExitInfo> ChildProcess::wait(int timeout_ms) {
     pid_t r = ::waitpid(pid_, &status, timeout_ms < 0 ? 0 : WNOHANG);
     if (r == pid_) {
       pid_ = -1;
-      return decode(status);
+      return decode_wait_status(status);
     }
     if (r < 0 && errno != EINTR) return os_error("waitpid", errno);
     if (timeout_ms >= 0) {
@@ -114,7 +112,7 @@ ExitInfo ChildProcess::kill_and_reap() {
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
   pid_ = -1;
-  return decode(status);
+  return decode_wait_status(status);
 }
 
 }  // namespace extmem::os

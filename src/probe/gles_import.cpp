@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
+#include "probe/gpu_access.h"
 #include "probe/route_util.h"
 
 namespace extmem::probe {
@@ -146,17 +147,9 @@ Result<std::size_t> gl_gpu_round(const gles::EglContext& ctx, GLuint shared, con
 
 void gl_gpu_access(const gles::EglContext& ctx, GLuint shared, const Layout& layout, Region read_region,
                    Region write_region, Leg& gpu) {
-  gpu.attempted = true;
-  auto stale = gl_gpu_round(ctx, shared, layout, read_region, seed_of(read_region), write_region,
-                            gpu_seed_of(write_region));
-  if (!stale) {
-    gpu.failed_step = stale.error().step;
-    gpu.code = stale.error().code;
-    return;
-  }
-  gpu.read_ok = *stale == 0;
-  if (*stale != 0)
-    gpu.note = fmt::format("GL copy-out of region {} has {} stale words of 1024", region_name(read_region), *stale);
+  record_gpu_round(gl_gpu_round(ctx, shared, layout, read_region, seed_of(read_region), write_region,
+                                gpu_seed_of(write_region)),
+                   "GL", read_region, gpu);
 }
 
 }  // namespace extmem::probe

@@ -45,9 +45,8 @@ Result<std::size_t> gpu_round(const vk::Device& device, VkBuffer shared, const L
   return pattern::count_stale_words(priv.subspan(0, kRegionSize), read_seed);
 }
 
-void gpu_access(const vk::Device& device, VkBuffer shared, const Layout& layout, Region read_region, Leg& gpu) {
+void record_gpu_round(const Result<std::size_t>& stale, const char* api, Region read_region, Leg& gpu) {
   gpu.attempted = true;
-  auto stale = gpu_round(device, shared, layout, read_region, seed_of(read_region), Region::E, seed_of(Region::E));
   if (!stale) {
     gpu.failed_step = stale.error().step;
     gpu.code = stale.error().code;
@@ -55,7 +54,12 @@ void gpu_access(const vk::Device& device, VkBuffer shared, const Layout& layout,
   }
   gpu.read_ok = *stale == 0;
   if (*stale != 0)
-    gpu.note = fmt::format("GPU copy-out of region {} has {} stale words of 1024", region_name(read_region), *stale);
+    gpu.note = fmt::format("{} copy-out of region {} has {} stale words of 1024", api, region_name(read_region), *stale);
+}
+
+void gpu_access(const vk::Device& device, VkBuffer shared, const Layout& layout, Region read_region, Leg& gpu) {
+  record_gpu_round(gpu_round(device, shared, layout, read_region, seed_of(read_region), Region::E, seed_of(Region::E)),
+                   "GPU", read_region, gpu);
 }
 
 }  // namespace extmem::probe

@@ -21,6 +21,11 @@ namespace extmem::probe {
 Result<std::size_t> gpu_round(const vk::Device& device, VkBuffer shared, const Layout& layout, Region read_region,
                               std::uint64_t read_seed, Region write_region, std::uint64_t write_seed);
 
+/// Records a GPU round's outcome on `gpu`: attempted; read_ok when no copied-out
+/// word was stale; otherwise the failing call (failed_step/code) or the stale count
+/// in the note. `api` names the path in the note ("GPU", "GL").
+void record_gpu_round(const Result<std::size_t>& stale, const char* api, Region read_region, Leg& gpu);
+
 /// The row's GPU leg: gpu_round reading `read_region` (its writer's pattern)
 /// and writing region E. Sets gpu.attempted, gpu.read_ok (copy-out matched),
 /// or gpu.failed_step/code. The other process confirms E and sets gpu.write_ok.

@@ -11,22 +11,6 @@
 extern char** environ;
 
 namespace extmem::watch {
-namespace {
-
-os::ExitInfo decode(int status) {
-  os::ExitInfo info;
-  if (WIFEXITED(status)) {
-    info.exited = true;
-    info.code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    info.signaled = true;
-    info.signal = WTERMSIG(status);
-  }
-  return info;
-}
-
-}  // namespace
-
 WatchedCommand::WatchedCommand(WatchedCommand&& other) noexcept : pid_(std::exchange(other.pid_, -1)) {}
 
 WatchedCommand& WatchedCommand::operator=(WatchedCommand&& other) noexcept {
@@ -83,7 +67,7 @@ std::optional<os::ExitInfo> WatchedCommand::try_reap() {
   } while (r < 0 && errno == EINTR);
   if (r != pid_) return std::nullopt;
   pid_ = -1;
-  return decode(status);
+  return os::decode_wait_status(status);
 }
 
 os::ExitInfo WatchedCommand::wait() {
@@ -92,7 +76,7 @@ os::ExitInfo WatchedCommand::wait() {
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
   pid_ = -1;
-  return decode(status);
+  return os::decode_wait_status(status);
 }
 
 int shell_status(const os::ExitInfo& info) noexcept {

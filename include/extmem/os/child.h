@@ -21,6 +21,9 @@ struct ExitInfo {
   std::string describe() const;
 };
 
+/// How a child ended, from a waitpid() status word.
+ExitInfo decode_wait_status(int status);
+
 /// "SIGSEGV", "SIGKILL", ... ; "signal N" when unnamed.
 std::string signal_name(int sig);
 
