@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "extmem/os/file.h"
 #include "extmem/probe/probe.h"
 #include "extmem/vulkan/enumerate.h"
 #include "probe/phase_a.h"
@@ -42,22 +43,6 @@ std::string filtered_out(const RouteDef& route, const ProbeOptions& o) {
   return {};
 }
 
-
-// Writes `doc` to `path` through a temporary file and rename, so a reader never sees half a file.
-Status write_json_atomically(const std::string& path, const json& doc) {
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) return os_error("--json: open " + tmp, errno);
-  std::string text = doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    return os_error("--json: write " + path, err);
-  }
-  return {};
-}
 
 json leg_json(const Leg& l) {
   return {{"name", l.name}, {"decisive", l.decisive}, {"attempted", l.attempted}, {"read_ok", l.read_ok},
@@ -136,15 +121,7 @@ Status validate(const ProbeOptions& o) {
       return usage("--only-GROUP", fmt::format("unknown group \"{}\"; groups: t0, t1, t3, gles", g));
   if (!o.json_path.empty()) {
     // Fail now rather than after a long run: the file must be creatable.
-    struct stat st {};
-    if (::stat(o.json_path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-      return usage("--json", fmt::format("{} is a directory; accepted: a file path in an existing, writable directory",
-                                         o.json_path));
-    const std::string tmp = o.json_path + ".tmp";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return usage("--json", fmt::format("cannot create {}: {}", tmp, errno_code(errno)));
-    ::close(fd);
-    ::unlink(tmp.c_str());
+    if (std::string problem = os::creatable_problem(o.json_path); !problem.empty()) return usage("--json", problem);
   }
   return {};
 }
@@ -236,7 +213,8 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
                 {"gles", to_json(gles_info, dev)},
                 {"rows", jrows},
                 {"exit_code", code}};
-    if (auto s = write_json_atomically(o.json_path, doc); !s) {
+    if (auto s = os::write_file_atomically(o.json_path, doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+        !s) {
       err << "extmem probe: " << s.error().message() << "\n";
       return kExitCannotRun;
     }

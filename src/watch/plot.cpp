@@ -1,5 +1,7 @@
 #include "extmem/watch/plot.h"
 
+#include "extmem/os/file.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -230,33 +232,8 @@ std::string svg_plot(const History& history, const PlotOptions& o) {
   return svg;
 }
 
-Status write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return os_error("open " + tmp, errno);
-  os::UniqueFd owned(fd);
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::unlink(tmp.c_str());
-      return os_error("write " + tmp, err);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  owned.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return os_error("rename " + tmp + " to " + path, err);
-  }
-  return {};
-}
-
 Status write_svg_plot(const std::string& path, const History& history, const PlotOptions& options) {
-  return write_file_atomically(path, svg_plot(history, options));
+  return os::write_file_atomically(path, svg_plot(history, options));
 }
 
 }  // namespace extmem::watch

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "extmem/os/file.h"
 #include "extmem/watch/command.h"
 #include "extmem/watch/duration.h"
 #include "extmem/watch/plot.h"
@@ -39,20 +40,6 @@ std::string printable(std::string_view s) {
 int usage(std::ostream& err, const std::string& option, const std::string& what) {
   err << "extmem watch: " << option << ": " << what << "\n";
   return kWatchUsage;
-}
-
-// Checks that `path` can be created (for outputs written only at the end).
-std::string creatable(const std::string& path) {
-  struct stat st{};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    return fmt::format("{} is a directory; accepted: a file path in an existing, writable directory", path);
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return fmt::format("cannot create {}: {}; accepted: a file path in an existing, writable directory", tmp,
-                                 errno_code(errno));
-  ::close(fd);
-  ::unlink(tmp.c_str());
-  return {};
 }
 
 // Blocks SIGINT/SIGTERM/SIGCHLD for the run and restores the old mask after.
@@ -174,9 +161,9 @@ int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
     writing = true;
   }
   if (!o.summary_path.empty())
-    if (std::string why = creatable(o.summary_path); !why.empty()) return usage(err, "--summary", why);
+    if (std::string why = os::creatable_problem(o.summary_path); !why.empty()) return usage(err, "--summary", why);
   if (!o.plot_path.empty())
-    if (std::string why = creatable(o.plot_path); !why.empty()) return usage(err, "--plot", why);
+    if (std::string why = os::creatable_problem(o.plot_path); !why.empty()) return usage(err, "--plot", why);
 
   BlockedSignals blocked;
   Subreaper subreaper(!o.command.empty());
@@ -298,7 +285,7 @@ int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
   out << summary_text(sum);
   out.flush();
   if (!o.summary_path.empty())
-    if (Status s = write_file_atomically(o.summary_path, summary_json(sum)); !s)
+    if (Status s = os::write_file_atomically(o.summary_path, summary_json(sum)); !s)
       err << "extmem watch: --summary: " << s.error().message() << "\n";
   if (!o.plot_path.empty()) {
     PlotOptions po;

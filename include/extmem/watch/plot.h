@@ -32,8 +32,4 @@ std::string svg_plot(const History& history, const PlotOptions& options);
 /// never sees half a file. Errors: os_error("open|write|rename PATH", errno).
 Status write_svg_plot(const std::string& path, const History& history, const PlotOptions& options);
 
-/// Writes `text` to `path` through PATH.tmp and rename(2) (used for the plot
-/// and the JSON summary). Errors: os_error("open|write|rename PATH", errno).
-Status write_file_atomically(const std::string& path, const std::string& text);
-
 }  // namespace extmem::watch
