@@ -49,6 +49,7 @@ const std::vector<std::string> kRows = {
     "T1-dma-buf",                  "T1-gles-memobj-fd-same-proc", "T1-gles-memobj-fd-cross-proc",
     "T3-memfd-cross-process",      "T3-external-memory-host",     "T3-client-memfd-server-import",
     "T3-memfd-sealed",
+    "T1-opaque-fd-cuda",           "T1-cuda-vmm-fd",              "T3-cuda-host-register",
 };
 
 double now_s() {
@@ -221,7 +222,8 @@ int exit_code_for(const std::string& out) {
 const std::vector<std::string> kGlesRows = {"T1-gles-memobj-fd-same-proc", "T1-gles-memobj-fd-cross-proc"};
 const std::vector<std::string> kNonGlesRows = {"T0-ahb-blob-transfer", "T0S-sustained-lock", "T1-opaque-fd", "T1-dma-buf",
                                                "T3-memfd-cross-process", "T3-external-memory-host",
-                                               "T3-client-memfd-server-import", "T3-memfd-sealed"};
+                                               "T3-client-memfd-server-import", "T3-memfd-sealed",
+                                               "T1-opaque-fd-cuda", "T1-cuda-vmm-fd", "T3-cuda-host-register"};
 
 std::string describe(const Proc& p) {
   return "exit=" + std::to_string(p.code) + " signal=" + std::to_string(p.signal) +

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cuda/loader.h"
 #include "extmem/probe/probe.h"
 
 namespace extmem::cli {
@@ -14,7 +15,7 @@ std::vector<AddCommand>& registry() {
 int main(int argc, char** argv) {
   CLI::App app{"extmem: cross-process GPU memory sharing probe and live-memory tools"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "extmem 0.1.0 (Vulkan and EGL/GLES loaded at run time; CUDA routes not built)");
+  app.set_version_flag("--version", "extmem 0.1.0 (Vulkan and EGL/GLES loaded at run time; " + extmem::cuda::build_note() + ")");
   std::vector<std::pair<CLI::App*, extmem::cli::Runner>> runners;
   for (extmem::cli::AddCommand add : extmem::cli::registry()) {
     std::size_t before = app.get_subcommands({}).size();

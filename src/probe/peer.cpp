@@ -56,7 +56,8 @@ Status send_setup(const ChildContext& ctx, const json& info, int fd) {
 Status send_setup_failure(const ChildContext& ctx, const RouteFacts& facts) {
   json j = {{"ok", false},
             {"unsupported", facts.unsupported ? json(*facts.unsupported) : json(nullptr)},
-            {"fatal", facts.fatal ? json(*facts.fatal) : json(nullptr)}};
+            {"fatal", facts.fatal ? json(*facts.fatal) : json(nullptr)},
+            {"skip", facts.skip ? json(*facts.skip) : json(nullptr)}};
   return ctx.peer().send(os::MsgType::request, j.dump());
 }
 
@@ -73,7 +74,8 @@ Result<Setup> recv_setup(const ChildContext& ctx) {
   }
   if (auto u = j->find("unsupported"); u != j->end() && u->is_string()) s.facts.unsupported = u->get<std::string>();
   if (auto f = j->find("fatal"); f != j->end() && f->is_string()) s.facts.fatal = f->get<std::string>();
-  if (!s.facts.unsupported && !s.facts.fatal) s.facts.fatal = "peer setup failed without a reason";
+  if (auto k = j->find("skip"); k != j->end() && k->is_string()) s.facts.skip = k->get<std::string>();
+  if (!s.facts.unsupported && !s.facts.fatal && !s.facts.skip) s.facts.fatal = "peer setup failed without a reason";
   return s;
 }
 
@@ -132,7 +134,9 @@ PeerCheck check_region(std::span<const std::byte> view, const Layout& layout, Re
   return c;
 }
 
-Status serve(ChildContext& ctx, std::span<std::byte> view) {
+Status serve(ChildContext& ctx, std::span<std::byte> view) { return serve(ctx, view, ServeSync{}); }
+
+Status serve(ChildContext& ctx, std::span<std::byte> view, const ServeSync& sync) {
   const Layout& layout = ctx.layout();
   for (;;) {
     auto j = recv_json(ctx, os::MsgType::request);
@@ -140,6 +144,8 @@ Status serve(ChildContext& ctx, std::span<std::byte> view) {
     auto op_it = j->find("op");
     std::string op = op_it != j->end() && op_it->is_string() ? op_it->get<std::string>() : "";
     if (op == "done") return {};
+    if (sync.refresh)
+      if (auto s = sync.refresh(); !s) return s;
     if (op == "read") {
       auto off = opt_size(*j, "offset"), len = opt_size(*j, "length");
       if (!off || !len || *len > os::kMaxPayload || *off > view.size() || *len > view.size() - *off) {
@@ -166,6 +172,8 @@ Status serve(ChildContext& ctx, std::span<std::byte> view) {
     } else if (op == "write") {
       ctx.step(fmt::format("write region {} for the peer", region_name(*region)));
       if (in_view) pattern::fill(layout.region(view, *region), seed.value_or(seed_of(*region)));
+      if (sync.publish)
+        if (auto s = sync.publish(); !s) return s;
       reply = json::object();
     } else if (op == "count") {
       // No step report here: a soak sends thousands of these.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -55,6 +56,17 @@ Status peer_done(const ChildContext& ctx);
 /// Serves requests on `view` until "done" or the peer goes away. Returns the
 /// error that ended it, if any (peer closing after "done" is not one).
 Status serve(ChildContext& ctx, std::span<std::byte> view);
+
+/// For a `view` that mirrors memory the CPU cannot map (CUDA device memory):
+/// `refresh` fills the view from that memory before every request, `publish`
+/// writes the view back after a "write". Either may be empty. An error from
+/// either ends serving with that error.
+struct ServeSync {
+  std::function<Status()> refresh;
+  std::function<Status()> publish;
+};
+/// serve() on a mirrored view (T1-cuda-vmm-fd's exporter).
+Status serve(ChildContext& ctx, std::span<std::byte> view, const ServeSync& sync);
 
 /// Local compare of one region of `view` with its pattern; on a mismatch,
 /// scans the whole view for the payload (payload_at).

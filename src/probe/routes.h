@@ -39,5 +39,8 @@ extern const RouteDef kT3MemfdCrossProcess;
 extern const RouteDef kT3ExternalMemoryHost;
 extern const RouteDef kT3ClientMemfdServerImport;
 extern const RouteDef kT3MemfdSealed;
+extern const RouteDef kT1OpaqueFdCuda;  // the CUDA rows: routes/cuda_rows.cpp
+extern const RouteDef kT1CudaVmmFd;
+extern const RouteDef kT3CudaHostRegister;
 
 }  // namespace extmem::probe

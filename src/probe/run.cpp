@@ -14,6 +14,7 @@
 #include "extmem/os/file.h"
 #include "extmem/probe/probe.h"
 #include "extmem/vulkan/enumerate.h"
+#include "probe/cuda_phase_a.h"
 #include "probe/phase_a.h"
 #include "probe/routes.h"
 #include "probe/supervise.h"
@@ -161,6 +162,8 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   print_vulkan(out, *vulkan, static_cast<int>(*selected), false);
   auto gles_info = gles::enumerate();
   print_gles(out, gles_info, dev);
+  auto cuda_info = cuda::enumerate();
+  print_cuda(out, cuda_info, dev.device_uuid);
   out << fmt::format("== routes (size={} bytes, regions at {}, timeout={:g} s{})\n", o.size,
                      o.regions_at_end ? "end" : "start", o.timeout_s,
                      o.soak_s > 0 ? fmt::format(", soak={:g} s", o.soak_s) : std::string());
@@ -211,6 +214,7 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
                 {"context", to_json(context)},
                 {"vulkan", to_json(*vulkan, static_cast<int>(*selected))},
                 {"gles", to_json(gles_info, dev)},
+                {"cuda", to_json(cuda_info, dev.device_uuid)},
                 {"rows", jrows},
                 {"exit_code", code}};
     if (auto s = os::write_file_atomically(o.json_path, doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n");

@@ -1,0 +1,91 @@
+// The typed CUDA driver table, resolved from DriverLibrary (built only when
+// cuda.h was found: EXTMEM_HAVE_CUDA), and small RAII/copy helpers on it.
+#pragma once
+
+#ifndef EXTMEM_HAVE_CUDA
+#error "cuda/api.h is for builds with cuda.h (EXTMEM_HAVE_CUDA)"
+#endif
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "cuda/loader.h"
+#include "cuda/symbol_list.h"
+
+namespace extmem::cuda {
+
+/// One function pointer per EXTMEM_CUDA_SYMBOLS entry, named by its exported
+/// (versioned) symbol. Call sites write cuda.h's plain names (api.cuMemAlloc):
+/// cuda.h's macros turn them into the versioned field. Keeps the library open.
+struct Api {
+#define EXTMEM_CUDA_FIELD(n) decltype(&::n) n = nullptr;
+  EXTMEM_CUDA_SYMBOLS(EXTMEM_CUDA_FIELD)
+#undef EXTMEM_CUDA_FIELD
+  std::shared_ptr<DriverLibrary> library;
+};
+
+/// Opens driver_library_name() and fills the table. Errors: DriverLibrary::open's
+/// (unsupported: "no CUDA driver" or "missing symbol").
+Result<std::shared_ptr<const Api>> load();
+
+/// The CUresult's name from cuGetErrorName ("CUDA_ERROR_INVALID_VALUE"), or "CUresult N" when unnamed.
+std::string error_name(const Api& api, CUresult r);
+
+/// Error{step, driver, cuGetErrorName(r)}.
+Error cu_error(const Api& api, std::string step, CUresult r);
+
+/// 32 lower-case hex digits, the format of Vulkan's deviceUUID in this project.
+std::string uuid_hex(const CUuuid& uuid);
+
+/// cuInit(0), then the CUDA device whose cuDeviceGetUuid equals `vulkan_uuid`
+/// (VkPhysicalDeviceIDProperties::deviceUUID, hex): the one an fd import is legal on.
+/// Errors: cu_error of cuInit/cuDeviceGetCount/cuDeviceGet/cuDeviceGetUuid;
+/// unsupported "no CUDA device has the Vulkan deviceUUID" when none matches.
+Result<CUdevice> device_for_vulkan_uuid(const Api& api, const std::string& vulkan_uuid);
+
+/// The device's primary context, retained and made current; released on destruction.
+class PrimaryContext {
+ public:
+  /// Errors: cu_error("cuDevicePrimaryCtxRetain" / "cuCtxSetCurrent").
+  static Result<std::unique_ptr<PrimaryContext>> retain(std::shared_ptr<const Api> api, CUdevice device);
+  ~PrimaryContext();
+  const Api& api() const noexcept { return *api_; }
+
+ private:
+  PrimaryContext() = default;
+  std::shared_ptr<const Api> api_;
+  CUdevice device_ = 0;
+};
+
+/// Device memory from cuMemAlloc, freed with cuMemFree on destruction. The
+/// staging buffer the GPU copies go through.
+class DeviceBuffer {
+ public:
+  /// Errors: cu_error("cuMemAlloc(<bytes> bytes)").
+  static Result<std::unique_ptr<DeviceBuffer>> allocate(const Api& api, std::size_t bytes);
+  ~DeviceBuffer();
+  CUdeviceptr ptr() const noexcept { return ptr_; }
+  std::size_t size() const noexcept { return size_; }
+
+ private:
+  DeviceBuffer(const Api& api) : api_(api) {}
+  const Api& api_;
+  CUdeviceptr ptr_ = 0;
+  std::size_t size_ = 0;
+};
+
+/// GPU read of `host.size()` bytes at `src`: clears the staging buffer with
+/// cuMemsetD32 (so a copy that did nothing cannot pass), cuMemcpyDtoD src ->
+/// staging, cuMemcpyDtoH staging -> host, cuCtxSynchronize. `staging` must hold
+/// host.size() bytes. Errors: cu_error of the failing call.
+Status gpu_read(const Api& api, CUdeviceptr src, const DeviceBuffer& staging, std::span<std::byte> host);
+
+/// GPU write of `host` to `dst`: cuMemcpyHtoD host -> staging, cuMemcpyDtoD
+/// staging -> dst, cuCtxSynchronize. Errors: cu_error of the failing call.
+Status gpu_write(const Api& api, CUdeviceptr dst, const DeviceBuffer& staging, std::span<const std::byte> host);
+
+}  // namespace extmem::cuda

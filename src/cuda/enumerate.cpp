@@ -1,0 +1,50 @@
+#include "cuda/enumerate.h"
+
+#ifdef EXTMEM_HAVE_CUDA
+#include <fmt/format.h>
+
+#include "cuda/api.h"
+#endif
+
+namespace extmem::cuda {
+
+#ifndef EXTMEM_HAVE_CUDA
+Result<Enumeration> enumerate() { return Error{"CUDA", ErrorKind::unsupported, {}, kNotBuiltReason}; }
+#else
+Result<Enumeration> enumerate() {
+  auto loaded = load();
+  if (!loaded) return std::move(loaded).error();
+  const Api& api = **loaded;
+  Enumeration e;
+  e.library = api.library->name();
+  if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS) return cu_error(api, "cuInit", r);
+  if (CUresult r = api.cuDriverGetVersion(&e.driver_version); r != CUDA_SUCCESS)
+    return cu_error(api, "cuDriverGetVersion", r);
+  int count = 0;
+  if (CUresult r = api.cuDeviceGetCount(&count); r != CUDA_SUCCESS) return cu_error(api, "cuDeviceGetCount", r);
+  for (int i = 0; i < count; ++i) {
+    CUdevice dev = 0;
+    if (CUresult r = api.cuDeviceGet(&dev, i); r != CUDA_SUCCESS) return cu_error(api, fmt::format("cuDeviceGet({})", i), r);
+    DeviceInfo d;
+    d.ordinal = i;
+    char name[256] = {};
+    d.name = api.cuDeviceGetName(name, sizeof name - 1, dev) == CUDA_SUCCESS ? name : "(cuDeviceGetName failed)";
+    CUuuid u{};
+    if (api.cuDeviceGetUuid(&u, dev) == CUDA_SUCCESS) d.uuid = uuid_hex(u);
+    std::size_t total = 0;
+    if (api.cuDeviceTotalMem(&total, dev) == CUDA_SUCCESS) d.total_mem = total;
+    auto attr = [&](CUdevice_attribute a) {
+      int v = -1;
+      return api.cuDeviceGetAttribute(&v, a, dev) == CUDA_SUCCESS ? v : -1;
+    };
+    d.posix_fd = attr(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED);
+    d.vmm = attr(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
+    d.host_register = attr(CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED);
+    d.dma_buf = attr(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED);
+    e.devices.push_back(std::move(d));
+  }
+  return e;
+}
+#endif
+
+}  // namespace extmem::cuda

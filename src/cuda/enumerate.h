@@ -1,0 +1,38 @@
+// Phase A's CUDA part: the driver's devices and the attributes that decide the
+// CUDA routes (spec/probe.md phase A; issue #4 item 3). Plain types: usable
+// without cuda.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "extmem/core/error.h"
+
+namespace extmem::cuda {
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  std::string uuid;             ///< cuDeviceGetUuid, 32 lower-case hex digits
+  std::uint64_t total_mem = 0;  ///< bytes, cuDeviceTotalMem
+  /// cuDeviceGetAttribute values (-1: the query failed):
+  int posix_fd = -1;       ///< CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED (T1-cuda-vmm-fd)
+  int vmm = -1;            ///< CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED (T1-cuda-vmm-fd)
+  int host_register = -1;  ///< CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED (T3-cuda-host-register)
+  int dma_buf = -1;        ///< CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
+};
+
+struct Enumeration {
+  std::string library;     ///< the library opened (driver_library_name())
+  int driver_version = 0;  ///< cuDriverGetVersion, e.g. 13000
+  std::vector<DeviceInfo> devices;
+};
+
+/// Loads the driver and lists its devices. Errors: unsupported kNotBuiltReason
+/// in a build without cuda.h; cuda::load()'s (no CUDA driver, missing symbol);
+/// cu_error of cuInit, cuDriverGetVersion, cuDeviceGetCount, cuDeviceGet.
+/// A failed name/UUID/attribute query of one device is recorded, not fatal.
+Result<Enumeration> enumerate();
+
+}  // namespace extmem::cuda

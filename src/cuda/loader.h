@@ -1,0 +1,56 @@
+// Loading the CUDA driver (libcuda.so.1) at run time: the binary never links
+// it, so it starts on machines without CUDA (issue #4, "Loading").
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "extmem/core/error.h"
+
+namespace extmem::cuda {
+
+/// The library the probe opens: "libcuda.so.1", or the test-only override in
+/// the environment variable EXTMEM_CUDA_LIBRARY (a path or soname), which lets
+/// tests point the probe at a missing library or at a fake missing one symbol.
+std::string driver_library_name();
+
+/// An open driver library with every entry point of EXTMEM_CUDA_SYMBOLS
+/// resolved, in list order. Owns the dlopen() handle; closes it on destruction.
+class DriverLibrary {
+ public:
+  /// dlopen(`name`, RTLD_NOW | RTLD_LOCAL), then dlsym() of every listed name.
+  /// Errors: unsupported, step "dlopen(<name>)", code "no CUDA driver", detail
+  /// dlerror()'s text, when the library cannot be opened; unsupported, step
+  /// "dlsym(<first missing>)", code "missing symbol", detail naming every
+  /// missing entry point, when the library lacks any of them.
+  static Result<std::shared_ptr<DriverLibrary>> open(const std::string& name);
+  ~DriverLibrary();
+  DriverLibrary(const DriverLibrary&) = delete;
+  DriverLibrary& operator=(const DriverLibrary&) = delete;
+
+  const std::string& name() const noexcept { return name_; }
+  /// The resolved addresses, one per EXTMEM_CUDA_SYMBOLS entry, in list order; never null.
+  const std::vector<void*>& symbols() const noexcept { return symbols_; }
+
+ private:
+  DriverLibrary() = default;
+  void* handle_ = nullptr;
+  std::string name_;
+  std::vector<void*> symbols_;
+};
+
+/// The listed entry point names, in list order.
+const std::vector<const char*>& symbol_names();
+
+/// Whether this build has the CUDA routes (cuda.h was found at build time).
+bool routes_built() noexcept;
+
+/// One phrase for --version and phase A: "CUDA routes built (cuda.h CUDA_VERSION 13000,
+/// libcuda.so.1 loaded at run time)" or "CUDA routes not built (no cuda.h at build time)".
+std::string build_note();
+
+/// The SKIP reason of every CUDA row in a build without cuda.h.
+inline constexpr const char* kNotBuiltReason = "CUDA routes not built (no cuda.h at build time)";
+
+}  // namespace extmem::cuda

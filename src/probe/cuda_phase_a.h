@@ -1,0 +1,18 @@
+// Phase A's CUDA section, as text and JSON (issue #4 item 3).
+#pragma once
+
+#include <iosfwd>
+
+#include <nlohmann/json.hpp>
+
+#include "cuda/enumerate.h"
+
+namespace extmem::probe {
+
+/// Prints the build note, the driver's devices with their route attributes, and
+/// which device's UUID matches `vulkan_uuid` (the selected Vulkan device), or why
+/// there is no CUDA information (not built, no driver, missing symbol).
+void print_cuda(std::ostream& out, const Result<cuda::Enumeration>& e, const std::string& vulkan_uuid);
+nlohmann::json to_json(const Result<cuda::Enumeration>& e, const std::string& vulkan_uuid);
+
+}  // namespace extmem::probe

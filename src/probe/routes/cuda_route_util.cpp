@@ -1,0 +1,104 @@
+#ifdef EXTMEM_HAVE_CUDA
+#include "probe/routes/cuda_route_util.h"
+
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "extmem/core/pattern.h"
+#include "extmem/vulkan/enumerate.h"
+#include "probe/route_util.h"
+
+namespace extmem::probe {
+
+int CudaSide::attribute(CUdevice_attribute a) const {
+  int v = -1;
+  return api->cuDeviceGetAttribute(&v, a, device) == CUDA_SUCCESS ? v : -1;
+}
+
+std::optional<CudaSide> open_cuda(ChildContext& ctx, RouteFacts& facts, const std::string& vulkan_uuid,
+                                  std::size_t staging_bytes) {
+  const std::string who = to_string(ctx.params().role);
+  ctx.step("load " + cuda::driver_library_name());
+  auto api = cuda::load();
+  if (!api) {
+    const Error& e = api.error();
+    if (e.code == "no CUDA driver")
+      facts.skip = fmt::format("no CUDA driver ({}: {})", e.step, e.detail);
+    else
+      facts.unsupported = fmt::format("{}: {} -> {} ({})", who, e.step, e.code, e.detail);
+    return std::nullopt;
+  }
+  CudaSide side;
+  side.api = std::move(*api);
+  ctx.step("cuInit + match the CUDA device by deviceUUID");
+  auto dev = cuda::device_for_vulkan_uuid(*side.api, vulkan_uuid);
+  if (!dev) {
+    (dev.error().kind == ErrorKind::unsupported ? facts.unsupported : facts.fatal) = who + ": " + why_of(dev.error());
+    return std::nullopt;
+  }
+  side.device = *dev;
+  ctx.step("cuDevicePrimaryCtxRetain");
+  auto pc = cuda::PrimaryContext::retain(side.api, side.device);
+  if (!pc) {
+    facts.fatal = who + ": " + why_of(pc.error());
+    return std::nullopt;
+  }
+  side.context = std::move(*pc);
+  ctx.step("cuMemAlloc(staging)");
+  auto st = cuda::DeviceBuffer::allocate(*side.api, staging_bytes);
+  if (!st) {
+    facts.fatal = who + ": " + why_of(st.error());
+    return std::nullopt;
+  }
+  side.staging = std::move(*st);
+  return side;
+}
+
+Result<std::string> selected_vulkan_uuid(const ChildContext& ctx) {
+  auto e = vk::enumerate();
+  if (!e) return std::move(e).error();
+  const std::uint32_t i = ctx.params().device_index;
+  if (i >= e->devices.size()) return Error{"select the Vulkan device", ErrorKind::invalid_argument, {}, "no such index"};
+  return e->devices[i].device_uuid;
+}
+
+void cuda_read_region(ChildContext& ctx, const CudaSide& side, CUdeviceptr base, Region region, Leg& leg) {
+  const cuda::Api& api = *side.api;
+  const Layout& layout = ctx.layout();
+  const std::string step = fmt::format("CUDA GPU read of region {}", region_name(region));
+  ctx.step(step);
+  leg.attempted = true;
+  const CUdeviceptr at = base + layout.offset(region);
+  if (ctx.test_fault(step, "corrupt")) {
+    // Test-only: one wrong word where the peer wrote, so the compare below must catch it.
+    if (CUresult r = api.cuMemsetD32(at + 256, 0xdeadbeefu, 1); r != CUDA_SUCCESS) {
+      fail_leg(leg, cuda::cu_error(api, "cuMemsetD32(test fault corrupt)", r));
+      return;
+    }
+  }
+  std::vector<std::byte> host(kRegionSize);
+  if (auto s = cuda::gpu_read(api, at, *side.staging, host); !s) {
+    fail_leg(leg, s.error());
+    return;
+  }
+  auto mismatch = pattern::first_mismatch(std::span<const std::byte>(host), seed_of(region));
+  leg.read_ok = !mismatch;
+  if (mismatch)
+    leg.note += fmt::format("{}region {} differs at +{} (CUDA GPU read)", leg.note.empty() ? "" : " ", region_name(region),
+                            *mismatch);
+}
+
+bool cuda_write_region(ChildContext& ctx, const CudaSide& side, CUdeviceptr base, Region region, Leg& leg) {
+  ctx.step(fmt::format("CUDA GPU write of region {}", region_name(region)));
+  std::vector<std::byte> host(kRegionSize);
+  pattern::fill(std::span<std::byte>(host), seed_of(region));
+  if (auto s = cuda::gpu_write(*side.api, base + ctx.layout().offset(region), *side.staging, host); !s) {
+    fail_leg(leg, s.error());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace extmem::probe
+#endif  // EXTMEM_HAVE_CUDA

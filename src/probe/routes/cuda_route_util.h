@@ -1,0 +1,54 @@
+// What the CUDA rows share (issue #4): loading the driver into a route child,
+// and GPU reads/writes of a region through a device-local staging buffer.
+#pragma once
+
+#ifdef EXTMEM_HAVE_CUDA
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cuda/api.h"
+#include "extmem/core/verdict.h"
+#include "probe/child_context.h"
+
+namespace extmem::probe {
+
+/// A route child's CUDA side: the driver table, the device that matches the
+/// selected Vulkan device, its current primary context, and a staging buffer.
+struct CudaSide {
+  std::shared_ptr<const cuda::Api> api;
+  CUdevice device = 0;
+  std::unique_ptr<cuda::PrimaryContext> context;
+  std::unique_ptr<cuda::DeviceBuffer> staging;
+  int attribute(CUdevice_attribute a) const;  ///< cuDeviceGetAttribute, -1 when the query fails
+};
+
+/// Loads the driver, picks the CUDA device whose UUID equals `vulkan_uuid`,
+/// retains its primary context and allocates `staging_bytes` of staging memory
+/// (steps reported). On failure sets `facts` and returns nullopt: skip "no CUDA
+/// driver (...)" when libcuda cannot be opened; unsupported when it lacks an
+/// entry point (named) or no CUDA device matches; fatal for a failing CUDA call.
+std::optional<CudaSide> open_cuda(ChildContext& ctx, RouteFacts& facts, const std::string& vulkan_uuid,
+                                  std::size_t staging_bytes);
+
+/// deviceUUID (hex) of the Vulkan device the run selected. Errors: vk::enumerate()'s;
+/// invalid_argument when the index is out of range.
+Result<std::string> selected_vulkan_uuid(const ChildContext& ctx);
+
+/// GPU read of `region` at `base` (device address of the shared allocation's
+/// offset 0) and compare with the region's pattern: sets leg.attempted and
+/// leg.read_ok, notes "region X differs at +N" on a mismatch, fail_leg on a
+/// CUDA error. Test-only: EXTMEM_TEST_FAULT=ROW:ROLE:CUDA GPU read:corrupt
+/// makes the reader first overwrite one 32-bit word at +256 of the region (a
+/// cuMemsetD32 into the shared memory), standing in for a peer whose write
+/// went wrong; the compare must then fail at +256.
+void cuda_read_region(ChildContext& ctx, const CudaSide& side, CUdeviceptr base, Region region, Leg& leg);
+
+/// GPU write of `region`'s pattern to `base` + its offset (gpu_write). False,
+/// with the error in `leg`, on a CUDA error.
+bool cuda_write_region(ChildContext& ctx, const CudaSide& side, CUdeviceptr base, Region region, Leg& leg);
+
+}  // namespace extmem::probe
+
+#endif  // EXTMEM_HAVE_CUDA

@@ -1,0 +1,80 @@
+// T1-opaque-fd-cuda: the server's Vulkan OPAQUE_FD export (as in T1-opaque-fd)
+// imported by the client into CUDA (cuImportExternalMemory +
+// cuExternalMemoryGetMappedBuffer). The client's GPU reads region A and writes
+// region E through a staging buffer; the server checks E through its Vulkan
+// mapping. Issue #4; spec/probe.md "T1".
+#ifdef EXTMEM_HAVE_CUDA
+#include <fmt/format.h>
+
+#include "probe/route_util.h"
+#include "probe/routes.h"
+#include "probe/routes/cuda_route_util.h"
+#include "probe/vk_export.h"
+
+namespace extmem::probe {
+
+int cuda_opaque_fd_client(ChildContext& ctx) {
+  const Layout& layout = ctx.layout();
+  RouteReport rep;
+  Leg cu{"cudaimport", true};
+  auto finish = [&] {
+    rep.legs = {cu};
+    ctx.report(rep);
+    (void)peer_done(ctx);
+    return 0;
+  };
+  auto setup = await_setup(ctx, rep, "the server's export");
+  if (!setup) return 0;
+  const auto alloc_size = setup->info.value("allocation_size", std::uint64_t{0});
+  const bool dedicated = setup->info.value("dedicated", false);
+  const std::string uuid = setup->info.value("device_uuid", std::string());
+  rep.detail.push_back(fmt::format("allocation={} dedicated={}", alloc_size, dedicated ? "yes" : "no"));
+
+  auto side = open_cuda(ctx, rep.facts, uuid, kRegionSize);
+  if (!side) return finish();
+  const cuda::Api& api = *side->api;
+
+  auto dup = os::dup_fd(setup->fd.get());
+  if (!dup) {
+    fail_leg(cu, dup.error());
+    return finish();
+  }
+  ctx.step("cuImportExternalMemory(OPAQUE_FD)");
+  CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
+  desc.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+  desc.handle.fd = dup->get();
+  desc.size = alloc_size;
+  // CUDA must be told what Vulkan did (cuda.h, CUDA_EXTERNAL_MEMORY_DEDICATED).
+  desc.flags = dedicated ? CUDA_EXTERNAL_MEMORY_DEDICATED : 0;
+  CUexternalMemory ext = nullptr;
+  const int dup_number = dup->get();
+  CUresult r = api.cuImportExternalMemory(&ext, &desc);
+  // A successful import owns the fd (cuda.h, cuImportExternalMemory).
+  FdOwnership owner = fd_ownership_after_import(dup_number, r == CUDA_SUCCESS);
+  if (owner.release) dup->release();
+  rep.detail.push_back("cudaimport " + owner.text);
+  if (r != CUDA_SUCCESS) {
+    fail_leg(cu, cuda::cu_error(api, "cuImportExternalMemory(OPAQUE_FD)", r));
+    return finish();
+  }
+  ctx.step("cuExternalMemoryGetMappedBuffer");
+  CUDA_EXTERNAL_MEMORY_BUFFER_DESC bd{};
+  bd.offset = 0;
+  bd.size = layout.size;
+  CUdeviceptr ptr = 0;
+  if (CUresult m = api.cuExternalMemoryGetMappedBuffer(&ptr, ext, &bd); m != CUDA_SUCCESS) {
+    fail_leg(cu, cuda::cu_error(api, "cuExternalMemoryGetMappedBuffer", m));
+  } else {
+    cuda_read_region(ctx, *side, ptr, Region::A, cu);
+    if (cuda_write_region(ctx, *side, ptr, Region::E, cu)) {
+      ctx.step("server checks region E through its Vulkan mapping");
+      confirm_remote(ctx, Region::E, cu);
+    }
+    (void)api.cuMemFree(ptr);  // a mapped buffer is freed with cuMemFree (cuda.h)
+  }
+  (void)api.cuDestroyExternalMemory(ext);
+  return finish();
+}
+
+}  // namespace extmem::probe
+#endif  // EXTMEM_HAVE_CUDA

@@ -1,0 +1,148 @@
+// The CUDA side of the probe without a GPU (issue #4 "Tests"): the dlopen path
+// against a missing library and a real library missing one entry point, and
+// the CUDA rows' SKIP/UNSUPPORTED verdicts with the exit code unaffected. The
+// rows' real verdicts need an NVIDIA GPU: docs/results/nvidia-h200-580.md.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cuda/loader.h"
+#include "extmem/core/error.h"
+
+namespace {
+
+const char* const kCudaRows[] = {"T1-opaque-fd-cuda", "T1-cuda-vmm-fd", "T3-cuda-host-register"};
+const std::string kOnly = "--only=T1-opaque-fd-cuda,T1-cuda-vmm-fd,T3-cuda-host-register";
+const std::string kMissing = "/nonexistent/extmem-test/libcuda.so.1";
+
+struct CmdRun {
+  std::string out;
+  int code = -1;
+};
+
+// The real binary with `env` (KEY=VALUE ..., or empty) prepended; stdout and stderr together.
+CmdRun extmem(const std::string& args, const std::string& env = {}) {
+  CmdRun r;
+  std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(EXTMEM_BINARY) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
+  int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string line_of(const std::string& out, const std::string& row) {
+  std::smatch m;
+  return std::regex_search(out, m, std::regex("RESULT " + row + " [^\n]*")) ? m.str() : "";
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(CudaLoader, MissingLibraryIsNoCudaDriver) {
+  auto lib = extmem::cuda::DriverLibrary::open(kMissing);
+  ASSERT_FALSE(lib);
+  EXPECT_EQ(lib.error().kind, extmem::ErrorKind::unsupported);
+  EXPECT_EQ(lib.error().step, "dlopen(" + kMissing + ")");
+  EXPECT_EQ(lib.error().code, "no CUDA driver");
+  EXPECT_TRUE(has(lib.error().detail, "No such file or directory")) << lib.error().detail;
+}
+
+// The fake exports every listed entry point but cuMemExportToShareableHandle.
+TEST(CudaLoader, LibraryMissingOneSymbolNamesIt) {
+  auto lib = extmem::cuda::DriverLibrary::open(EXTMEM_FAKE_CUDA_LIBRARY);
+  ASSERT_FALSE(lib);
+  EXPECT_EQ(lib.error().kind, extmem::ErrorKind::unsupported);
+  EXPECT_EQ(lib.error().step, "dlsym(cuMemExportToShareableHandle)");
+  EXPECT_EQ(lib.error().code, "missing symbol");
+  EXPECT_EQ(lib.error().detail, std::string(EXTMEM_FAKE_CUDA_LIBRARY) + " lacks cuMemExportToShareableHandle");
+}
+
+TEST(CudaLoader, SymbolListNamesVersionedEntryPointsOnce) {
+  const auto& names = extmem::cuda::symbol_names();
+  std::set<std::string> unique(names.begin(), names.end());
+  EXPECT_EQ(unique.size(), names.size());
+  // cuda.h maps these plain names to versioned symbols; the table must use the versioned ones.
+  for (const char* v : {"cuMemAlloc_v2", "cuMemcpyDtoD_v2", "cuMemsetD32_v2", "cuMemHostRegister_v2", "cuDeviceGetUuid_v2",
+                        "cuDevicePrimaryCtxRelease_v2"})
+    EXPECT_EQ(unique.count(v), 1u) << v;
+  for (const char* plain : {"cuMemAlloc", "cuMemcpyDtoD", "cuMemsetD32", "cuMemHostRegister", "cuDeviceGetUuid"})
+    EXPECT_EQ(unique.count(plain), 0u) << plain;
+}
+
+TEST(CudaLoader, LibraryNameOverride) {
+  ::unsetenv("EXTMEM_CUDA_LIBRARY");
+  EXPECT_EQ(extmem::cuda::driver_library_name(), "libcuda.so.1");
+  ::setenv("EXTMEM_CUDA_LIBRARY", "/tmp/x.so", 1);
+  EXPECT_EQ(extmem::cuda::driver_library_name(), "/tmp/x.so");
+  ::unsetenv("EXTMEM_CUDA_LIBRARY");
+}
+
+TEST(CudaBuild, VersionAndPhaseASayWhetherTheRowsAreBuilt) {
+  const std::string note = extmem::cuda::build_note();
+  EXPECT_EQ(has(note, "not built"), !extmem::cuda::routes_built()) << note;
+  CmdRun v = extmem("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_TRUE(has(v.out, note)) << v.out;
+  CmdRun p = extmem("probe " + kOnly, "EXTMEM_CUDA_LIBRARY=" + kMissing);
+  EXPECT_TRUE(has(p.out, "== phase A: CUDA: " + note)) << p.out;
+}
+
+// No CUDA: every CUDA row is SKIP with the reason, and the exit code is 0.
+TEST(CudaRows, SkipWithoutTheDriver) {
+  CmdRun r = extmem("probe " + kOnly, "EXTMEM_CUDA_LIBRARY=" + kMissing);
+  EXPECT_EQ(r.code, 0) << r.out;
+  const std::string reason = extmem::cuda::routes_built() ? "why: no CUDA driver (dlopen(" + kMissing + "):"
+                                                          : std::string("why: ") + extmem::cuda::kNotBuiltReason;
+  for (const char* row : kCudaRows) {
+    std::string line = line_of(r.out, row);
+    EXPECT_TRUE(has(line, std::string(row) + " SKIP")) << line;
+    EXPECT_TRUE(has(line, reason)) << line;
+  }
+}
+
+// A driver library missing an entry point: UNSUPPORTED naming it (SKIP "not built" without cuda.h).
+TEST(CudaRows, LibraryMissingASymbolIsUnsupportedNamingIt) {
+  CmdRun r = extmem("probe " + kOnly, std::string("EXTMEM_CUDA_LIBRARY=") + EXTMEM_FAKE_CUDA_LIBRARY);
+  EXPECT_EQ(r.code, 0) << r.out;
+  for (const char* row : kCudaRows) {
+    std::string line = line_of(r.out, row);
+    if (extmem::cuda::routes_built()) {
+      EXPECT_TRUE(has(line, std::string(row) + " UNSUPPORTED")) << line;
+      EXPECT_TRUE(has(line, "dlsym(cuMemExportToShareableHandle) -> missing symbol")) << line;
+    } else {
+      EXPECT_TRUE(has(line, std::string(row) + " SKIP why: " + extmem::cuda::kNotBuiltReason)) << line;
+    }
+  }
+  if (extmem::cuda::routes_built())
+    EXPECT_TRUE(has(r.out, "no CUDA information: dlsym(cuMemExportToShareableHandle): missing symbol")) << r.out;
+}
+
+// --json carries the CUDA section of phase A.
+TEST(CudaRows, JsonHasCudaSection) {
+  char dir[] = "/tmp/extmem-cuda-json-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/r.json";
+  CmdRun r = extmem("probe " + kOnly + " --json=" + path, "EXTMEM_CUDA_LIBRARY=" + kMissing);
+  EXPECT_EQ(r.code, 0) << r.out;
+  FILE* f = std::fopen(path.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  nlohmann::json j = nlohmann::json::parse(f);
+  std::fclose(f);
+  std::remove(path.c_str());
+  ::rmdir(dir);
+  ASSERT_TRUE(j.contains("cuda"));
+  EXPECT_EQ(j["cuda"]["built"], extmem::cuda::routes_built());
+  EXPECT_EQ(j["cuda"]["build_note"], extmem::cuda::build_note());
+  EXPECT_TRUE(j["cuda"].contains("error"));
+}
+
+}  // namespace
