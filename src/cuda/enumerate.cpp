@@ -1,5 +1,7 @@
 #include "cuda/enumerate.h"
 
+#include "cuda/loader.h"
+
 #ifdef EXTMEM_HAVE_CUDA
 #include <fmt/format.h>
 

@@ -48,7 +48,9 @@ bool ChildContext::test_fault(std::string_view step, std::string_view action) co
 // hang, abort, segv, exit, garbage (a frame with a bad magic), truncate (a frame
 // shorter than its header says), badreport (a report that is not JSON). The
 // routes themselves honour closefd (the exported fd is closed before its sanity
-// check) and nosealing (the sealed memfd is created without MFD_ALLOW_SEALING).
+// check), nosealing (the sealed memfd is created without MFD_ALLOW_SEALING) and
+// corrupt (a CUDA row's reader overwrites one word of the peer-written region
+// before its GPU read: routes/cuda_route_util.h).
 void ChildContext::apply_fault(std::string_view step) {
   const std::string action = fault_action(params_, step);
   if (action == "hang") {
