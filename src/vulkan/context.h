@@ -107,6 +107,9 @@ class Device {
   VkPhysicalDevice physical() const noexcept { return pd_; }
   const Instance& instance() const noexcept { return *instance_; }
   const VkPhysicalDeviceMemoryProperties& memory_properties() const noexcept { return mem_; }
+  /// The device's one queue (owned by the device) and its family index.
+  VkQueue queue() const noexcept { return queue_; }
+  std::uint32_t queue_family() const noexcept { return queue_family_; }
   /// VkPhysicalDeviceExternalMemoryHostPropertiesEXT::minImportedHostPointerAlignment, bytes (0 if not exposed).
   VkDeviceSize min_imported_host_pointer_alignment() const noexcept { return host_ptr_alignment_; }
 
