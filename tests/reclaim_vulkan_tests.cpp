@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -56,11 +57,12 @@ struct Scenario2 {
   int wrong_bands = 0;
 };
 
-Scenario2 run_scenario2(std::uint64_t budget) {
+Scenario2 run_scenario2(std::uint64_t budget, rc::SubmitTracking tracking = rc::SubmitTracking::automatic) {
   Scenario2 s;
   constexpr std::uint32_t kRounds = 48;
-  auto v = open({.budget_bytes = budget, .output_words = kRounds * kBand});
+  auto v = open({.budget_bytes = budget, .output_words = kRounds * kBand, .tracking = tracking});
   if (!v) return s;
+  if (tracking != rc::SubmitTracking::automatic) EXPECT_EQ(v->tracking(), tracking);
   const rc::BufferId b = v->create_buffer();
   for (std::uint32_t r = 0; r < kRounds; ++r) {
     EXPECT_TRUE(v->respecify(b, kMiB, colour_of(r)).ok());
@@ -81,6 +83,21 @@ TEST(ReclaimVulkan, Scenario2ByteBudgetBoundsParkedBytesAndEveryBandKeepsItsColo
   EXPECT_LE(s.gauges.live_stores_peak, 1u + 8 + 2) << s.gauges.line();
   EXPECT_GE(s.gauges.forced_syncs, 1u) << s.gauges.line();
   EXPECT_EQ(s.wrong_bands, 0) << "a store was destroyed before its GPU use ran";
+}
+
+TEST(ReclaimVulkan, Scenario2WithFenceTracking) {
+  Scenario2 s = run_scenario2(8 * kMiB, rc::SubmitTracking::fences);
+  EXPECT_LE(s.gauges.parked_bytes_peak, 8 * kMiB + kMiB) << s.gauges.line();
+  EXPECT_LE(s.gauges.live_stores_peak, 1u + 8 + 2) << s.gauges.line();
+  EXPECT_EQ(s.wrong_bands, 0);
+}
+
+TEST(ReclaimVulkan, LavapipeTracksOnATimelineSemaphore) {
+  // lavapipe exposes VK_KHR_timeline_semaphore (see the probe's phase A), so automatic picks it.
+  auto v = open({.output_words = kBand});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->tracking(), rc::SubmitTracking::timeline) << v->device_name();
+  EXPECT_STREQ(rc::to_string(v->tracking()), "timeline");
 }
 
 TEST(ReclaimVulkan, NegativeControlBudgetZeroBreaksScenario2Bounds) {
@@ -201,9 +218,12 @@ TEST(ReclaimVulkan, DiscardedRecordingsStoreIsFreedByTheIdleProof) {
   EXPECT_EQ(wrong_words(*out, 0, kBand, 2), 0);
 }
 
-TEST(ReclaimVulkan, ProofTwoFreesStoresOfRetiredSubmissionsWithoutForcedSyncs) {
-  auto v = open({.submit_every_uses = 8, .output_words = kBand});
+class ReclaimVulkanTracking : public ::testing::TestWithParam<rc::SubmitTracking> {};
+
+TEST_P(ReclaimVulkanTracking, ProofTwoFreesStoresOfRetiredSubmissionsWithoutForcedSyncs) {
+  auto v = open({.submit_every_uses = 8, .output_words = kBand, .tracking = GetParam()});
   ASSERT_TRUE(v);
+  ASSERT_EQ(v->tracking(), GetParam());
   const rc::BufferId b = v->create_buffer();
   for (std::uint32_t r = 0; r < 4000; ++r) {
     ASSERT_TRUE(v->respecify(b, 1024, colour_of(r)).ok());
@@ -219,6 +239,10 @@ TEST(ReclaimVulkan, ProofTwoFreesStoresOfRetiredSubmissionsWithoutForcedSyncs) {
   EXPECT_EQ(wrong_words(*out, 0, kBand, colour_of(3999)), 0);
 }
 
+INSTANTIATE_TEST_SUITE_P(Trackers, ReclaimVulkanTracking,
+                         ::testing::Values(rc::SubmitTracking::timeline, rc::SubmitTracking::fences),
+                         [](const auto& info) { return std::string(rc::to_string(info.param)); });
+
 TEST(ReclaimVulkan, BadInputIsRejectedWithTheAcceptedValues) {
   auto v = open({.output_words = kBand});
   ASSERT_TRUE(v);
@@ -233,6 +257,12 @@ TEST(ReclaimVulkan, BadInputIsRejectedWithTheAcceptedValues) {
   ASSERT_TRUE(v->respecify(b, 4, 0).ok());
   EXPECT_FALSE(v->paint(b, kBand - 1, 2).ok());
   EXPECT_FALSE(v->paint(b, 0, 0).ok());
+  auto bad_device = rc::VulkanBuffers::create({.device_index = 1 << 20});
+  ASSERT_FALSE(bad_device.ok());
+  EXPECT_EQ(bad_device.error().step, "VulkanOptions::device_index");
+  auto no_words = rc::VulkanBuffers::create({.output_words = 0});
+  ASSERT_FALSE(no_words.ok());
+  EXPECT_EQ(no_words.error().step, "VulkanOptions::output_words");
 }
 
 TEST(ReclaimVulkan, BadBudgetVariableIsAClearError) {

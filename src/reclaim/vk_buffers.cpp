@@ -40,7 +40,7 @@ struct VulkanBuffers::Impl {
   std::shared_ptr<vk::Instance> instance;
   std::unique_ptr<vk::Device> device;
   vkr::Fns fns;
-  std::unique_ptr<vkr::FenceTracker> tracker;
+  std::unique_ptr<vkr::QueueTracker> tracker;
   vk::Buffer output;
   std::unique_ptr<vkr::Painter> painter;
   std::unique_ptr<DeferredReleaseList> list;
@@ -102,7 +102,26 @@ Result<std::unique_ptr<VulkanBuffers>> VulkanBuffers::create(const VulkanOptions
   auto inst = vk::Instance::create();
   if (!inst) return std::move(inst).error();
   impl->instance = *inst;
-  auto device = vk::Device::create(impl->instance, options.device_index < 0 ? 0 : options.device_index, {});
+  const std::uint32_t index = options.device_index < 0 ? 0 : static_cast<std::uint32_t>(options.device_index);
+  auto pds = impl->instance->physical_devices();
+  if (!pds) return std::move(pds).error();
+  if (index >= pds->size())
+    return Error{"VulkanOptions::device_index", ErrorKind::invalid_argument, {},
+                 fmt::format("device {} but {} devices", index, pds->size())};
+  const auto exts = impl->instance->device_extensions((*pds)[index]);
+  const bool has_timeline =
+      std::find(exts.begin(), exts.end(), VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME) != exts.end();
+  if (options.tracking == SubmitTracking::timeline && !has_timeline)
+    return Error{"VulkanOptions::tracking", ErrorKind::unsupported, {},
+                 "timeline requested but the device does not expose VK_KHR_timeline_semaphore"};
+  const bool timeline = has_timeline && options.tracking != SubmitTracking::fences;
+  // The extension is required to support its feature, so enabling both is safe when listed.
+  VkPhysicalDeviceTimelineSemaphoreFeatures timeline_feature{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
+  timeline_feature.timelineSemaphore = VK_TRUE;
+  auto device = timeline ? vk::Device::create(impl->instance, index, {VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME},
+                                              &timeline_feature)
+                         : vk::Device::create(impl->instance, index, {});
   if (!device) return std::move(device).error();
   impl->device = std::move(*device);
   VkPhysicalDeviceProperties props{};
@@ -111,7 +130,7 @@ Result<std::unique_ptr<VulkanBuffers>> VulkanBuffers::create(const VulkanOptions
   auto fns = vkr::load_fns(*impl->device);
   if (!fns) return std::move(fns).error();
   impl->fns = *fns;
-  auto tracker = vkr::FenceTracker::create(*impl->device, impl->fns);
+  auto tracker = vkr::QueueTracker::create(*impl->device, impl->fns, timeline);
   if (!tracker) return std::move(tracker).error();
   impl->tracker = std::move(*tracker);
 
@@ -203,7 +222,7 @@ Status VulkanBuffers::flush() { return impl_->tracker->flush(); }
 void VulkanBuffers::discard_recording() { impl_->tracker->discard(); }
 
 Status VulkanBuffers::wait_submitted() {
-  vkr::FenceTracker& t = *impl_->tracker;
+  vkr::QueueTracker& t = *impl_->tracker;
   return t.flush_and_wait(t.last_submitted());
 }
 
@@ -242,6 +261,19 @@ std::uint64_t VulkanBuffers::store_handle(BufferId id) const {
 const Gauges& VulkanBuffers::gauges() const { return impl_->list->gauges(); }
 
 std::uint64_t VulkanBuffers::descriptor_sets_made() const { return impl_->painter->sets_made(); }
+
+SubmitTracking VulkanBuffers::tracking() const {
+  return impl_->tracker->uses_timeline() ? SubmitTracking::timeline : SubmitTracking::fences;
+}
+
+const char* to_string(SubmitTracking tracking) noexcept {
+  switch (tracking) {
+    case SubmitTracking::automatic: return "automatic";
+    case SubmitTracking::timeline: return "timeline";
+    case SubmitTracking::fences: return "fences";
+  }
+  return "?";
+}
 
 std::string VulkanBuffers::device_name() const { return impl_->device_name; }
 

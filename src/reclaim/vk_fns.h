@@ -29,10 +29,19 @@ namespace extmem::reclaim::vkr {
   X(vkCmdPushConstants)              \
   X(vkCmdDispatch)
 
+// VK_KHR_timeline_semaphore (core in Vulkan 1.2; the instance here is 1.1, so the KHR names).
+#define EXTMEM_RECLAIM_VK_TIMELINE_FUNCS(X) \
+  X(vkCreateSemaphore)                      \
+  X(vkDestroySemaphore)                     \
+  X(vkGetSemaphoreCounterValueKHR)          \
+  X(vkWaitSemaphoresKHR)
+
 /// The extra entry points plus the device's own table.
 struct Fns {
   const vk::DeviceFns* base = nullptr;
   EXTMEM_RECLAIM_VK_FUNCS(EXTMEM_VK_DECLARE)
+  /// Null unless VK_KHR_timeline_semaphore is enabled on the device.
+  EXTMEM_RECLAIM_VK_TIMELINE_FUNCS(EXTMEM_VK_DECLARE)
 };
 
 /// Resolves every entry point through vkGetDeviceProcAddr. Errors: unsupported,

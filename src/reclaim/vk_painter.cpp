@@ -11,7 +11,7 @@ constexpr std::uint32_t kSetsPerPool = 256;
 constexpr std::uint32_t kLocalSize = 64;  // local_size_x in paint_band.comp
 }  // namespace
 
-Result<std::unique_ptr<Painter>> Painter::create(const vk::Device& device, const Fns& fns, FenceTracker& tracker,
+Result<std::unique_ptr<Painter>> Painter::create(const vk::Device& device, const Fns& fns, QueueTracker& tracker,
                                                  MemoKeying keying, VkBuffer output, VkDeviceSize output_bytes) {
   std::unique_ptr<Painter> p(new Painter(device, fns, tracker, keying));
   p->output_ = output;

@@ -22,7 +22,7 @@ class Painter {
  public:
   /// Builds the shader module, set layout, pipeline layout and pipeline. `output`
   /// is the buffer every dispatch writes. Errors: the failing vkCreate* call.
-  static Result<std::unique_ptr<Painter>> create(const vk::Device& device, const Fns& fns, FenceTracker& tracker,
+  static Result<std::unique_ptr<Painter>> create(const vk::Device& device, const Fns& fns, QueueTracker& tracker,
                                                  MemoKeying keying, VkBuffer output, VkDeviceSize output_bytes);
   ~Painter();  // the device must be idle
 
@@ -43,7 +43,7 @@ class Painter {
     SubmitIndex index;
     SetRef ref;
   };
-  Painter(const vk::Device& device, const Fns& fns, FenceTracker& tracker, MemoKeying keying)
+  Painter(const vk::Device& device, const Fns& fns, QueueTracker& tracker, MemoKeying keying)
       : device_(device), fns_(fns), tracker_(tracker), memo_(keying) {}
   Result<SetRef> allocate();
   void retire(SetRef ref);
@@ -51,7 +51,7 @@ class Painter {
 
   const vk::Device& device_;
   const Fns& fns_;
-  FenceTracker& tracker_;
+  QueueTracker& tracker_;
   BindingMemo<SetRef> memo_;
   VkBuffer output_ = VK_NULL_HANDLE;
   VkDeviceSize output_bytes_ = 0;

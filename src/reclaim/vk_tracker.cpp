@@ -9,17 +9,29 @@ namespace {
 constexpr std::uint64_t kWaitTimeoutNs = 60'000'000'000ull;
 }  // namespace
 
-Result<std::unique_ptr<FenceTracker>> FenceTracker::create(const vk::Device& device, const Fns& fns) {
-  std::unique_ptr<FenceTracker> t(new FenceTracker(device, fns));
+Result<std::unique_ptr<QueueTracker>> QueueTracker::create(const vk::Device& device, const Fns& fns, bool timeline) {
+  std::unique_ptr<QueueTracker> t(new QueueTracker(device, fns));
   VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pci.queueFamilyIndex = device.queue_family();
   VkResult r = fns.base->vkCreateCommandPool(device.handle(), &pci, nullptr, &t->pool_);
   if (r != VK_SUCCESS) return vk::vk_error("vkCreateCommandPool", r);
+  if (timeline) {
+    if (fns.vkCreateSemaphore == nullptr || fns.vkGetSemaphoreCounterValueKHR == nullptr ||
+        fns.vkWaitSemaphoresKHR == nullptr)
+      return Error{"timeline tracker", ErrorKind::unsupported, {}, "VK_KHR_timeline_semaphore is not enabled"};
+    VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+    type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    type.initialValue = 0;
+    VkSemaphoreCreateInfo sci{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+    sci.pNext = &type;
+    r = fns.vkCreateSemaphore(device.handle(), &sci, nullptr, &t->timeline_);
+    if (r != VK_SUCCESS) return vk::vk_error("vkCreateSemaphore(timeline)", r);
+  }
   return t;
 }
 
-FenceTracker::~FenceTracker() {
+QueueTracker::~QueueTracker() {
   VkDevice dev = device_.handle();
   fns_.vkDeviceWaitIdle(dev);
   auto drop_fence = [&](VkFence f) {
@@ -28,11 +40,12 @@ FenceTracker::~FenceTracker() {
   drop_fence(open_fence_);
   for (const InFlight& f : in_flight_) drop_fence(f.fence);
   for (VkFence f : spare_fences_) drop_fence(f);
+  if (timeline_ != VK_NULL_HANDLE) fns_.vkDestroySemaphore(dev, timeline_, nullptr);
   // Destroying the pool frees every command buffer allocated from it.
   if (pool_ != VK_NULL_HANDLE) fns_.base->vkDestroyCommandPool(dev, pool_, nullptr);
 }
 
-Result<VkCommandBuffer> FenceTracker::recording() {
+Result<VkCommandBuffer> QueueTracker::recording() {
   if (open_ != VK_NULL_HANDLE) return open_;
   const vk::DeviceFns& f = *fns_.base;
   VkCommandBuffer cmd = VK_NULL_HANDLE;
@@ -48,7 +61,9 @@ Result<VkCommandBuffer> FenceTracker::recording() {
     if (r != VK_SUCCESS) return vk::vk_error("vkAllocateCommandBuffers", r);
   }
   VkFence fence = VK_NULL_HANDLE;
-  if (!spare_fences_.empty()) {
+  if (uses_timeline()) {
+    // The timeline's value says which submissions are done; no fence needed.
+  } else if (!spare_fences_.empty()) {
     fence = spare_fences_.back();
     spare_fences_.pop_back();
   } else {
@@ -65,7 +80,7 @@ Result<VkCommandBuffer> FenceTracker::recording() {
   VkResult r = f.vkBeginCommandBuffer(cmd, &bi);
   if (r != VK_SUCCESS) {
     spare_cmds_.push_back(cmd);
-    spare_fences_.push_back(fence);
+    if (fence != VK_NULL_HANDLE) spare_fences_.push_back(fence);
     return vk::vk_error("vkBeginCommandBuffer", r);
   }
   open_ = cmd;
@@ -74,7 +89,7 @@ Result<VkCommandBuffer> FenceTracker::recording() {
   return cmd;
 }
 
-Status FenceTracker::flush() {
+Status QueueTracker::flush() {
   if (open_ == VK_NULL_HANDLE) return {};
   const vk::DeviceFns& f = *fns_.base;
   // Make shader and transfer writes visible to host reads once the fence signals.
@@ -88,9 +103,18 @@ Status FenceTracker::flush() {
     discard();
     return vk::vk_error("vkEndCommandBuffer", r);
   }
+  const std::uint64_t index = last_submitted_ + 1;
+  VkTimelineSemaphoreSubmitInfo tsi{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+  tsi.signalSemaphoreValueCount = 1;
+  tsi.pSignalSemaphoreValues = &index;
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &open_;
+  if (uses_timeline()) {
+    si.pNext = &tsi;
+    si.signalSemaphoreCount = 1;
+    si.pSignalSemaphores = &timeline_;
+  }
   r = f.vkQueueSubmit(device_.queue(), 1, &si, open_fence_);
   if (r != VK_SUCCESS) {
     discard();
@@ -102,41 +126,51 @@ Status FenceTracker::flush() {
   return {};
 }
 
-void FenceTracker::discard() {
+void QueueTracker::discard() {
   if (open_ == VK_NULL_HANDLE) return;
   spare_cmds_.push_back(open_);  // the next vkBeginCommandBuffer resets it
-  spare_fences_.push_back(open_fence_);
+  if (open_fence_ != VK_NULL_HANDLE) spare_fences_.push_back(open_fence_);
   open_ = VK_NULL_HANDLE;
   open_fence_ = VK_NULL_HANDLE;
 }
 
-SubmitIndex FenceTracker::sync_point() const {
+SubmitIndex QueueTracker::sync_point() const {
   return SubmitIndex{open_ != VK_NULL_HANDLE ? last_submitted_ + 1 : last_submitted_};
 }
 
-void FenceTracker::retire_through(std::uint64_t index) {
+void QueueTracker::retire_through(std::uint64_t index) {
   while (!in_flight_.empty() && in_flight_.front().index <= index) {
     InFlight done = in_flight_.front();
     in_flight_.pop_front();
-    fns_.vkResetFences(device_.handle(), 1, &done.fence);
-    spare_fences_.push_back(done.fence);
+    if (done.fence != VK_NULL_HANDLE) {
+      fns_.vkResetFences(device_.handle(), 1, &done.fence);
+      spare_fences_.push_back(done.fence);
+    }
     spare_cmds_.push_back(done.cmd);
   }
   if (index > completed_) completed_ = index;
 }
 
-bool FenceTracker::is_complete(SubmitIndex index) {
+bool QueueTracker::is_complete(SubmitIndex index) {
   if (index.value <= completed_) return true;
   if (index.value > last_submitted_) return false;
-  const InFlight& entry = in_flight_[index.value - in_flight_.front().index];
   ++polls_;
+  if (uses_timeline()) {
+    std::uint64_t value = 0;
+    // A failed read (device lost) proves nothing: report incomplete; the next wait reports the error.
+    if (fns_.vkGetSemaphoreCounterValueKHR(device_.handle(), timeline_, &value) != VK_SUCCESS) return false;
+    if (value >= last_submitted_) value = last_submitted_;
+    retire_through(value);
+    return value >= index.value;
+  }
+  const InFlight& entry = in_flight_[index.value - in_flight_.front().index];
   if (fns_.vkGetFenceStatus(device_.handle(), entry.fence) != VK_SUCCESS) return false;
   // This fence's signal covers every earlier submission on the queue.
   retire_through(index.value);
   return true;
 }
 
-Status FenceTracker::flush_and_wait(SubmitIndex index) {
+Status QueueTracker::flush_and_wait(SubmitIndex index) {
   if (open_ != VK_NULL_HANDLE && index.value == last_submitted_ + 1) {
     Status s = flush();
     if (!s) return s;
@@ -145,6 +179,16 @@ Status FenceTracker::flush_and_wait(SubmitIndex index) {
   if (index.value > last_submitted_)
     return Error{"flush and wait", ErrorKind::invalid_argument, {},
                  fmt::format("submit index {} was never submitted (last {})", index.value, last_submitted_)};
+  if (uses_timeline()) {
+    VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+    wi.semaphoreCount = 1;
+    wi.pSemaphores = &timeline_;
+    wi.pValues = &index.value;
+    VkResult r = fns_.vkWaitSemaphoresKHR(device_.handle(), &wi, kWaitTimeoutNs);
+    if (r != VK_SUCCESS) return vk::vk_error("vkWaitSemaphoresKHR", r, fmt::format("submit index {}", index.value));
+    retire_through(index.value);
+    return {};
+  }
   VkFence fence = in_flight_[index.value - in_flight_.front().index].fence;
   VkResult r = fns_.base->vkWaitForFences(device_.handle(), 1, &fence, VK_TRUE, kWaitTimeoutNs);
   if (r != VK_SUCCESS) return vk::vk_error("vkWaitForFences", r, fmt::format("submit index {}", index.value));

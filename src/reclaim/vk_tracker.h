@@ -1,5 +1,7 @@
-// SubmitTracker over one Vulkan queue: one open recording at a time, one fence
-// per submission, indices 1, 2, 3, ... in submission order.
+// SubmitTracker over one Vulkan queue: one open recording at a time,
+// submissions indexed 1, 2, 3, ... in submission order. Completion is observed
+// on a timeline semaphore whose value is the index (VK_KHR_timeline_semaphore),
+// or, where that is absent, on one VkFence per submission.
 #pragma once
 
 #include <cstdint>
@@ -11,21 +13,25 @@
 
 namespace extmem::reclaim::vkr {
 
-class FenceTracker final : public SubmitTracker {
+class QueueTracker final : public SubmitTracker {
  public:
-  /// Creates its own command pool on the device's queue family.
-  /// Errors: vk_error("vkCreateCommandPool").
-  static Result<std::unique_ptr<FenceTracker>> create(const vk::Device& device, const Fns& fns);
-  /// Waits for the device, then frees fences, command buffers and the pool.
-  ~FenceTracker() override;
+  /// Creates its own command pool on the device's queue family and, with
+  /// `timeline`, a timeline semaphore starting at 0 (the device must have
+  /// VK_KHR_timeline_semaphore enabled with its feature). Errors: vk_error of
+  /// vkCreateCommandPool / vkCreateSemaphore.
+  static Result<std::unique_ptr<QueueTracker>> create(const vk::Device& device, const Fns& fns, bool timeline);
+  /// Waits for the device, then frees the semaphore, fences, command buffers and pool.
+  ~QueueTracker() override;
 
+  bool uses_timeline() const noexcept { return timeline_ != VK_NULL_HANDLE; }
   /// The open recording, beginning one when none is open. Errors: the failing
   /// vkAllocateCommandBuffers / vkCreateFence / vkBeginCommandBuffer.
   Result<VkCommandBuffer> recording();
   /// Counts recordings begun; a change tells a recorder to re-bind its pipeline.
   std::uint64_t recordings_begun() const noexcept { return begun_; }
-  /// Ends and submits the open recording with its fence (nothing when none is
-  /// open). Errors: vkEndCommandBuffer / vkQueueSubmit, code verbatim.
+  /// Ends and submits the open recording (nothing when none is open); the
+  /// submission signals the timeline to its index, or its fence.
+  /// Errors: vkEndCommandBuffer / vkQueueSubmit, code verbatim; the recording is dropped.
   Status flush();
   /// Drops the open recording unsubmitted; its index is not used.
   void discard();
@@ -33,7 +39,7 @@ class FenceTracker final : public SubmitTracker {
   SubmitIndex last_submitted() const noexcept { return SubmitIndex{last_submitted_}; }
   /// Highest index known complete without polling.
   SubmitIndex completed() const noexcept { return SubmitIndex{completed_}; }
-  /// Fence polls made (vkGetFenceStatus calls).
+  /// Completion polls made (vkGetSemaphoreCounterValueKHR or vkGetFenceStatus calls).
   std::uint64_t polls() const noexcept { return polls_; }
 
   SubmitIndex sync_point() const override;
@@ -43,15 +49,16 @@ class FenceTracker final : public SubmitTracker {
  private:
   struct InFlight {
     std::uint64_t index;
-    VkFence fence;
+    VkFence fence;  // null on the timeline
     VkCommandBuffer cmd;
   };
-  FenceTracker(const vk::Device& device, const Fns& fns) : device_(device), fns_(fns) {}
+  QueueTracker(const vk::Device& device, const Fns& fns) : device_(device), fns_(fns) {}
   void retire_through(std::uint64_t index);
 
   const vk::Device& device_;
   const Fns& fns_;
   VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkSemaphore timeline_ = VK_NULL_HANDLE;
   VkCommandBuffer open_ = VK_NULL_HANDLE;
   VkFence open_fence_ = VK_NULL_HANDLE;
   std::deque<InFlight> in_flight_;

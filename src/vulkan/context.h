@@ -95,10 +95,13 @@ class Device {
  public:
   /// Creates a logical device on physical device `index` with one queue that
   /// supports transfer. `wanted` extensions are enabled when present (see has()).
+  /// `features` (may be null) is chained into VkDeviceCreateInfo::pNext as is:
+  /// feature structs of extensions the caller knows are in `wanted` and present.
   /// Errors: invalid_argument (no such index), unsupported (device older than
   /// Vulkan 1.1, no transfer queue), vk_error("vkCreateDevice").
   static Result<std::unique_ptr<Device>> create(std::shared_ptr<Instance> instance, std::uint32_t index,
-                                                const std::vector<std::string>& wanted);
+                                                const std::vector<std::string>& wanted,
+                                                const void* features = nullptr);
   ~Device();
 
   bool has(const std::string& extension) const;

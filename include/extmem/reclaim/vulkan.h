@@ -5,10 +5,12 @@
 // VkDeviceMemory). respecify() orphans it like glBufferData; paint() is a GPU
 // use (a compute dispatch that copies the store's first word into a band of an
 // output buffer, through a descriptor set taken from a memo keyed by store
-// handle, range and destroy epoch). Submission tracking uses one VkFence per
-// submission on one queue: a signalled fence retires every earlier submission
-// too (Vulkan 1.1 spec, "Fences": the signal's first synchronization scope holds
-// all commands earlier in submission order).
+// handle, range and destroy epoch). Submissions on the one queue are indexed
+// 1, 2, 3, ...; completion is read from a timeline semaphore signalled to each
+// submission's index (VK_KHR_timeline_semaphore), or from one VkFence per
+// submission where that is absent: a signalled fence retires every earlier
+// submission too (Vulkan spec, "Fences": the signal's first synchronization
+// scope holds all commands earlier in submission order).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +48,16 @@ class LifoHandleSource final : public HandleSource {
   std::uint64_t next_ = 0x1000;
 };
 
+/// How submissions are observed.
+enum class SubmitTracking {
+  automatic,  ///< timeline when the device exposes VK_KHR_timeline_semaphore, else fences
+  timeline,   ///< a timeline semaphore; create() fails (unsupported) without the extension
+  fences,     ///< one VkFence per submission
+};
+
+/// Stable lower-case name: "automatic", "timeline", "fences".
+const char* to_string(SubmitTracking tracking) noexcept;
+
 struct VulkanOptions {
   /// Parked-bytes budget, bytes; nullopt: EXTMEM_RECLAIM_BUDGET_MB, else 64 MiB.
   std::optional<std::uint64_t> budget_bytes;
@@ -63,6 +75,7 @@ struct VulkanOptions {
   bool quarantine_destroyed = false;
   /// Physical device index; -1: the first device.
   int device_index = -1;
+  SubmitTracking tracking = SubmitTracking::automatic;
 };
 
 /// Index of a buffer made by VulkanBuffers::create_buffer().
@@ -73,7 +86,9 @@ class VulkanBuffers {
   /// Opens the Vulkan loader, an instance and a device, builds the compute
   /// pipeline and a zeroed output buffer. Errors: the budget's (bad
   /// EXTMEM_RECLAIM_BUDGET_MB), the loader's (unsupported), invalid_argument for
-  /// output_words 0, and the failing Vulkan call's (step and VkResult name).
+  /// output_words 0 or a device index out of range, unsupported for
+  /// SubmitTracking::timeline without the extension, and the failing Vulkan
+  /// call's (step and VkResult name).
   static Result<std::unique_ptr<VulkanBuffers>> create(const VulkanOptions& options);
   /// Waits for the device, then destroys every store and Vulkan object.
   ~VulkanBuffers();
@@ -119,6 +134,8 @@ class VulkanBuffers {
   const Gauges& gauges() const;
   /// Descriptor sets made because the memo missed, over the object's life.
   std::uint64_t descriptor_sets_made() const;
+  /// The tracking in use: timeline or fences (never automatic).
+  SubmitTracking tracking() const;
   /// VkPhysicalDeviceProperties::deviceName of the device in use.
   std::string device_name() const;
 
