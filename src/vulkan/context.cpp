@@ -101,7 +101,7 @@ void Buffer::reset() noexcept {
 }
 
 Result<std::unique_ptr<Device>> Device::create(std::shared_ptr<Instance> instance, std::uint32_t index,
-                                               const std::vector<std::string>& wanted) {
+                                               const std::vector<std::string>& wanted, const void* features) {
   auto pds = instance->physical_devices();
   if (!pds) return std::move(pds).error();
   if (index >= pds->size())
@@ -155,6 +155,7 @@ Result<std::unique_ptr<Device>> Device::create(std::shared_ptr<Instance> instanc
   qci.queueCount = 1;
   qci.pQueuePriorities = &priority;
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.pNext = features;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
   dci.enabledExtensionCount = static_cast<std::uint32_t>(enable.size());

@@ -95,10 +95,13 @@ class Device {
  public:
   /// Creates a logical device on physical device `index` with one queue that
   /// supports transfer. `wanted` extensions are enabled when present (see has()).
+  /// `features` (may be null) is chained into VkDeviceCreateInfo::pNext as is:
+  /// feature structs of extensions the caller knows are in `wanted` and present.
   /// Errors: invalid_argument (no such index), unsupported (device older than
   /// Vulkan 1.1, no transfer queue), vk_error("vkCreateDevice").
   static Result<std::unique_ptr<Device>> create(std::shared_ptr<Instance> instance, std::uint32_t index,
-                                                const std::vector<std::string>& wanted);
+                                                const std::vector<std::string>& wanted,
+                                                const void* features = nullptr);
   ~Device();
 
   bool has(const std::string& extension) const;
@@ -107,6 +110,9 @@ class Device {
   VkPhysicalDevice physical() const noexcept { return pd_; }
   const Instance& instance() const noexcept { return *instance_; }
   const VkPhysicalDeviceMemoryProperties& memory_properties() const noexcept { return mem_; }
+  /// The device's one queue (owned by the device) and its family index.
+  VkQueue queue() const noexcept { return queue_; }
+  std::uint32_t queue_family() const noexcept { return queue_family_; }
   /// VkPhysicalDeviceExternalMemoryHostPropertiesEXT::minImportedHostPointerAlignment, bytes (0 if not exposed).
   VkDeviceSize min_imported_host_pointer_alignment() const noexcept { return host_ptr_alignment_; }
 
