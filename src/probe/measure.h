@@ -38,7 +38,9 @@ void cpu_leg(const std::string& leg, std::span<std::byte> view);
 /// GPU copy bandwidth (vkCmdCopyBuffer of `bytes`, wall clock around submit
 /// and fence wait, GB/s) into the shared buffer (gpu_in_gbps), out of it
 /// (gpu_out_gbps), and between two device-local buffers (gpu_baseline_gbps)
-/// when the device has a DEVICE_LOCAL type; the partner buffers are
+/// when the device has a DEVICE_LOCAL type. When one copy takes under 5 ms, a
+/// sample is several copies in one submission (gpu_copies_per_sample, at most
+/// 64) so the submit/wait overhead stays small next to it. The partner buffers are
 /// device-local (preferring a type that is not HOST_VISIBLE). The shared
 /// bytes are saved on the GPU and copied back after. A failing call is noted
 /// as leg.gpu_error (step -> VkResult). Does nothing unless enabled().
