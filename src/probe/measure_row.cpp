@@ -50,8 +50,11 @@ std::string measure_line(const json& m) {
   if (!m.is_object()) return {};
   if (m.contains("error")) return "  measure: no figures: " + m.value("error", std::string());
   std::vector<std::string> parts;
-  const json& base = m["baseline"];
-  for (const auto& [name, e] : m["legs"].items()) {
+  const json base = m.value("baseline", json::object()), legs = m.value("legs", json::object()),
+             route = m.value("route", json::object());
+  for (auto it = legs.begin(); it != legs.end(); ++it) {
+    const std::string& name = it.key();
+    const json& e = it.value();  // a named reference: clang 14 cannot capture structured bindings in lambdas
     std::vector<std::string> f;
     auto cpu = [&](const char* key, const char* ratio, const char* base_key, const char* label) {
       std::string v = fig(e.value(key, json()), " GB/s");
@@ -73,7 +76,7 @@ std::string measure_line(const json& m) {
     if (f.empty()) f.push_back("no figures");
     parts.push_back(fmt::format("{}: {}", name, fmt::join(f, " ")));
   }
-  for (const auto& [key, f] : m["route"].items()) {
+  for (const auto& [key, f] : route.items()) {
     std::string label = key.size() > 3 && key.ends_with("_us") ? key.substr(0, key.size() - 3) : key;
     std::string v = fig(f, " us");
     if (!v.empty()) parts.push_back(fmt::format("{}={}", label, v));
