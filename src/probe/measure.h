@@ -32,7 +32,9 @@ nlohmann::json figure(std::vector<double> samples);
 /// GB/s (1e9 bytes/s), as leg `leg`'s cpu_write_gbps / cpu_read_gbps, and the
 /// same figures for private anonymous memory of the same size (once per
 /// process, "baseline"). The view's bytes are saved first and restored after,
-/// so the route's own regions survive. Does nothing unless enabled().
+/// so the route's own regions survive. Sampling stops after 3 samples once
+/// 10 s are spent (slow uncached memory), so n can be below repeats().
+/// Does nothing unless enabled().
 void cpu_leg(const std::string& leg, std::span<std::byte> view);
 
 /// GPU copy bandwidth (vkCmdCopyBuffer of `bytes`, wall clock around submit

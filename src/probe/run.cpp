@@ -263,6 +263,7 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
         p.measure_repeats = o.measure_repeats;
         p.layout.size = o.measure_size;
         p.soak_s = 0;  // the verdict run soaked already
+        p.timeout_s = std::max(o.timeout_s, 300.0);  // 64 MiB through slow (uncached) memory takes a while
         auto measuring = supervise(route, p);
         if (!measuring) {
           err << "extmem probe: cannot start the children of " << route.row << ": " << measuring.error().message() << "\n";
