@@ -168,6 +168,25 @@ TEST(ProbeMeasure, VerdictsIdenticalWithAndWithoutMeasure) {
   }
 }
 
+// A measuring run that crashes (EXTMEM_TEST_FAULT at a step only the measuring run has)
+// leaves the row's verdict alone and says why there are no figures.
+TEST(ProbeMeasure, CrashWhileMeasuringKeepsTheVerdict) {
+  Dir d;
+  Out o = sh("EXTMEM_TEST_FAULT='T1-opaque-fd:client:measure CPU bandwidth:abort' " + probe() +
+             " --only=T1-opaque-fd --measure --measure-size=1048576 --json=" + d.file("c.json"));
+  EXPECT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("RESULT T1-opaque-fd OK "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("  measure: no figures: child died: SIGABRT in client: measure CPU bandwidth through vkimport"),
+            std::string::npos)
+      << o.out;
+  json doc = json::parse(slurp(d.file("c.json")));
+  for (const json& row : doc["rows"]) {
+    if (row["row"] != "T1-opaque-fd") continue;
+    EXPECT_EQ(row["status"], "OK");
+    EXPECT_EQ(row["measure"]["run_status"], "FAIL");
+  }
+}
+
 TEST(ProbeMeasure, JsonWithMeasureValidatesAgainstSchema) {
   const Runs& r = runs();
   Out v = sh("python3 -c 'import json,sys,jsonschema\n"
