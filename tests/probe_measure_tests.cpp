@@ -187,14 +187,33 @@ TEST(ProbeMeasure, CrashWhileMeasuringKeepsTheVerdict) {
   }
 }
 
+Out validate(const std::string& document) {
+  return sh("python3 -c 'import json,sys,jsonschema\n"
+            "s=json.load(open(sys.argv[1]));d=json.load(open(sys.argv[2]))\n"
+            "c=jsonschema.validators.validator_for(s);c.check_schema(s)\n"
+            "e=list(c(s,format_checker=c.FORMAT_CHECKER).iter_errors(d))\n"
+            "[print(list(x.absolute_path),x.message[:200]) for x in e];sys.exit(1 if e else 0)' " +
+            kSource + "/docs/probe-result.schema.json " + document);
+}
+
+// The schema change is additive: documents written before --measure and --memory-type still validate.
+TEST(ProbeMeasure, OlderDocumentsStillValidate) {
+  for (const char* f : {"nvidia-h200-580.json", "nvidia-h200-580-soak.json"}) {
+    Out v = validate(kSource + "/docs/results/" + f);
+    EXPECT_EQ(v.code, 0) << f << v.out << v.err;
+  }
+}
+
 TEST(ProbeMeasure, JsonWithMeasureValidatesAgainstSchema) {
-  const Runs& r = runs();
-  Out v = sh("python3 -c 'import json,sys,jsonschema\n"
-             "s=json.load(open(sys.argv[1]));d=json.load(open(sys.argv[2]))\n"
-             "c=jsonschema.validators.validator_for(s);c.check_schema(s)\n"
-             "e=list(c(s,format_checker=c.FORMAT_CHECKER).iter_errors(d))\n"
-             "[print(list(x.absolute_path),x.message[:200]) for x in e];sys.exit(1 if e else 0)' " +
-             kSource + "/docs/probe-result.schema.json " + r.dir.file("m.json"));
+  Out v = validate(runs().dir.file("m.json"));
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+}
+
+// A --memory-type=all document (with @mt rows) validates too.
+TEST(ProbeMemoryType, JsonWithMtRowsValidatesAgainstSchema) {
+  Dir d;
+  sh(probe() + " --only-t1 --no-gles --memory-type=all --measure --measure-size=1048576 --json=" + d.file("mt.json"));
+  Out v = validate(d.file("mt.json"));
   EXPECT_EQ(v.code, 0) << v.out << v.err;
 }
 

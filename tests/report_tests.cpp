@@ -109,6 +109,15 @@ TEST(Report, MergesTwoRunsIntoOneMatrix) {
   EXPECT_EQ(wf.code, 0) << wf.err;
 }
 
+// Documents written before --measure existed (the committed H200 runs) still read.
+TEST(Report, ReadsDocumentsFromBeforeMeasure) {
+  const std::string dir = std::string(EXTMEM_SOURCE_DIR) + "/docs/results/";
+  Out o = sh(kBinary + " report " + dir + "nvidia-h200-580.json " + dir + "nvidia-h200-580-soak.json " + docs().sweep);
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("| row | [1] NVIDIA H200 | [2] NVIDIA H200 | [3] llvmpipe"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("| T1-opaque-fd | **OK** | **OK** | **OK** |"), std::string::npos) << o.out;
+}
+
 TEST(Report, MarkdownGoesToStdoutWithoutOutputOptions) {
   Out o = sh(kBinary + " report " + docs().sweep);
   EXPECT_EQ(o.code, 0) << o.err;
