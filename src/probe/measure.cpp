@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "extmem/os/clock.h"
+#include "extmem/os/fd.h"
 #include "vulkan/dispatch.h"
 
 namespace extmem::probe::measure {
@@ -217,21 +218,24 @@ void import_leg(const std::string& leg, const vk::Device& device, const vk::Allo
   for (unsigned i = 0; i < l.repeats; ++i) {
     vk::AllocationRequest r = req;
     r.map = false;
-    int dup = -1;
+    os::UniqueFd dup;
     if (req.import_fd >= 0) {
-      dup = ::dup(req.import_fd);
-      if (dup < 0) {
-        e["import_error"] = "dup of the fd failed";
+      auto d = os::dup_fd(req.import_fd);
+      if (!d) {
+        e["import_error"] = fmt::format("{} -> {}", d.error().step, d.error().code);
         break;
       }
-      r.import_fd = dup;
+      dup = std::move(*d);
+      r.import_fd = dup.get();
     }
     vk::AllocationFailure af;
     const double t0 = os::monotonic_seconds();
     auto b = device.create_buffer(r, &af);
     const double t1 = os::monotonic_seconds();
+    // Once vkAllocateMemory took the fd it belongs to the driver (Vulkan spec, "Importing memory from a
+    // file descriptor"); a failed import leaves it with us, and UniqueFd closes it.
+    if (b || af.memory_allocated) dup.release();
     if (!b) {
-      if (dup >= 0 && !af.memory_allocated) ::close(dup);  // a failed import leaves the fd with us
       e["import_error"] = fmt::format("{} -> {}", af.error.step, af.error.code);
       break;
     }
