@@ -182,6 +182,24 @@ TEST(ReportParse, KeyFiguresPickTheWorstCpuReadLeg) {
   EXPECT_EQ(extmem::report::key_figures({{"error", "x"}, {"run_status", "FAIL"}}), "not measured");
 }
 
+// Found by fleet_report_fuzz: a number too large for any C++ type made nlohmann
+// throw out_of_range (not parse_error) and the reader crashed; a mistyped option
+// or figure made value() throw type_error. Both are now exit-2 messages.
+TEST(ReportParse, OverflowingNumbersAndMistypedFieldsAreRejectedNotThrown) {
+  const std::string head = R"({"schema":"extmem-probe-result","schema_version":1,"vulkan":{"selected":0,"devices":[{"name":"d"}]},)";
+  for (const std::string& text : {
+           std::string(R"({"schema":"extmem-probe-result","schema_version":1,"x":736132322e332})"),
+           head + R"("options":{"measure":true,"measure_size":"big"},"rows":[]})",
+           head + R"("rows":[{"row":"T1-opaque-fd","status":"OK","measure":{"legs":{"a":{"cpu_read_ratio":1,"cpu_write_ratio":"x"}}}}]})",
+       }) {
+    extmem::Result<extmem::report::Run> r = extmem::Error{};
+    EXPECT_NO_THROW(r = extmem::report::parse_run("f.json", text)) << text;
+    ASSERT_FALSE(r) << text;
+    EXPECT_EQ(r.error().step, "f.json");
+    EXPECT_FALSE(r.error().detail.empty());
+  }
+}
+
 TEST(ReportParse, MarkdownEscapesPipes) {
   auto run = extmem::report::parse_run(
       "x.json", R"({"schema":"extmem-probe-result","schema_version":1,"vulkan":{"selected":0,"devices":[{"name":"a|b"}]},

@@ -82,16 +82,37 @@ std::string key_figures(const json& m) {
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
+namespace {
+
+// nlohmann's what() without its "[json.exception.KIND.ID] " prefix.
+std::string reason(const json::exception& e) {
+  std::string what = e.what();
+  if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+  return what;
+}
+
+// parse_run without the exception handling: nlohmann throws on bad text, on numbers
+// too large for any C++ type, and on value() of a field of another type.
+Result<Run> parse_document(const std::string& file, const std::string& text);
+
+}  // namespace
+
 Result<Run> parse_run(const std::string& file, const std::string& text) {
-  json doc;
   try {
-    doc = json::parse(text);
+    return parse_document(file, text);
   } catch (const json::parse_error& e) {
-    // e.what() carries "parse error at line L, column C: ..."; e.byte is the byte position.
-    std::string what = e.what();
-    if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
-    return bad(file, fmt::format("not JSON (byte {}): {}", e.byte, what));
+    // The text says "parse error at line L, column C: ..."; e.byte is the byte position.
+    return bad(file, fmt::format("not JSON (byte {}): {}", e.byte, reason(e)));
+  } catch (const json::exception& e) {
+    // A number too large for any C++ type, or a field of the wrong type where a figure or option was expected.
+    return bad(file, fmt::format("malformed probe document: {}", reason(e)));
   }
+}
+
+namespace {
+
+Result<Run> parse_document(const std::string& file, const std::string& text) {
+  json doc = json::parse(text);
   if (!doc.is_object() || str(doc, "schema") != "extmem-probe-result")
     return bad(file, "not an extmem probe result: \"schema\" is not \"extmem-probe-result\" (write one with extmem probe --json=FILE)");
   auto version = doc.find("schema_version");
@@ -126,6 +147,8 @@ Result<Run> parse_run(const std::string& file, const std::string& text) {
   }
   return run;
 }
+
+}  // namespace
 
 Result<Run> load_run(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
