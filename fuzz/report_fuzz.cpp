@@ -10,6 +10,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto report = extmem::probe::decode_report(payload);
   if (!report) return 0;
   auto again = extmem::probe::decode_report(extmem::probe::encode(*report));
-  if (!again || again->legs.size() != report->legs.size() || again->detail != report->detail) __builtin_trap();
+  if (!again || again->legs.size() != report->legs.size() || again->detail != report->detail ||
+      again->measure != report->measure)
+    __builtin_trap();
   return 0;
 }

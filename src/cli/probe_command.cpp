@@ -73,6 +73,30 @@ Runner add_probe(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--soak", o.soak_s, "Repeat each OK route's round trip this many seconds, counting stale words")
       ->check(seconds);
+  cmd->add_flag("--measure", o.measure,
+                "Per round-tripped leg: CPU and GPU bandwidth vs private/device-local memory, export/import/map latency");
+  cmd->add_option("--measure-size", o.measure_size, "Bytes of the measured allocation: a multiple of 4096, 1 MiB to 1 GiB")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 19)
+              return "\"" + v + "\" is not accepted: a number of bytes, a multiple of 4096 from 1048576 to 1073741824";
+            return {};
+          },
+          "BYTES"))
+      ->capture_default_str();
+  cmd->add_option("--measure-repeats", o.measure_repeats, "Samples per figure (1..100); the median and min/max are reported")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v.empty() || v.size() > 3 || v.find_first_not_of("0123456789") != std::string::npos)
+              return "\"" + v + "\" is not accepted: a whole number from 1 to 100";
+            return {};
+          },
+          "N"))
+      ->capture_default_str();
+  cmd->add_option("--memory-type", o.memory_type,
+                  "Memory type the exporting rows allocate from: auto, all (one row per HOST_VISIBLE type), or INDEX")
+      ->capture_default_str();
+  cmd->add_option("--junit", o.junit_path, "Write one JUnit testcase per row to FILE");
   cmd->add_option("--json", o.json_path, "Write the whole run as JSON (schema docs/probe-result.schema.json)");
   cmd->add_option("--device", o.device, "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)");
   cmd->add_flag("--list-devices", o.list_devices, "List the Vulkan physical devices and exit");
@@ -80,6 +104,7 @@ Runner add_probe(CLI::App& app) {
   cmd->add_option("--child", state->child)->group("");
   cmd->add_option("--role", state->child_args.role)->group("");
   cmd->add_option("--device-index", state->child_args.device_index)->group("");
+  cmd->add_option("--memory-type-index", state->child_args.memory_type)->group("");
 
   return [state]() -> int {
     probe::ProbeOptions& opts = state->options;
@@ -88,6 +113,8 @@ Runner add_probe(CLI::App& app) {
       state->child_args.size = opts.size;
       state->child_args.regions_at_end = opts.regions_at_end;
       state->child_args.soak_s = opts.soak_s;
+      state->child_args.measure = opts.measure;
+      state->child_args.measure_repeats = opts.measure_repeats;
       return probe::run_child(state->child_args);
     }
     opts.only = split_rows(state->only);

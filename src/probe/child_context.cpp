@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "probe/measure.h"
+
 namespace extmem::probe {
 
 const char* to_string(Role role) { return role == Role::server ? "server" : "client"; }
@@ -20,6 +22,12 @@ void ChildContext::step(std::string_view name) {
 }
 
 void ChildContext::report(const RouteReport& report) {
+  if (measure::enabled()) {
+    RouteReport with = report;
+    with.measure = measure::collected();
+    (void)parent_.send(os::MsgType::report, encode(with));
+    return;
+  }
   (void)parent_.send(os::MsgType::report, encode(report));
 }
 

@@ -21,6 +21,7 @@ struct ChildParams {
   std::uint32_t device_index = 0;
   Layout layout;
   double soak_s = 0;  ///< --soak seconds; 0: no soak
+  int memory_type = -1;  ///< --memory-type: the exporting side allocates from this type; -1: auto
 };
 
 class ChildContext {

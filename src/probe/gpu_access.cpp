@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
+#include "probe/measure.h"
 
 namespace extmem::probe {
 
@@ -60,6 +61,7 @@ void record_gpu_round(const Result<std::size_t>& stale, const char* api, Region 
 void gpu_access(const vk::Device& device, VkBuffer shared, const Layout& layout, Region read_region, Leg& gpu) {
   record_gpu_round(gpu_round(device, shared, layout, read_region, seed_of(read_region), Region::E, seed_of(Region::E)),
                    "GPU", read_region, gpu);
+  if (gpu.read_ok) measure::gpu_leg(gpu.name, device, shared, layout.size);
 }
 
 }  // namespace extmem::probe

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "probe/measure.h"
 #include "probe/route_util.h"
 
 namespace extmem::probe {
@@ -60,6 +61,7 @@ std::optional<vk::Buffer> import_host_pointer(const vk::Device& device, void* ho
     return std::nullopt;
   }
   if (decides_row) rep.detail.push_back(fmt::format("hostImport memoryType={} bytes={}", buf->memory_type_index, bytes));
+  measure::import_leg(leg.name, device, req);
   return std::move(*buf);
 }
 

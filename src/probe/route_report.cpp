@@ -48,6 +48,7 @@ std::string encode(const RouteReport& r) {
             {"legs", legs}, {"detail", r.detail}};
   if (r.facts.soak)
     j["soak"] = {{"stale", r.facts.soak->stale}, {"words", r.facts.soak->words}, {"rounds", r.facts.soak->rounds}};
+  if (r.measure.is_object()) j["measure"] = r.measure;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -82,6 +83,10 @@ Result<RouteReport> decode_report(const std::string& payload) {
     }
     if (c.stale > c.words) return bad("soak counts more stale words than words");
     r.facts.soak = c;
+  }
+  if (auto m = j.find("measure"); m != j.end() && !m->is_null()) {
+    if (!m->is_object()) return bad("measure is not an object");
+    r.measure = *m;
   }
   auto detail = j.find("detail");
   if (detail == j.end() || !detail->is_array() || detail->size() > 64) return bad("detail missing or not an array");

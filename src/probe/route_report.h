@@ -2,6 +2,8 @@
 #pragma once
 
 #include <string>
+
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "extmem/core/error.h"
@@ -13,12 +15,14 @@ struct RouteReport {
   RouteFacts facts;
   std::vector<Leg> legs;
   std::vector<std::string> detail;  ///< "key=value" facts for the RESULT line's detail
+  nlohmann::json measure;           ///< --measure figures (probe/measure.h collected()); null when not measuring
 };
 
 std::string encode(const RouteReport& report);
 
 /// Parses a report sent by a child. Errors (protocol, step "decode report"):
-/// not JSON, missing or mistyped fields, more than 16 legs, strings over 4 KiB.
+/// not JSON, missing or mistyped fields, more than 16 legs, strings over 4 KiB,
+/// a "measure" that is neither absent, null nor an object.
 Result<RouteReport> decode_report(const std::string& payload);
 
 }  // namespace extmem::probe

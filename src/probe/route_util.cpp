@@ -1,5 +1,7 @@
 #include "probe/route_util.h"
 
+#include "probe/measure.h"
+
 #include <fmt/format.h>
 
 namespace extmem::probe {
@@ -22,7 +24,14 @@ std::string why_of(const Error& error) {
 std::optional<Setup> await_setup(ChildContext& ctx, RouteReport& rep, const std::string& what) {
   ctx.step("wait for " + what);
   auto setup = recv_setup(ctx);
-  if (setup && setup->ok) return std::move(*setup);
+  if (setup && setup->ok) {
+    if (measure::enabled()) {
+      measure::merge_peer(setup->info.value("measure", nlohmann::json()));
+      ctx.step("measure mmap latency of the received fd");
+      measure::mmap_latency(setup->fd.get(), ctx.layout().size);
+    }
+    return std::move(*setup);
+  }
   if (!setup) {
     rep.facts.fatal = fmt::format("{}: {}", to_string(ctx.params().role), why_of(setup.error()));
   } else {
@@ -83,6 +92,10 @@ void alias_leg(ChildContext& ctx, std::span<std::byte> local, Leg& leg) {
     leg.write_ok = false;
     leg.failed_step = "zerocopy alias check";
     leg.note += (leg.note.empty() ? "" : " ") + *failure;
+  }
+  if (leg.read_ok && leg.write_ok && measure::enabled()) {
+    ctx.step(fmt::format("measure CPU bandwidth through {}", leg.name));
+    measure::cpu_leg(leg.name, local);
   }
 }
 

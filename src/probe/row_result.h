@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "extmem/core/verdict.h"
 
 namespace extmem::probe {
@@ -17,6 +19,7 @@ struct RowResult {
   std::string server_step, client_step;  ///< last step each half reported
   double seconds = 0;                     ///< wall time of the route
   std::optional<SoakCount> soak;          ///< --soak counts, when the route soaked
+  nlohmann::json measure;                 ///< --measure figures (measure_row.h); null when not measured
 };
 
 /// "RESULT <row> <STATUS> <trace> [why: ...] [detail: ...]".

@@ -15,6 +15,9 @@
 #include "extmem/probe/probe.h"
 #include "extmem/vulkan/enumerate.h"
 #include "probe/cuda_phase_a.h"
+#include "probe/junit.h"
+#include "probe/measure.h"
+#include "probe/measure_row.h"
 #include "probe/phase_a.h"
 #include "probe/routes.h"
 #include "probe/supervise.h"
@@ -54,10 +57,43 @@ json leg_json(const Leg& l) {
 json row_json(const RowResult& r) {
   json legs = json::array();
   for (const Leg& l : r.legs) legs.push_back(leg_json(l));
-  return {{"row", r.row}, {"status", to_string(r.verdict.status)}, {"why", r.verdict.why}, {"trace", trace(r.legs)},
+  json j = {{"row", r.row}, {"status", to_string(r.verdict.status)}, {"why", r.verdict.why}, {"trace", trace(r.legs)},
           {"legs", legs}, {"detail", r.detail}, {"seconds", r.seconds},
           {"soak", r.soak ? json{{"stale", r.soak->stale}, {"words", r.soak->words}, {"rounds", r.soak->rounds}} : json(nullptr)},
           {"last_step", {{"server", r.server_step}, {"client", r.client_step}}}};
+  if (!r.measure.is_null()) j["measure"] = r.measure;
+  return j;
+}
+
+// Rows whose server exports with export_allocation (vk_export.h), so --memory-type applies to them.
+bool takes_memory_type(std::string_view row) {
+  return row == "T1-opaque-fd" || row == "T1-dma-buf" || row == "T1-gles-memobj-fd-same-proc" ||
+         row == "T1-gles-memobj-fd-cross-proc";
+}
+
+// --memory-type as a list of memory type indices to run each exporting row with; -1 = auto (today's row).
+// Errors: usage, naming the accepted values and the HOST_VISIBLE types of the device.
+Result<std::vector<int>> memory_type_plan(const std::string& value, const vk::DeviceInfo& dev) {
+  std::vector<int> host_visible;
+  std::string listed;
+  for (const auto& t : dev.types)
+    if (t.flags & 0x2 /* HOST_VISIBLE */) {
+      host_visible.push_back(static_cast<int>(t.index));
+      listed += fmt::format("{}{} ({})", listed.empty() ? "" : ", ", t.index, t.flag_names);
+    }
+  if (value == "auto") return std::vector<int>{-1};
+  if (value == "all") {
+    std::vector<int> plan{-1};
+    plan.insert(plan.end(), host_visible.begin(), host_visible.end());
+    return plan;
+  }
+  int index = -1;
+  if (!value.empty() && value.size() <= 2 && value.find_first_not_of("0123456789") == std::string::npos)
+    index = std::stoi(value);
+  if (index < 0 || std::find(host_visible.begin(), host_visible.end(), index) == host_visible.end())
+    return usage("--memory-type", fmt::format("\"{}\" is not accepted: auto, all, or the index of a HOST_VISIBLE memory "
+                                              "type of device {}: {}", value, dev.index, listed.empty() ? "none" : listed));
+  return std::vector<int>{index};
 }
 
 void print_summary(std::ostream& out, const std::vector<RowResult>& rows) {
@@ -84,7 +120,42 @@ std::string utc_now() {
   return buf;
 }
 
+
+// One row: the route at `memory_type` (-1 = auto), SKIP when filtered out, and with
+// --measure a second, measuring run whose figures are attached; the verdict is the first run's.
+// Errors: supervise()'s (a child could not be started).
+Result<RowResult> run_row(const RouteDef& route, int memory_type, const ProbeOptions& o, const SuperviseParams& params) {
+  RowResult r;
+  const std::string row = std::string(route.row) +
+                          (memory_type >= 0 ? memory_type_suffix(static_cast<unsigned>(memory_type)) : std::string());
+  std::string filtered = filtered_out(route, o);
+  if (!route.skip_reason.empty() || !filtered.empty()) {
+    r.row = row;
+    r.verdict = {RowStatus::skip, !route.skip_reason.empty() ? std::string(route.skip_reason) : filtered};
+    return r;
+  }
+  SuperviseParams p = params;
+  p.memory_type = memory_type;
+  auto supervised = supervise(route, p);
+  if (!supervised) return std::move(supervised).error();
+  r = std::move(*supervised);
+  r.row = row;
+  if (o.measure && has_round_trip(r)) {
+    // A second run that only measures, at --measure-size: the verdict above is already decided.
+    p.measure = true;
+    p.measure_repeats = o.measure_repeats;
+    p.layout.size = o.measure_size;
+    p.soak_s = 0;                                // the verdict run soaked already
+    p.timeout_s = std::max(o.timeout_s, 300.0);  // 64 MiB through slow (uncached) memory takes a while
+    auto measuring = supervise(route, p);
+    if (!measuring) return std::move(measuring).error();
+    r.measure = row_measure(r, *measuring);
+  }
+  return r;
+}
 }  // namespace
+
+std::string memory_type_suffix(unsigned index) { return fmt::format("@mt{}", index); }
 
 std::vector<std::string> row_names() {
   std::vector<std::string> out;
@@ -124,6 +195,18 @@ Status validate(const ProbeOptions& o) {
     // Fail now rather than after a long run: the file must be creatable.
     if (std::string problem = os::creatable_problem(o.json_path); !problem.empty()) return usage("--json", problem);
   }
+  if (!o.junit_path.empty()) {
+    if (std::string problem = os::creatable_problem(o.junit_path); !problem.empty()) return usage("--junit", problem);
+  }
+  if (o.measure_size % 4096 != 0 || o.measure_size < (1u << 20) || o.measure_size > (1u << 30))
+    return usage("--measure-size", fmt::format("{} bytes is not accepted: a multiple of 4096 from 1048576 (1 MiB) to "
+                                               "1073741824 (1 GiB)", o.measure_size));
+  if (o.measure_repeats < 1 || o.measure_repeats > 100)
+    return usage("--measure-repeats", fmt::format("{} is not accepted: a whole number from 1 to 100", o.measure_repeats));
+  if (o.memory_type != "auto" && o.memory_type != "all" &&
+      (o.memory_type.empty() || o.memory_type.size() > 2 || o.memory_type.find_first_not_of("0123456789") != std::string::npos))
+    return usage("--memory-type", fmt::format("\"{}\" is not accepted: auto, all, or a memory type INDEX (0..31)",
+                                              o.memory_type));
   return {};
 }
 
@@ -157,6 +240,17 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
                        "accepted: a multiple of 4096 from {} to {}\n", o.size, *selected, largest, kMinSize, largest);
     return kExitUsage;
   }
+  if (o.measure && o.measure_size > largest) {
+    err << fmt::format("extmem probe: --measure-size: {} bytes does not fit the largest host-visible heap of device {} "
+                       "({} bytes); accepted: a multiple of 4096 from 1048576 to {}\n", o.measure_size, *selected,
+                       largest, std::min<std::uint64_t>(largest, 1u << 30));
+    return kExitUsage;
+  }
+  auto plan = memory_type_plan(o.memory_type, dev);
+  if (!plan) {
+    err << "extmem probe: " << plan.error().step << ": " << plan.error().detail << "\n";
+    return kExitUsage;
+  }
 
   print_context(out, context);
   print_vulkan(out, *vulkan, static_cast<int>(*selected), false);
@@ -164,9 +258,11 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   print_gles(out, gles_info, dev);
   auto cuda_info = cuda::enumerate();
   print_cuda(out, cuda_info, dev.device_uuid);
-  out << fmt::format("== routes (size={} bytes, regions at {}, timeout={:g} s{})\n", o.size,
+  out << fmt::format("== routes (size={} bytes, regions at {}, timeout={:g} s{}{}{})\n", o.size,
                      o.regions_at_end ? "end" : "start", o.timeout_s,
-                     o.soak_s > 0 ? fmt::format(", soak={:g} s", o.soak_s) : std::string());
+                     o.soak_s > 0 ? fmt::format(", soak={:g} s", o.soak_s) : std::string(),
+                     o.measure ? fmt::format(", measure={} bytes x {}", o.measure_size, o.measure_repeats) : std::string(),
+                     o.memory_type != "auto" ? ", memory-type=" + o.memory_type : std::string());
   out.flush();
 
   SuperviseParams params;
@@ -178,22 +274,18 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
 
   std::vector<RowResult> rows;
   for (const RouteDef& route : route_table()) {
-    RowResult r;
-    std::string filtered = filtered_out(route, o);
-    if (!route.skip_reason.empty() || !filtered.empty()) {
-      r.row = std::string(route.row);
-      r.verdict = {RowStatus::skip, !route.skip_reason.empty() ? std::string(route.skip_reason) : filtered};
-    } else {
-      auto supervised = supervise(route, params);
-      if (!supervised) {
-        err << "extmem probe: cannot start the children of " << route.row << ": " << supervised.error().message() << "\n";
+    // One row per memory type of the plan for exporting rows (auto: just the row itself).
+    for (int memory_type : takes_memory_type(route.row) ? *plan : std::vector<int>{-1}) {
+      auto r = run_row(route, memory_type, o, params);
+      if (!r) {
+        err << "extmem probe: cannot start the children of " << route.row << ": " << r.error().message() << "\n";
         return kExitCannotRun;
       }
-      r = std::move(*supervised);
+      out << result_line(*r) << "\n";
+      if (std::string m = measure_line(r->measure); !m.empty()) out << m << "\n";
+      out.flush();
+      rows.push_back(std::move(*r));
     }
-    out << result_line(r) << "\n";
-    out.flush();
-    rows.push_back(std::move(r));
   }
   print_summary(out, rows);
 
@@ -210,7 +302,9 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
                 {"generated_at", utc_now()},
                 {"options",
                  {{"size", o.size}, {"regions_at_end", o.regions_at_end}, {"timeout_s", o.timeout_s}, {"soak_s", o.soak_s},
-                  {"device", o.device}, {"only", o.only}, {"groups", o.groups}, {"no_gles", o.no_gles}}},
+                  {"device", o.device}, {"only", o.only}, {"groups", o.groups}, {"no_gles", o.no_gles},
+                  {"memory_type", o.memory_type}, {"measure", o.measure}, {"measure_size", o.measure_size},
+                  {"measure_repeats", o.measure_repeats}}},
                 {"context", to_json(context)},
                 {"vulkan", to_json(*vulkan, static_cast<int>(*selected))},
                 {"gles", to_json(gles_info, dev)},
@@ -219,6 +313,12 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
                 {"exit_code", code}};
     if (auto s = os::write_file_atomically(o.json_path, doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
         !s) {
+      err << "extmem probe: " << s.error().message() << "\n";
+      return kExitCannotRun;
+    }
+  }
+  if (!o.junit_path.empty()) {
+    if (auto s = os::write_file_atomically(o.junit_path, junit_xml(rows, dev.name)); !s) {
       err << "extmem probe: " << s.error().message() << "\n";
       return kExitCannotRun;
     }
@@ -244,6 +344,8 @@ int run_child(const ChildArgs& a) {
   ::prctl(PR_SET_NAME, a.role == "server" ? "extmem-server" : "extmem-client");
   ChildParams p{a.row, a.role == "server" ? Role::server : Role::client, a.device_index, Layout{a.size, a.regions_at_end},
                 a.soak_s};
+  p.memory_type = a.memory_type;
+  if (a.measure) measure::enable(a.measure_repeats);
   ChildContext ctx(p, os::Channel(os::UniqueFd(3)), os::Channel(os::UniqueFd(4)));
   return p.role == Role::server ? route->server(ctx) : route->client(ctx);
 }

@@ -32,6 +32,11 @@ std::vector<std::string> child_argv(const RouteDef& route, Role role, const Supe
                                    fmt::format("--size={}", p.layout.size)};
   if (p.layout.regions_at_end) argv.emplace_back("--regions-at-end");
   if (p.soak_s > 0) argv.push_back(fmt::format("--soak={}", p.soak_s));
+  if (p.measure) {
+    argv.emplace_back("--measure");
+    argv.push_back(fmt::format("--measure-repeats={}", p.measure_repeats));
+  }
+  if (p.memory_type >= 0) argv.push_back(fmt::format("--memory-type-index={}", p.memory_type));
   return argv;
 }
 
@@ -166,6 +171,7 @@ Result<RowResult> supervise(const RouteDef& route, const SuperviseParams& params
   result.legs = report->legs;
   result.detail = report->detail;
   result.soak = report->facts.soak;
+  result.measure = report->measure;
   for (const Half& h : halves) {
     if (h.exit && h.exit->exited && h.exit->code != 0)
       result.detail.push_back(fmt::format("{} exited with code {}", to_string(h.role), h.exit->code));

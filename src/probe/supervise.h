@@ -14,6 +14,9 @@ struct SuperviseParams {
   Layout layout;
   double timeout_s = 60;        ///< for the whole route, seconds
   double soak_s = 0;            ///< passed to the halves; the route may take this much longer
+  bool measure = false;         ///< --measure to the halves (the measuring run, never the verdict run)
+  unsigned measure_repeats = 5;
+  int memory_type = -1;         ///< --memory-type-index to the halves; -1 = auto
 };
 
 /// Starts the server half and the client half (fd 3: the socket between

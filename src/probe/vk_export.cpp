@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
+#include "extmem/os/clock.h"
+#include "probe/measure.h"
 #include "probe/peer.h"
 #include "probe/route_util.h"
 
@@ -25,9 +27,11 @@ std::optional<std::string> missing_extension(const vk::Device& dev, const Handle
 }
 
 nlohmann::json Exported::info() const {
-  return {{"allocation_size", buffer.allocation_size}, {"memory_type_index", buffer.memory_type_index},
+  nlohmann::json j = {{"allocation_size", buffer.allocation_size}, {"memory_type_index", buffer.memory_type_index},
           {"dedicated", buffer.dedicated}, {"fd_size", fd_size}, {"fd_target", fd_target}, {"exportable_advertised", exportable_advertised},
           {"device_uuid", device->device_uuid()}};
+  if (measure.is_object()) j["measure"] = measure;
+  return j;
 }
 
 std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const HandleKind& h) {
@@ -58,6 +62,11 @@ std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const Ha
   req.external_handle_types = h.bit;
   req.export_memory = true;
   req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  if (ctx.params().memory_type >= 0) {
+    // --memory-type: this one type, whatever its flags besides HOST_VISIBLE (the parent checked it has that).
+    req.allowed_type_bits = 1u << ctx.params().memory_type;
+    req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+  }
   vk::AllocationFailure af;
   auto buf = ex.device->create_buffer(req, &af);
   if (!buf) {
@@ -103,6 +112,21 @@ std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const Ha
   if (!insane.empty()) {
     facts.fatal = "server: exported fd fails sanity: " + insane;
     return facts;
+  }
+  if (measure::enabled()) {
+    ctx.step(fmt::format("measure export latency ({})", h.name));
+    std::vector<double> us;
+    for (int i = 0; i < 100 && us.size() < measure::repeats(); ++i) {
+      int again = -1;
+      const double t0 = os::monotonic_seconds();
+      VkResult rr = ex.device->fn().vkGetMemoryFdKHR(ex.device->handle(), &gi, &again);
+      const double t1 = os::monotonic_seconds();
+      if (rr != VK_SUCCESS) break;
+      ::close(again);
+      us.push_back((t1 - t0) * 1e6);
+    }
+    measure::route_latency("export_us", us);
+    ex.measure = measure::collected();
   }
   return ex;
 }

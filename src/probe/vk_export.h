@@ -41,8 +41,10 @@ struct Exported {
   std::size_t fd_size = 0;  ///< bytes, fstat/lseek of the exported fd; 0 when it has no size (ESPIPE)
   std::string fd_target;    ///< readlink of the fd: what the driver handed out
   bool exportable_advertised = false;
+  nlohmann::json measure;   ///< --measure: what this side measured (export latency), for the peer's report
 
-  /// allocation_size, memory_type_index, dedicated, fd_size: what an importer must match.
+  /// allocation_size, memory_type_index, dedicated, fd_size: what an importer must match;
+  /// plus "measure" when this side measured.
   nlohmann::json info() const;
 };
 

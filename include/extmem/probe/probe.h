@@ -33,8 +33,16 @@ struct ProbeOptions {
   std::string json_path;              ///< --json=FILE; empty = none
   std::string device;                 ///< --device=INDEX|UUID|NAME-SUBSTRING; empty = first GPU
   bool list_devices = false;          ///< print phase A's device list and stop
+  bool measure = false;                ///< --measure: bandwidth/latency figures per round-tripped leg (a second run)
+  std::size_t measure_size = 64u << 20;  ///< --measure-size: bytes of the measured allocation, 1 MiB..1 GiB, multiple of 4096
+  unsigned measure_repeats = 7;       ///< --measure-repeats: samples per figure, 1..100 (median and min/max reported)
+  std::string memory_type = "auto";   ///< --memory-type: "auto", "all" or a memory type INDEX (exporting rows)
+  std::string junit_path;             ///< --junit=FILE; empty = none
   std::string self_exe = "/proc/self/exe";  ///< binary re-executed in child mode (tests point it at extmem)
 };
+
+/// Suffix of a row that exported from memory type `index` (--memory-type): "@mt<index>".
+std::string memory_type_suffix(unsigned index);
 
 /// Names of every row, in print order.
 std::vector<std::string> row_names();
@@ -58,6 +66,9 @@ struct ChildArgs {
   std::size_t size = 65536;       ///< bytes
   bool regions_at_end = false;
   double soak_s = 0;              ///< seconds
+  bool measure = false;           ///< --measure: collect figures (probe/measure.h)
+  unsigned measure_repeats = 5;   ///< samples per figure
+  int memory_type = -1;           ///< exporting side's memory type; -1 = auto
 };
 
 /// Child mode (`extmem probe --child=ROW --role=...`): expects the peer socket

@@ -9,6 +9,7 @@
 
 #include "extmem/core/pattern.h"
 #include "probe/gpu_access.h"
+#include "probe/measure.h"
 #include "probe/route_util.h"
 #include "probe/routes.h"
 #include "probe/vk_export.h"
@@ -93,6 +94,12 @@ int client(ChildContext& ctx, const HandleKind& h) {
       rep.detail.push_back("vkimport " + owner.text);
       if (imported) {
         buf = std::move(*imported);
+        if (measure::enabled()) {
+          ctx.step(fmt::format("measure import latency ({})", h.name));
+          vk::AllocationRequest again = req;
+          again.import_fd = setup->fd.get();  // measure::import_leg imports a fresh dup of it each time
+          measure::import_leg(vki.name, *dev, again);
+        }
       } else {
         fail_leg(vki, af.error);
         if (af.at_allocate) {

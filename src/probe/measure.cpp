@@ -1,0 +1,289 @@
+#include "probe/measure.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "extmem/os/clock.h"
+#include "extmem/os/fd.h"
+#include "vulkan/dispatch.h"
+
+namespace extmem::probe::measure {
+namespace {
+
+using nlohmann::json;
+
+struct Log {
+  bool enabled = false;
+  unsigned repeats = 5;
+  std::size_t size = 0;  // bytes of the largest view measured
+  json baseline = json::object();
+  json legs = json::object();
+  json route = json::object();
+};
+
+Log& log() {
+  static Log l;
+  return l;
+}
+
+// Keeps the compiler from dropping the read loop.
+volatile std::uint64_t g_sink = 0;
+
+double write_seconds(std::span<std::byte> v, int value) {
+  const double t0 = os::monotonic_seconds();
+  std::memset(v.data(), value, v.size());
+  asm volatile("" ::: "memory");
+  return os::monotonic_seconds() - t0;
+}
+
+double read_seconds(std::span<const std::byte> v) {
+  const double t0 = os::monotonic_seconds();
+  const auto* p = reinterpret_cast<const volatile std::uint64_t*>(v.data());
+  const std::size_t n = v.size() / 8;
+  std::uint64_t a = 0, b = 0, c = 0, d = 0;
+  std::size_t i = 0;
+  // Four independent accumulators keep several loads in flight; volatile keeps every load.
+  for (; i + 4 <= n; i += 4) {
+    a ^= p[i];
+    b ^= p[i + 1];
+    c ^= p[i + 2];
+    d ^= p[i + 3];
+  }
+  for (; i < n; ++i) a ^= p[i];
+  g_sink = a ^ b ^ c ^ d;
+  return os::monotonic_seconds() - t0;
+}
+
+double gbps(std::size_t bytes, double seconds) { return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0; }
+
+// Write and read bandwidth samples through `v` (GB/s); one untimed write first faults the pages in.
+// Slow memory (uncached device memory read by the CPU can crawl at tens of MB/s) stops after
+// 3 samples once 10 s are spent, so the route stays within its timeout.
+std::pair<std::vector<double>, std::vector<double>> cpu_samples(std::span<std::byte> v, unsigned repeats) {
+  std::vector<double> w, r;
+  (void)write_seconds(v, 0x5a);
+  const double start = os::monotonic_seconds();
+  for (unsigned i = 0; i < repeats; ++i) {
+    if (i >= 3 && os::monotonic_seconds() - start > 10) break;
+    w.push_back(gbps(v.size(), write_seconds(v, static_cast<int>(i & 0xff))));
+    r.push_back(gbps(v.size(), read_seconds(v)));
+  }
+  return {w, r};
+}
+
+json& leg_entry(const std::string& leg) {
+  json& l = log().legs[leg];
+  if (!l.is_object()) l = json::object();
+  return l;
+}
+
+// A device-local memory type, preferring one that is not HOST_VISIBLE; -1 when none.
+int device_local_type(const vk::Device& device) {
+  const VkPhysicalDeviceMemoryProperties& m = device.memory_properties();
+  int any = -1;
+  for (std::uint32_t i = 0; i < m.memoryTypeCount; ++i) {
+    VkMemoryPropertyFlags f = m.memoryTypes[i].propertyFlags;
+    if (!(f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) continue;
+    if (!(f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)) return static_cast<int>(i);
+    if (any < 0) any = static_cast<int>(i);
+  }
+  return any;
+}
+
+}  // namespace
+
+void enable(unsigned repeats) {
+  log().enabled = true;
+  log().repeats = std::clamp(repeats, 1u, 100u);
+}
+
+bool enabled() { return log().enabled; }
+unsigned repeats() { return log().repeats; }
+
+json figure(std::vector<double> s) {
+  if (s.empty()) return {{"n", 0}};
+  std::sort(s.begin(), s.end());
+  const std::size_t n = s.size();
+  double median = n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  return {{"median", median}, {"min", s.front()}, {"max", s.back()}, {"n", n}};
+}
+
+void cpu_leg(const std::string& leg, std::span<std::byte> view) {
+  Log& l = log();
+  if (!l.enabled || view.size() < 8) return;
+  l.size = std::max(l.size, view.size());
+  if (l.baseline.empty() || l.baseline.value("bytes", std::size_t{0}) != view.size()) {
+    // Private anonymous memory of the same size, in this same process: the figure the ratio is taken against.
+    void* p = ::mmap(nullptr, view.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      auto [w, r] = cpu_samples(std::span<std::byte>(static_cast<std::byte*>(p), view.size()), l.repeats);
+      l.baseline = {{"bytes", view.size()}, {"cpu_write_gbps", figure(w)}, {"cpu_read_gbps", figure(r)}};
+      ::munmap(p, view.size());
+    }
+  }
+  std::vector<std::byte> saved(view.begin(), view.end());
+  auto [w, r] = cpu_samples(view, l.repeats);
+  std::memcpy(view.data(), saved.data(), saved.size());
+  json& e = leg_entry(leg);
+  e["cpu_write_gbps"] = figure(w);
+  e["cpu_read_gbps"] = figure(r);
+  if (l.baseline.contains("cpu_write_gbps")) {
+    double bw = l.baseline["cpu_write_gbps"]["median"], br = l.baseline["cpu_read_gbps"]["median"];
+    if (bw > 0) e["cpu_write_ratio"] = e["cpu_write_gbps"]["median"].get<double>() / bw;
+    if (br > 0) e["cpu_read_ratio"] = e["cpu_read_gbps"]["median"].get<double>() / br;
+  }
+}
+
+void gpu_leg(const std::string& leg, const vk::Device& device, VkBuffer shared, std::size_t bytes) {
+  Log& l = log();
+  if (!l.enabled || bytes == 0) return;
+  l.size = std::max(l.size, bytes);
+  json& e = leg_entry(leg);
+  int dl = device_local_type(device);
+  vk::AllocationRequest req;
+  req.size = bytes;
+  req.map = false;
+  if (dl >= 0) req.allowed_type_bits = 1u << dl;
+  std::vector<vk::Buffer> bufs;  // 0: keeps the shared bytes, 1 and 2: copy partners
+  for (int i = 0; i < 3; ++i) {
+    auto b = device.create_buffer(req);
+    if (!b) {
+      e["gpu_error"] = fmt::format("partner buffer: {} -> {}", b.error().step, b.error().code);
+      return;
+    }
+    bufs.push_back(std::move(*b));
+  }
+  e["gpu_partner_memory_type"] = bufs[1].memory_type_index;
+  const vk::DeviceFns& f = device.fn();
+  // `copies` back-to-back copies in one submission, a transfer barrier between them so they do not overlap.
+  auto copy_seconds = [&](VkBuffer src, VkBuffer dst, unsigned copies = 1) -> Result<double> {
+    const double t0 = os::monotonic_seconds();
+    auto s = device.submit_and_wait([&](VkCommandBuffer cmd) {
+      VkBufferCopy region{0, 0, bytes};
+      for (unsigned c = 0; c < copies; ++c) {
+        if (c > 0) {
+          VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+          b.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+          b.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+          f.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &b, 0,
+                                 nullptr, 0, nullptr);
+        }
+        f.vkCmdCopyBuffer(cmd, src, dst, 1, &region);
+      }
+    });
+    if (!s) return std::move(s).error();
+    return os::monotonic_seconds() - t0;
+  };
+  // The clock runs around submit + fence wait, so a copy that is fast next to that overhead
+  // (a large GPU: 64 MiB in tens of µs) is repeated inside one submission until a sample lasts >= ~5 ms.
+  unsigned batch = 1;
+  auto samples = [&](VkBuffer src, VkBuffer dst, const char* key) {
+    std::vector<double> v;
+    for (unsigned i = 0; i < l.repeats; ++i) {
+      auto t = copy_seconds(src, dst, batch);
+      if (!t) {
+        e["gpu_error"] = fmt::format("{}: {} -> {}", key, t.error().step, t.error().code);
+        return false;
+      }
+      v.push_back(gbps(bytes * batch, *t));
+    }
+    e[key] = figure(v);
+    return true;
+  };
+  auto saved = copy_seconds(shared, bufs[0].buffer);
+  if (!saved) {
+    e["gpu_error"] = fmt::format("save the shared bytes: {} -> {}", saved.error().step, saved.error().code);
+    return;
+  }
+  // Calibrate on the device's own memory, the fastest copy measured here.
+  if (auto one = copy_seconds(bufs[1].buffer, bufs[2].buffer); one && *one > 0 && *one < 0.005)
+    batch = static_cast<unsigned>(std::min(64.0, std::ceil(0.005 / *one)));
+  e["gpu_copies_per_sample"] = batch;
+  bool ok = samples(shared, bufs[1].buffer, "gpu_out_gbps") && samples(bufs[1].buffer, shared, "gpu_in_gbps");
+  if (ok && dl >= 0) samples(bufs[1].buffer, bufs[2].buffer, "gpu_baseline_gbps");
+  (void)copy_seconds(bufs[0].buffer, shared);  // put the route's bytes back
+}
+
+void import_leg(const std::string& leg, const vk::Device& device, const vk::AllocationRequest& req) {
+  Log& l = log();
+  if (!l.enabled) return;
+  std::vector<double> import_us, map_us;
+  json& e = leg_entry(leg);
+  for (unsigned i = 0; i < l.repeats; ++i) {
+    vk::AllocationRequest r = req;
+    r.map = false;
+    os::UniqueFd dup;
+    if (req.import_fd >= 0) {
+      auto d = os::dup_fd(req.import_fd);
+      if (!d) {
+        e["import_error"] = fmt::format("{} -> {}", d.error().step, d.error().code);
+        break;
+      }
+      dup = std::move(*d);
+      r.import_fd = dup.get();
+    }
+    vk::AllocationFailure af;
+    const double t0 = os::monotonic_seconds();
+    auto b = device.create_buffer(r, &af);
+    const double t1 = os::monotonic_seconds();
+    // Once vkAllocateMemory took the fd it belongs to the driver (Vulkan spec, "Importing memory from a
+    // file descriptor"); a failed import leaves it with us, and UniqueFd closes it.
+    if (b || af.memory_allocated) dup.release();
+    if (!b) {
+      e["import_error"] = fmt::format("{} -> {}", af.error.step, af.error.code);
+      break;
+    }
+    import_us.push_back((t1 - t0) * 1e6);
+    void* p = nullptr;
+    const double t2 = os::monotonic_seconds();
+    VkResult mr = device.fn().vkMapMemory(device.handle(), b->memory, 0, VK_WHOLE_SIZE, 0, &p);
+    const double t3 = os::monotonic_seconds();
+    if (mr == VK_SUCCESS) {
+      map_us.push_back((t3 - t2) * 1e6);
+      device.fn().vkUnmapMemory(device.handle(), b->memory);
+    } else if (!e.contains("map_error")) {
+      e["map_error"] = std::string("vkMapMemory -> ") + vk::result_name(mr);
+    }
+  }
+  if (!import_us.empty()) e["import_us"] = figure(import_us);
+  if (!map_us.empty()) e["map_us"] = figure(map_us);
+}
+
+void route_latency(const std::string& key, std::vector<double> samples_us) {
+  if (!log().enabled || samples_us.empty()) return;
+  log().route[key] = figure(std::move(samples_us));
+}
+
+void merge_peer(const json& peer) {
+  if (!log().enabled || !peer.is_object()) return;
+  if (auto r = peer.find("route"); r != peer.end() && r->is_object())
+    for (auto it = r->begin(); it != r->end(); ++it) log().route[it.key()] = it.value();
+}
+
+void mmap_latency(int fd, std::size_t bytes) {
+  if (!log().enabled || fd < 0 || bytes == 0) return;
+  std::vector<double> us;
+  for (unsigned i = 0; i < log().repeats; ++i) {
+    const double t0 = os::monotonic_seconds();
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    const double t1 = os::monotonic_seconds();
+    if (p == MAP_FAILED) return;  // a refused mapping is the leg's business, not a figure
+    ::munmap(p, bytes);
+    us.push_back((t1 - t0) * 1e6);
+  }
+  route_latency("mmap_us", us);
+}
+
+json collected() {
+  const Log& l = log();
+  if (!l.enabled) return nullptr;
+  return {{"size", l.size}, {"repeats", l.repeats}, {"baseline", l.baseline}, {"legs", l.legs}, {"route", l.route}};
+}
+
+}  // namespace extmem::probe::measure

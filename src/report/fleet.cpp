@@ -1,0 +1,162 @@
+#include "report/fleet.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace extmem::report {
+namespace {
+
+using nlohmann::json;
+
+Error bad(const std::string& file, std::string detail) {
+  return Error{file, ErrorKind::invalid_argument, {}, std::move(detail)};
+}
+
+std::string str(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+double median_of(const json& leg, const char* key) {
+  auto it = leg.find(key);
+  if (it == leg.end() || !it->is_object()) return -1;
+  auto m = it->find("median");
+  return m != it->end() && m->is_number() ? m->get<double>() : -1;
+}
+
+std::string options_text(const json& o) {
+  if (!o.is_object()) return {};
+  std::vector<std::string> parts;
+  if (o.value("measure", false)) parts.push_back(fmt::format("measure({} MiB)", o.value("measure_size", 0ull) >> 20));
+  if (std::string mt = o.value("memory_type", std::string("auto")); mt != "auto") parts.push_back("memory-type=" + mt);
+  if (o.value("size", 65536ull) != 65536) parts.push_back(fmt::format("size={}", o.value("size", 0ull)));
+  if (o.value("regions_at_end", false)) parts.push_back("regions-at-end");
+  if (o.value("soak_s", 0.0) > 0) parts.push_back(fmt::format("soak={:g}s", o.value("soak_s", 0.0)));
+  if (o.value("no_gles", false)) parts.push_back("no-gles");
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
+}  // namespace
+
+std::string key_figures(const json& m) {
+  if (!m.is_object()) return {};
+  if (m.contains("error")) return "not measured";
+  std::vector<std::string> parts;
+  const json legs = m.value("legs", json::object());
+  // The CPU leg that reads worst against private memory is the one a server would suffer from.
+  std::string cpu_leg;
+  double worst = 1e300;
+  for (const auto& [name, leg] : legs.items()) {
+    if (!leg.is_object() || !leg.contains("cpu_read_ratio") || !leg["cpu_read_ratio"].is_number()) continue;
+    if (leg["cpu_read_ratio"].get<double>() < worst) {
+      worst = leg["cpu_read_ratio"].get<double>();
+      cpu_leg = name;
+    }
+  }
+  if (!cpu_leg.empty()) {
+    const json& l = legs[cpu_leg];
+    parts.push_back(fmt::format("cpu r x{:.2f} w x{:.2f} ({})", l.value("cpu_read_ratio", 0.0),
+                                l.value("cpu_write_ratio", 0.0), cpu_leg));
+  }
+  for (const auto& [name, leg] : legs.items()) {
+    double in = median_of(leg, "gpu_in_gbps"), out = median_of(leg, "gpu_out_gbps"), dl = median_of(leg, "gpu_baseline_gbps");
+    if (in < 0 || out < 0) continue;
+    parts.push_back(fmt::format("gpu in {:.3g} out {:.3g} GB/s{} ({})", in, out,
+                                dl >= 0 ? fmt::format(" vs local {:.3g}", dl) : std::string(), name));
+    break;  // one GPU leg is enough for a cell; the JSON has them all
+  }
+  std::vector<std::string> lat;
+  const json route = m.value("route", json::object());
+  if (route.contains("export_us")) lat.push_back(fmt::format("export {:.3g}", median_of(route, "export_us")));
+  for (const auto& [name, leg] : legs.items()) {
+    if (median_of(leg, "import_us") >= 0) {
+      lat.push_back(fmt::format("import {:.3g}", median_of(leg, "import_us")));
+      if (median_of(leg, "map_us") >= 0) lat.push_back(fmt::format("map {:.3g}", median_of(leg, "map_us")));
+      break;
+    }
+  }
+  if (!lat.empty()) parts.push_back(fmt::format("{} µs", fmt::join(lat, " ")));
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+namespace {
+
+// nlohmann's what() without its "[json.exception.KIND.ID] " prefix.
+std::string reason(const json::exception& e) {
+  std::string what = e.what();
+  if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+  return what;
+}
+
+// parse_run without the exception handling: nlohmann throws on bad text, on numbers
+// too large for any C++ type, and on value() of a field of another type.
+Result<Run> parse_document(const std::string& file, const std::string& text);
+
+}  // namespace
+
+Result<Run> parse_run(const std::string& file, const std::string& text) {
+  try {
+    return parse_document(file, text);
+  } catch (const json::parse_error& e) {
+    // The text says "parse error at line L, column C: ..."; e.byte is the byte position.
+    return bad(file, fmt::format("not JSON (byte {}): {}", e.byte, reason(e)));
+  } catch (const json::exception& e) {
+    // A number too large for any C++ type, or a field of the wrong type where a figure or option was expected.
+    return bad(file, fmt::format("malformed probe document: {}", reason(e)));
+  }
+}
+
+namespace {
+
+Result<Run> parse_document(const std::string& file, const std::string& text) {
+  json doc = json::parse(text);
+  if (!doc.is_object() || str(doc, "schema") != "extmem-probe-result")
+    return bad(file, "not an extmem probe result: \"schema\" is not \"extmem-probe-result\" (write one with extmem probe --json=FILE)");
+  auto version = doc.find("schema_version");
+  if (version == doc.end() || !version->is_number_integer())
+    return bad(file, "\"schema_version\" is missing or not an integer");
+  const auto v = version->get<long long>();
+  if (std::find(std::begin(kSupportedSchemaVersions), std::end(kSupportedSchemaVersions), v) ==
+      std::end(kSupportedSchemaVersions))
+    return bad(file, fmt::format("schema_version {} is not supported; this extmem reads schema_version {}", v,
+                                 fmt::join(kSupportedSchemaVersions, ", ")));
+  Run run;
+  run.file = file;
+  run.generated_at = str(doc, "generated_at");
+  run.options = options_text(doc.value("options", json()));
+  const json vulkan = doc.value("vulkan", json());
+  const json devices = vulkan.is_object() ? vulkan.value("devices", json()) : json();
+  const json selected = vulkan.is_object() ? vulkan.value("selected", json()) : json();
+  if (!devices.is_array() || !selected.is_number_integer() || selected.get<long long>() < 0 ||
+      selected.get<long long>() >= static_cast<long long>(devices.size()) || !devices[selected.get<std::size_t>()].is_object())
+    return bad(file, "\"vulkan.devices\" / \"vulkan.selected\" missing or do not name a device");
+  const json& dev = devices[selected.get<std::size_t>()];
+  run.device = str(dev, "name");
+  run.driver = fmt::format("{} ({})", str(dev, "driver_name"), str(dev, "driver_info"));
+  auto rows = doc.find("rows");
+  if (rows == doc.end() || !rows->is_array()) return bad(file, "\"rows\" is missing or not an array");
+  for (std::size_t i = 0; i < rows->size(); ++i) {
+    const json& r = (*rows)[i];
+    if (!r.is_object() || str(r, "row").empty() || str(r, "status").empty())
+      return bad(file, fmt::format("rows[{}]: \"row\" or \"status\" missing or not a string", i));
+    Cell c{str(r, "status"), str(r, "why"), key_figures(r.value("measure", json()))};
+    run.rows.emplace_back(str(r, "row"), std::move(c));
+  }
+  return run;
+}
+
+}  // namespace
+
+Result<Run> load_run(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{"read " + path, ErrorKind::invalid_argument, errno_code(errno), "cannot open the file"};
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Error{"read " + path, ErrorKind::invalid_argument, errno_code(errno), "read failed"};
+  return parse_run(path, text.str());
+}
+
+}  // namespace extmem::report

@@ -1,0 +1,346 @@
+// `extmem probe --measure`, `--memory-type`, `--junit` on the machine's Vulkan
+// driver (lavapipe in CI): figures for every round-tripped leg with their
+// baselines, verdicts identical with and without --measure, JUnit valid
+// against tests/data/junit.xsd (xmllint), and bad values of every new option.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "extmem/probe/probe.h"
+#include "probe/junit.h"
+#include "probe/measure.h"
+#include "probe/measure_row.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kBinary = EXTMEM_BINARY;
+const std::string kSource = EXTMEM_SOURCE_DIR;
+
+struct Out {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A fresh directory per test, removed afterwards.
+struct Dir {
+  fs::path path;
+  Dir() {
+    char tmpl[] = "/tmp/extmem-measure-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~Dir() { fs::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+// Runs `args` through /bin/sh (arguments are ours, no user text) with stdout and stderr captured.
+Out sh(const std::string& args) {
+  Dir d;
+  std::string cmd = args + " >" + d.file("out") + " 2>" + d.file("err");
+  int st = std::system(cmd.c_str());
+  Out o;
+  o.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  o.out = slurp(d.file("out"));
+  o.err = slurp(d.file("err"));
+  return o;
+}
+
+std::string probe() { return kBinary + " probe"; }
+
+// One --measure --json run and one plain --json run of the same rows, shared by the tests.
+struct Runs {
+  Dir dir;
+  Out measured, plain;
+  json measured_doc, plain_doc;
+};
+const Runs& runs() {
+  static Runs* r = [] {
+    auto* r = new Runs;
+    r->measured = sh(probe() + " --no-gles --measure --measure-repeats=3 --json=" + r->dir.file("m.json"));
+    r->plain = sh(probe() + " --no-gles --json=" + r->dir.file("p.json"));
+    r->measured_doc = json::parse(slurp(r->dir.file("m.json")), nullptr, false);
+    r->plain_doc = json::parse(slurp(r->dir.file("p.json")), nullptr, false);
+    return r;
+  }();
+  return *r;
+}
+
+bool figure_ok(const json& f) {
+  return f.is_object() && f.value("n", 0) == 3 && f.value("min", -1.0) > 0 && f.value("min", 0.0) <= f.value("median", 0.0) &&
+         f.value("median", 0.0) <= f.value("max", 0.0);
+}
+
+TEST(ProbeMeasure, EveryRoundTrippedLegHasFiguresAndBaseline) {
+  const Runs& r = runs();
+  ASSERT_TRUE(r.measured_doc.is_object()) << r.measured.err;
+  int measured_legs = 0;
+  for (const json& row : r.measured_doc["rows"]) {
+    bool any_rt = false;
+    for (const json& leg : row["legs"]) any_rt = any_rt || leg["value"] == "rt";
+    if (!any_rt) {
+      EXPECT_FALSE(row.contains("measure")) << row["row"];
+      continue;
+    }
+    ASSERT_TRUE(row.contains("measure")) << row["row"];
+    const json& m = row["measure"];
+    ASSERT_FALSE(m.contains("error")) << m.dump();
+    EXPECT_EQ(m["size"], 64u << 20);
+    EXPECT_TRUE(figure_ok(m["baseline"]["cpu_write_gbps"])) << m.dump();
+    EXPECT_TRUE(figure_ok(m["baseline"]["cpu_read_gbps"])) << m.dump();
+    for (const json& leg : row["legs"]) {
+      if (leg["value"] != "rt") {
+        EXPECT_FALSE(m["legs"].contains(leg["name"].get<std::string>())) << row["row"] << " " << leg["name"];
+        continue;
+      }
+      ++measured_legs;
+      const std::string name = leg["name"];
+      ASSERT_TRUE(m["legs"].contains(name)) << row["row"] << " " << name << " " << m.dump();
+      const json& f = m["legs"][name];
+      // A leg is measured by what it is: a CPU mapping or a GPU access; either way some figure is there.
+      bool cpu = f.contains("cpu_read_gbps"), gpu = f.contains("gpu_out_gbps");
+      EXPECT_TRUE(cpu || gpu) << row["row"] << " " << name << " " << f.dump();
+      if (cpu) {
+        EXPECT_TRUE(figure_ok(f["cpu_read_gbps"]) && figure_ok(f["cpu_write_gbps"])) << f.dump();
+        EXPECT_GT(f.value("cpu_read_ratio", 0.0), 0) << f.dump();
+        EXPECT_GT(f.value("cpu_write_ratio", 0.0), 0) << f.dump();
+      }
+      if (gpu) {
+        EXPECT_TRUE(figure_ok(f["gpu_out_gbps"]) && figure_ok(f["gpu_in_gbps"])) << f.dump();
+        EXPECT_TRUE(figure_ok(f["gpu_baseline_gbps"])) << "lavapipe has a DEVICE_LOCAL type: " << f.dump();
+      }
+    }
+  }
+  EXPECT_GE(measured_legs, 8);  // T1 vkimport+gpu, T3 mmap legs, host imports, sealed
+  // The latencies: export on T1, import and map on the Vulkan import leg, mmap of a received fd.
+  for (const json& row : r.measured_doc["rows"]) {
+    if (row["row"] != "T1-opaque-fd") continue;
+    EXPECT_TRUE(figure_ok(row["measure"]["route"]["export_us"])) << row["measure"].dump();
+    EXPECT_TRUE(figure_ok(row["measure"]["route"]["mmap_us"])) << row["measure"].dump();
+    EXPECT_TRUE(figure_ok(row["measure"]["legs"]["vkimport"]["import_us"])) << row["measure"].dump();
+    EXPECT_TRUE(figure_ok(row["measure"]["legs"]["vkimport"]["map_us"])) << row["measure"].dump();
+  }
+}
+
+TEST(ProbeMeasure, TextHasAMeasureLinePerMeasuredRow) {
+  const Runs& r = runs();
+  std::istringstream lines(r.measured.out);
+  std::string line, previous;
+  int measure_lines = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("  measure: ", 0) == 0) {
+      ++measure_lines;
+      EXPECT_EQ(previous.rfind("RESULT ", 0), 0u) << line;
+      EXPECT_NE(previous.find(" OK "), std::string::npos) << previous;
+      EXPECT_NE(line.find("of private"), std::string::npos) << line;
+    }
+    previous = line;
+  }
+  EXPECT_EQ(measure_lines, 5) << r.measured.out;  // T1-opaque-fd and the four OK T3 rows
+}
+
+TEST(ProbeMeasure, VerdictsIdenticalWithAndWithoutMeasure) {
+  const Runs& r = runs();
+  EXPECT_EQ(r.measured.code, r.plain.code);
+  ASSERT_EQ(r.measured_doc["rows"].size(), r.plain_doc["rows"].size());
+  for (std::size_t i = 0; i < r.plain_doc["rows"].size(); ++i) {
+    const json &a = r.measured_doc["rows"][i], &b = r.plain_doc["rows"][i];
+    EXPECT_EQ(a["row"], b["row"]);
+    EXPECT_EQ(a["status"], b["status"]) << a["row"];
+    EXPECT_EQ(a["trace"], b["trace"]) << a["row"];
+    EXPECT_EQ(a["why"], b["why"]) << a["row"];
+    EXPECT_EQ(a["detail"], b["detail"]) << a["row"];  // the verdict run is at --size, untouched by measuring
+  }
+}
+
+// A measuring run that crashes (EXTMEM_TEST_FAULT at a step only the measuring run has)
+// leaves the row's verdict alone and says why there are no figures.
+TEST(ProbeMeasure, CrashWhileMeasuringKeepsTheVerdict) {
+  Dir d;
+  Out o = sh("EXTMEM_TEST_FAULT='T1-opaque-fd:client:measure CPU bandwidth:abort' " + probe() +
+             " --only=T1-opaque-fd --measure --measure-size=1048576 --json=" + d.file("c.json"));
+  EXPECT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("RESULT T1-opaque-fd OK "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("  measure: no figures: child died: SIGABRT in client: measure CPU bandwidth through vkimport"),
+            std::string::npos)
+      << o.out;
+  json doc = json::parse(slurp(d.file("c.json")));
+  for (const json& row : doc["rows"]) {
+    if (row["row"] != "T1-opaque-fd") continue;
+    EXPECT_EQ(row["status"], "OK");
+    EXPECT_EQ(row["measure"]["run_status"], "FAIL");
+  }
+}
+
+Out validate(const std::string& document) {
+  return sh("python3 -c 'import json,sys,jsonschema\n"
+            "s=json.load(open(sys.argv[1]));d=json.load(open(sys.argv[2]))\n"
+            "c=jsonschema.validators.validator_for(s);c.check_schema(s)\n"
+            "e=list(c(s,format_checker=c.FORMAT_CHECKER).iter_errors(d))\n"
+            "[print(list(x.absolute_path),x.message[:200]) for x in e];sys.exit(1 if e else 0)' " +
+            kSource + "/docs/probe-result.schema.json " + document);
+}
+
+// The schema change is additive: documents written before --measure and --memory-type still validate.
+TEST(ProbeMeasure, OlderDocumentsStillValidate) {
+  for (const char* f : {"nvidia-h200-580.json", "nvidia-h200-580-soak.json"}) {
+    Out v = validate(kSource + "/docs/results/" + f);
+    EXPECT_EQ(v.code, 0) << f << v.out << v.err;
+  }
+}
+
+TEST(ProbeMeasure, JsonWithMeasureValidatesAgainstSchema) {
+  Out v = validate(runs().dir.file("m.json"));
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+}
+
+// A --memory-type=all document (with @mt rows) validates too.
+TEST(ProbeMemoryType, JsonWithMtRowsValidatesAgainstSchema) {
+  Dir d;
+  sh(probe() + " --only-t1 --no-gles --memory-type=all --measure --measure-size=1048576 --json=" + d.file("mt.json"));
+  Out v = validate(d.file("mt.json"));
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+}
+
+TEST(ProbeMeasure, BadValuesAreUsageErrors) {
+  struct Case {
+    const char* args;
+    const char* says;
+  } cases[] = {
+      {"--measure-size=1000", "--measure-size"},        {"--measure-size=1048577", "multiple of 4096"},
+      {"--measure-size=2147483648", "1073741824"},      {"--measure-size=-5", "--measure-size"},
+      {"--measure-size=abc", "--measure-size"},         {"--measure-repeats=0", "1 to 100"},
+      {"--measure-repeats=101", "1 to 100"},            {"--measure-repeats=x", "--measure-repeats"},
+      {"--memory-type=banana", "auto, all"},            {"--memory-type=-1", "--memory-type"},
+      {"--memory-type=31", "HOST_VISIBLE"},             {"--memory-type=", "--memory-type"},
+      {"--junit=/nonexistent-dir/x.xml", "--junit"},
+  };
+  for (const Case& c : cases) {
+    Out o = sh(probe() + " " + c.args);
+    EXPECT_EQ(o.code, 2) << c.args << "\n" << o.out << o.err;
+    EXPECT_NE(o.err.find(c.says), std::string::npos) << c.args << ": " << o.err;
+    EXPECT_EQ(o.out.find("RESULT"), std::string::npos) << c.args;
+  }
+}
+
+TEST(ProbeMemoryType, AllAddsOneRowPerHostVisibleTypeAndKeepsTheAutoRow) {
+  Dir d;
+  Out o = sh(probe() + " --only-t1 --memory-type=all --json=" + d.file("all.json"));
+  ASSERT_TRUE(o.code == 0 || o.code == 1) << o.err;
+  json doc = json::parse(slurp(d.file("all.json")));
+  std::vector<int> host_visible;
+  const json& dev = doc["vulkan"]["devices"][doc["vulkan"]["selected"].get<int>()];
+  for (const json& t : dev["memory_types"])
+    if (t["flags"].get<unsigned>() & 0x2) host_visible.push_back(t["index"]);
+  ASSERT_FALSE(host_visible.empty());
+  for (const char* base : {"T1-opaque-fd", "T1-dma-buf", "T1-gles-memobj-fd-same-proc", "T1-gles-memobj-fd-cross-proc"}) {
+    std::vector<std::string> names;
+    for (const json& row : doc["rows"])
+      if (row["row"].get<std::string>().rfind(base, 0) == 0 &&
+          (row["row"] == base || row["row"].get<std::string>()[std::strlen(base)] == '@'))
+        names.push_back(row["row"]);
+    ASSERT_EQ(names.size(), host_visible.size() + 1) << base;
+    EXPECT_EQ(names[0], base);
+    for (std::size_t i = 0; i < host_visible.size(); ++i)
+      EXPECT_EQ(names[i + 1], std::string(base) + extmem::probe::memory_type_suffix(host_visible[i]));
+  }
+  // The @mt row of the type auto picks has auto's verdict, and its exporter really used that type.
+  for (const json& row : doc["rows"]) {
+    if (row["row"] != "T1-opaque-fd@mt" + std::to_string(host_visible[0])) continue;
+    EXPECT_EQ(row["status"], "OK") << row.dump();
+    bool said = false;
+    for (const json& d : row["detail"])
+      said = said || d.get<std::string>().find("memoryType=" + std::to_string(host_visible[0]) + " ") != std::string::npos;
+    EXPECT_TRUE(said) << row["detail"].dump();
+  }
+}
+
+TEST(ProbeMemoryType, AutoKeepsTodaysRowNames) {
+  Out o = sh(probe() + " --only-t1 --memory-type=auto");
+  EXPECT_EQ(o.out.find("@mt"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("RESULT T1-opaque-fd OK"), std::string::npos) << o.out;
+}
+
+TEST(ProbeJunit, ValidatesAgainstJunitXsdWithOneTestcasePerRow) {
+  Dir d;
+  Out o = sh(probe() + " --measure --measure-size=1048576 --measure-repeats=2 --junit=" + d.file("r.xml"));
+  ASSERT_TRUE(o.code == 0 || o.code == 1) << o.err;
+  Out v = sh("xmllint --noout --schema " + kSource + "/tests/data/junit.xsd " + d.file("r.xml"));
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+  std::string xml = slurp(d.file("r.xml"));
+  std::size_t testcases = 0, results = 0;
+  for (std::size_t p = 0; (p = xml.find("<testcase ", p)) != std::string::npos; ++p) ++testcases;
+  for (std::size_t p = 0; (p = o.out.find("RESULT ", p)) != std::string::npos; ++p) ++results;
+  EXPECT_EQ(testcases, results);
+  // FAIL rows (the GLES rows on lavapipe) carry <failure>, SKIP and UNSUPPORTED <skipped>, OK neither.
+  EXPECT_NE(xml.find("name=\"T1-gles-memobj-fd-cross-proc\""), std::string::npos);
+  if (o.out.find("RESULT T1-gles-memobj-fd-cross-proc FAIL") != std::string::npos)
+    EXPECT_NE(xml.find("<failure type=\"FAIL\" message=\"glgpu:"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<skipped message=\"UNSUPPORTED: VK_EXT_external_memory_dma_buf"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("measure: "), std::string::npos);
+}
+
+// Negative control: the XSD bites (a testcase without a name, an unknown status element).
+TEST(ProbeJunit, XsdRejectsBrokenDocuments) {
+  Dir d;
+  std::ofstream(d.file("bad1.xml")) << "<testsuites><testsuite name=\"x\" tests=\"1\"><testcase classname=\"a\"/>"
+                                       "</testsuite></testsuites>";
+  std::ofstream(d.file("bad2.xml")) << "<testsuites><testsuite name=\"x\" tests=\"1\"><testcase name=\"a\" "
+                                       "classname=\"b\"><maybe/></testcase></testsuite></testsuites>";
+  for (const char* f : {"bad1.xml", "bad2.xml"}) {
+    Out v = sh("xmllint --noout --schema " + kSource + "/tests/data/junit.xsd " + d.file(f));
+    EXPECT_NE(v.code, 0) << f << v.err;
+  }
+}
+
+TEST(ProbeJunit, EscapesTextAndDropsBytesXmlForbids) {
+  extmem::probe::RowResult r;
+  r.row = "T1-opaque-fd";
+  r.verdict = {extmem::RowStatus::fail, "step <a> & \"b\" \x01 end"};
+  std::string xml = extmem::probe::junit_xml({r}, "dev & <gpu>");
+  EXPECT_NE(xml.find("message=\"step &lt;a&gt; &amp; &quot;b&quot; \xEF\xBF\xBD end\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("hostname=\"dev &amp; &lt;gpu&gt;\""), std::string::npos) << xml;
+  EXPECT_EQ(xml.find('\x01'), std::string::npos);
+}
+
+TEST(MeasureFigure, MedianMinMax) {
+  using extmem::probe::measure::figure;
+  EXPECT_EQ(figure({3, 1, 2}), (json{{"median", 2.0}, {"min", 1.0}, {"max", 3.0}, {"n", 3}}));
+  EXPECT_EQ(figure({4, 1, 3, 2}), (json{{"median", 2.5}, {"min", 1.0}, {"max", 4.0}, {"n", 4}}));
+  EXPECT_EQ(figure({}), (json{{"n", 0}}));
+}
+
+TEST(MeasureRow, KeepsOnlyLegsThatRoundTrippedInTheVerdictRun) {
+  extmem::probe::RowResult verdict, measuring;
+  extmem::Leg rt{"vkimport", true};
+  rt.read_ok = rt.write_ok = true;
+  extmem::Leg no{"rawmmap", false};
+  verdict.legs = {no, rt};
+  measuring.verdict.status = extmem::RowStatus::ok;
+  measuring.measure = {{"size", 1}, {"repeats", 1}, {"baseline", json::object()}, {"route", json::object()},
+                       {"legs", {{"vkimport", {{"map_us", {{"n", 0}}}}}, {"rawmmap", {{"map_us", {{"n", 0}}}}}}}};
+  json m = extmem::probe::row_measure(verdict, measuring);
+  EXPECT_TRUE(m["legs"].contains("vkimport"));
+  EXPECT_FALSE(m["legs"].contains("rawmmap"));
+  EXPECT_EQ(m["run_status"], "OK");
+  measuring.measure = nullptr;
+  measuring.verdict = {extmem::RowStatus::fail, "timeout"};
+  EXPECT_EQ(extmem::probe::row_measure(verdict, measuring)["error"], "timeout");
+}
+
+}  // namespace
