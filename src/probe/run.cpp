@@ -104,7 +104,9 @@ void print_summary(std::ostream& out, const std::vector<RowResult>& rows) {
   int counts[5] = {};
   for (const RowResult& r : rows) {
     ++counts[static_cast<int>(r.verdict.status)];
-    std::string rest = r.legs.empty() ? r.verdict.why : trace(r.legs);
+    // A row that did not run has only notrun legs; its reason says more than they do.
+    bool not_run = r.verdict.status == RowStatus::skip || r.verdict.status == RowStatus::unsupported;
+    std::string rest = r.legs.empty() || not_run ? r.verdict.why : trace(r.legs);
     out << fmt::format("{:<{}}  {:<11}  {}\n", r.row, width, to_string(r.verdict.status), rest);
   }
   out << fmt::format("{} OK, {} PARTIAL, {} FAIL, {} UNSUPPORTED, {} SKIP\n", counts[0], counts[1], counts[2],
