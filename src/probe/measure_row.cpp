@@ -81,8 +81,10 @@ std::string measure_line(const json& m) {
     std::string v = fig(f, " us");
     if (!v.empty()) parts.push_back(fmt::format("{}={}", label, v));
   }
-  return fmt::format("  measure: {}; {} MiB, median [min-max] of {}", fmt::join(parts, "; "),
-                     m.value("size", std::size_t{0}) >> 20, m.value("repeats", 0));
+  // Legs that only time calls (export, import) move no bytes, so a size of 0 says nothing.
+  std::size_t mib = m.value("size", std::size_t{0}) >> 20;
+  return fmt::format("  measure: {}; {}median [min-max] of {}", fmt::join(parts, "; "),
+                     mib > 0 ? fmt::format("{} MiB, ", mib) : std::string(), m.value("repeats", 0));
 }
 
 }  // namespace extmem::probe

@@ -234,7 +234,9 @@ Result<Buffer> Device::create_buffer(const AllocationRequest& req, AllocationFai
   int type = req.memory_type_index >= 0 ? req.memory_type_index : find_memory_type(bits, req.required_flags);
   if (type < 0)
     return fail(Error{"choose memory type", ErrorKind::unsupported, {},
-                      fmt::format("no memory type in bits 0x{:x} has flags 0x{:x}", bits, req.required_flags)},
+                      fmt::format("no memory type in bits 0x{:x} (the buffer's memoryTypeBits 0x{:x} & allowed 0x{:x}) has flags 0x{:x}",
+                                  bits, mreq.memoryRequirements.memoryTypeBits, req.allowed_type_bits,
+                                  req.required_flags)},
                 false);
   out.memory_type_index = static_cast<std::uint32_t>(type);
   out.allocation_size = req.allocation_size != 0 ? req.allocation_size : mreq.memoryRequirements.size;
