@@ -9,6 +9,7 @@
 // sample may come late or the grower may lag for a while, so slopes are
 // checked within 30 % and counts exactly only where the grower is done.
 #include <fcntl.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -164,9 +165,11 @@ TEST(WatchRun, GrowerSlopesPeaksAndChild) {
     SCOPED_TRACE((*p)["pid"].get<int>());
     const std::string cls = p == parent ? "memfd:watch-grower" : "memfd:watch-grower-child";
     ASSERT_FALSE((*p)["mappings_slope"].is_null());
-    EXPECT_NEAR((*p)["mappings_slope"]["per_s"].get<double>(), 50.0, 15.0);
-    EXPECT_NEAR((*p)["mappings_slope"]["per_10s"].get<double>(), 500.0, 150.0);
-    EXPECT_NEAR((*p)["rss_slope"]["kib_per_s"].get<double>(), 200.0, 60.0);
+    // The grower adds one 4 KiB mapping per 20 ms at best (50/s, 200 KiB/s); a loaded machine
+    // can only stretch its sleeps, so the bounds are asymmetric: down to half, up by 30 %.
+    EXPECT_THAT((*p)["mappings_slope"]["per_s"].get<double>(), ::testing::AllOf(::testing::Ge(25.0), ::testing::Le(65.0)));
+    EXPECT_THAT((*p)["mappings_slope"]["per_10s"].get<double>(), ::testing::AllOf(::testing::Ge(250.0), ::testing::Le(650.0)));
+    EXPECT_THAT((*p)["rss_slope"]["kib_per_s"].get<double>(), ::testing::AllOf(::testing::Ge(100.0), ::testing::Le(260.0)));
     ASSERT_FALSE((*p)["class_grew_most"].is_null());
     EXPECT_EQ((*p)["class_grew_most"]["class"], cls);
     // Peaks: at least the 100 mappings and 400 KiB the grower added on top of what it started with.
