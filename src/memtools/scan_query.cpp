@@ -99,7 +99,7 @@ Result<std::vector<std::uint8_t>> parse_hex_pattern(std::string_view text, Synta
 
 Result<RecordTemplate> RecordTemplate::parse(std::string_view text, ByteOrder default_order, SyntaxError* syntax) {
   auto fail = [&](std::size_t column, std::string problem) {
-    return detail::syntax_failure(syntax, "record template", text, column, std::move(problem), kTemplateGrammar);
+    return detail::syntax_failure(syntax, "template", text, column, std::move(problem), kTemplateGrammar);
   };
   RecordTemplate t;
   t.text_ = std::string(text);

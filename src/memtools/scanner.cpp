@@ -162,11 +162,12 @@ Result<ScanStats> scan_file(const std::string& path, const ScanQuery& q, const H
     // more than comparing: map a chunk's pages in one call rather than one
     // fault per 16 pages (Linux 5.14+; older kernels say EINVAL and fault as usual).
     if (q.page_offset) (void)::madvise(const_cast<std::uint8_t*>(data) + chunk, end - chunk, kMadvPopulateRead);
-    if (!scan_buffer(data, m.size, 0, chunk, end, q, sink, stats.hits)) {
+    const bool go_on = scan_buffer(data, m.size, 0, chunk, end, q, sink, stats.hits);
+    stats.bytes = end;
+    if (!go_on) {
       stats.stopped = true;
       break;
     }
-    stats.bytes = end;
   }
   return stats;
 }

@@ -13,8 +13,13 @@
 namespace extmem::memtools {
 namespace {
 
+// --all-chains forks at every multi-part entry: a format of many dual levels
+// would fork exponentially, so a walk stops starting chains past this many.
+constexpr std::size_t kMaxChains = 64;
+
 void walk_level(const WalkFormat& f, const PhysicalImage& image, std::size_t level_index, std::uint64_t table,
                 std::uint64_t va, bool all_chains, WalkChain chain, std::vector<WalkChain>& out) {
+  if (out.size() >= kMaxChains) return;
   const WalkLevel& level = f.levels[level_index];
   const std::uint64_t index = (va >> level.shift) & ((std::uint64_t{1} << level.index_bits) - 1);
   const std::uint64_t entry_address = table + index * level.entry_bytes;

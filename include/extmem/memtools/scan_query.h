@@ -64,7 +64,7 @@ class RecordTemplate {
   /// 0x-hex number of bytes, |OFFSET| < 1 MiB; TYPE u8|u16|u32|u64, optionally
   /// suffixed be|le; OP one of = == != < <= > >=; VALUE decimal or 0x-hex
   /// fitting the type. At most 64 fields. `default_order` applies to TYPEs
-  /// without a suffix. Errors: invalid_argument, step "parse record template";
+  /// without a suffix. Errors: invalid_argument, step "parse template";
   /// `syntax` points at the offending character.
   static Result<RecordTemplate> parse(std::string_view text, ByteOrder default_order = ByteOrder::little,
                                       SyntaxError* syntax = nullptr);

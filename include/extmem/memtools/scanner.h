@@ -62,7 +62,7 @@ using HitSink = std::function<bool(const ScanHit&)>;
 
 /// What a scan covered.
 struct ScanStats {
-  std::uint64_t bytes = 0;       ///< bytes searched
+  std::uint64_t bytes = 0;       ///< bytes searched (when stopped: to the end of the 64 MiB or 1 MiB chunk it stopped in)
   std::uint64_t hits = 0;        ///< hits delivered
   bool stopped = false;          ///< stopped early: max_hits reached or the sink said stop
   std::vector<std::string> skipped;  ///< process scan: mappings that could not be read, with why

@@ -93,7 +93,8 @@ struct WalkResult {
 /// Walks `va` through the tables under `root` (physical address of the root
 /// table). Without `all_chains` a multi-part entry continues with its first
 /// valid part (the invalid ones before it are recorded); with it, every part
-/// starts its own chain. Errors (invalid_argument, kCodeNotMapped, step
+/// starts its own chain (at most 64 chains: a format of many dual levels
+/// would otherwise fork without bound). Errors (invalid_argument, kCodeNotMapped, step
 /// "walk VA"): the VA lies outside the format's range (above va_bits, or not
 /// canonical for a sign-extended format). Read errors do not fail the call:
 /// they end their chain (WalkChain::error).
