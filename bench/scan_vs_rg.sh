@@ -36,7 +36,9 @@ trap 'rm -rf "$work"' EXIT
 "$generator" "$work/tile.img" >/dev/null
 for (( i = 0; i < size_mib / 8; i++ )); do cat "$work/tile.img"; done >"$work/ram.img"
 rm -f "$work/tile.img"
-printf '\xb1\x7e\x55\xed\xc0\xde' >"$work/pattern"
+printf '\xb1\x7e\x55\xed\xc0\xde' >"$work/pattern"  # for GNU grep -F -f
+# ripgrep refuses a pattern file that is not UTF-8; the same bytes as a regex of escapes:
+rg_pattern='(?-u)\xb1\x7e\x55\xed\xc0\xde'
 cat "$work/ram.img" >/dev/null  # into the page cache
 
 # median_seconds CMD...: runs CMD once to warm up, then RUNS times; prints the median wall time.
@@ -48,7 +50,9 @@ runs, cmd = int(sys.argv[1]), sys.argv[2:]
 times = []
 for _ in range(runs):
     t = time.monotonic()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Output into a pipe, never /dev/null: GNU grep stops at the first match
+    # when it sees its output is /dev/null.
+    subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     times.append(time.monotonic() - t)
 print(f"{statistics.median(times):.3f} {min(times):.3f} {max(times):.3f}")
 EOF
@@ -56,17 +60,17 @@ EOF
 
 # Each pair: a label and a command. The counts are checked to agree before timing.
 img="$work/ram.img"
-rg_page_offset="rg -a -F -o -b --no-line-number -f $work/pattern $img | LC_ALL=C awk -F: '\$1 % 4096 == 1436' | wc -l"
+rg_page_offset="rg -a -o -b --no-line-number '$rg_pattern' $img | LC_ALL=C awk -F: '\$1 % 4096 == 1436' | wc -l"
 declare -a labels=(
   "extmem scan --hex"
-  "rg -c -a -F"
+  "rg -c -a"
   "GNU grep -c -a -F"
   "extmem scan --hex --page-offset=0x59c"
   "rg -o -b | awk offset%4096==0x59c"
 )
 declare -a commands=(
   "$extmem scan $img --hex=b17e55edc0de"
-  "rg -c -a -F -f $work/pattern $img"
+  "rg -c -a '$rg_pattern' $img"
   "env LC_ALL=C grep -c -a -F -f $work/pattern $img"
   "$extmem scan $img --hex=b17e55edc0de --page-offset=0x59c"
   "sh -c \"$rg_page_offset\""
@@ -74,7 +78,8 @@ declare -a commands=(
 
 echo "image: $size_mib MiB in $tmp; $runs runs each after one warm-up; $(nproc) cores; $(uname -r)"
 echo "counts: extmem --hex $($extmem scan "$img" --hex=b17e55edc0de 2>/dev/null | wc -l) hits," \
-     "rg -c $(rg -c -a -F -f "$work/pattern" "$img") lines," \
+     "rg -c $(rg -c -a "$rg_pattern" "$img") lines," \
+     "grep -c $(LC_ALL=C grep -c -a -F -f "$work/pattern" "$img") lines," \
      "extmem --page-offset $($extmem scan "$img" --hex=b17e55edc0de --page-offset=0x59c 2>/dev/null | wc -l) hits," \
      "rg -o -b + awk $(sh -c "$rg_page_offset")"
 printf '%-42s %9s %9s %9s %9s\n' "command" "median_s" "min_s" "max_s" "GiB/s"

@@ -88,6 +88,7 @@ class ScanWalk : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     fs::remove_all(*dir_);
+    fs::remove_all(fs::temp_directory_path() / ("extmem-scan-run-" + std::to_string(::getpid())));
     delete dir_;
     delete image_;
     delete planted_;

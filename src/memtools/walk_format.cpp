@@ -255,6 +255,10 @@ Result<WalkFormat> WalkFormat::from_json(std::string_view text, SyntaxError* syn
     std::string what = e.what();
     if (auto p = what.find("syntax error"); p != std::string::npos) what = what.substr(p);
     return detail::syntax_failure(syntax, "format", text, column, "JSON " + what, kFormatHelp);
+  } catch (const json::exception& e) {
+    // Not a syntax error but still thrown by parse: a number too large for a
+    // double ("7e7777"), found by the fuzzer.
+    return Error{"parse format", ErrorKind::invalid_argument, {}, std::string("JSON: ") + e.what()};
   }
   try {
     return load(doc);
