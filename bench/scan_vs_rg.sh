@@ -6,18 +6,23 @@
 #
 #   bash bench/scan_vs_rg.sh [SIZE_MIB] [RUNS]     (defaults 4096 and 5)
 #
-# Needs a built tree (build/extmem, build/tests/programs/memtools_ram_image),
+# Needs a built tree (build/extmem, build/tests/programs/memtools_ram_image;
+# EXTMEM_BUILD_DIR=DIR for another build folder),
 # ripgrep (`apt-get install ripgrep`; not a project dependency) and python3.
 # The image is the 8 MiB synthetic image of the scan tests repeated up to
 # SIZE_MIB (noise and zero pages, the 6-byte pattern at page offset 0x59c three
 # times per 8 MiB and twice elsewhere); it is written to $TMPDIR (default
 # /tmp), read once to be in the page cache for every command, and deleted at exit.
+# Columns: wall-clock median/min/max, GiB/s from the median, and the median CPU
+# seconds (user + system, all threads; extmem maps pages on helper threads, so
+# on a loaded machine its wall time depends on getting a second core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size_mib="${1:-4096}"
 runs="${2:-5}"
-extmem=build/extmem
-generator=build/tests/programs/memtools_ram_image
+build="${EXTMEM_BUILD_DIR:-build}"
+extmem="$build/extmem"
+generator="$build/tests/programs/memtools_ram_image"
 for tool in "$extmem" "$generator"; do
   [[ -x $tool ]] || { echo "scan_vs_rg: $tool is missing: build first (cmake --build --preset default)" >&2; exit 2; }
 done
@@ -45,16 +50,19 @@ cat "$work/ram.img" >/dev/null  # into the page cache
 median_seconds() {
   "$@" >/dev/null 2>&1 || true
   python3 - "$runs" "$@" <<'EOF'
-import statistics, subprocess, sys, time
+import os, statistics, subprocess, sys, time
 runs, cmd = int(sys.argv[1]), sys.argv[2:]
-times = []
+walls, cpus = [], []
 for _ in range(runs):
     t = time.monotonic()
     # Output into a pipe, never /dev/null: GNU grep stops at the first match
     # when it sees its output is /dev/null.
-    subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    times.append(time.monotonic() - t)
-print(f"{statistics.median(times):.3f} {min(times):.3f} {max(times):.3f}")
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    p.stdout.read()
+    _, _, usage = os.wait4(p.pid, 0)
+    walls.append(time.monotonic() - t)
+    cpus.append(usage.ru_utime + usage.ru_stime)  # all threads, and the children a shell waited for
+print(f"{statistics.median(walls):.3f} {min(walls):.3f} {max(walls):.3f} {statistics.median(cpus):.3f}")
 EOF
 }
 
@@ -82,13 +90,13 @@ echo "counts: extmem --hex $($extmem scan "$img" --hex=b17e55edc0de 2>/dev/null 
      "grep -c $(LC_ALL=C grep -c -a -F -f "$work/pattern" "$img") lines," \
      "extmem --page-offset $($extmem scan "$img" --hex=b17e55edc0de --page-offset=0x59c 2>/dev/null | wc -l) hits," \
      "rg -o -b + awk $(sh -c "$rg_page_offset")"
-printf '%-42s %9s %9s %9s %9s\n' "command" "median_s" "min_s" "max_s" "GiB/s"
+printf '%-42s %9s %9s %9s %9s %9s\n' "command" "median_s" "min_s" "max_s" "GiB/s" "cpu_s"
 declare -a medians=()
 for i in "${!labels[@]}"; do
   # shellcheck disable=SC2086
-  read -r med lo hi < <(eval median_seconds ${commands[$i]})
+  read -r med lo hi cpu < <(eval median_seconds ${commands[$i]})
   medians+=("$med")
-  printf '%-42s %9s %9s %9s %9.2f\n' "${labels[$i]}" "$med" "$lo" "$hi" "$(python3 -c "print($size_mib / 1024 / $med)")"
+  printf '%-42s %9s %9s %9s %9.2f %9s\n' "${labels[$i]}" "$med" "$lo" "$hi" "$(python3 -c "print($size_mib / 1024 / $med)")" "$cpu"
 done
 python3 - "${medians[@]}" <<'EOF'
 import sys

@@ -17,6 +17,7 @@
 #include "extmem/memtools/scanner.h"
 #include "extmem/memtools/walk_format.h"
 #include "memtools/byte_search.h"
+#include "memtools/parallel_scan.h"
 
 namespace {
 
@@ -229,6 +230,52 @@ TEST(WalkFormat, ErrorsNameTheJsonPath) {
   SyntaxError bad;
   EXPECT_FALSE(WalkFormat::from_json("{\"name\": ,}", &bad).ok());
   EXPECT_EQ(bad.column, 9u) << bad.problem;
+}
+
+}  // namespace
+
+namespace {
+
+using namespace extmem::memtools;
+
+// The threaded file search delivers exactly the hits of a one-thread search,
+// in order, also when pieces have more hits than a thread keeps (cap) and
+// when --max stops it.
+TEST(ParallelScan, SameHitsInOrderAsOneThread) {
+  std::vector<std::uint8_t> data(64 * 1024 + 13);
+  std::mt19937 rng(11);
+  for (auto& b : data) b = static_cast<std::uint8_t>(rng() % 4);  // "01" occurs every ~16 bytes
+  ScanQuery q;
+  q.pattern = {0x01, 0x02};
+  std::vector<std::uint64_t> want;
+  std::uint64_t n = 0;
+  scan_buffer(data.data(), data.size(), 0, 0, data.size(), q, [&](const ScanHit& h) {
+    want.push_back(h.address);
+    return true;
+  }, n);
+  ASSERT_GT(want.size(), 1000u);
+  for (unsigned workers : {0u, 1u, 3u}) {
+    for (std::size_t cap : {std::size_t{5}, std::size_t{100000}}) {
+      std::vector<std::uint64_t> got;
+      std::uint64_t hits = 0, bytes = 0;
+      const bool complete = detail::scan_mapped(data.data(), data.size(), q, [&](const ScanHit& h) {
+        got.push_back(h.address);
+        return true;
+      }, workers, 4096, cap, hits, bytes);
+      EXPECT_TRUE(complete);
+      EXPECT_EQ(got, want) << workers << " workers, cap " << cap;
+      EXPECT_EQ(hits, want.size());
+      EXPECT_EQ(bytes, data.size());
+    }
+  }
+  q.max_hits = 700;
+  std::vector<std::uint64_t> got;
+  std::uint64_t hits = 0, bytes = 0;
+  EXPECT_FALSE(detail::scan_mapped(data.data(), data.size(), q, [&](const ScanHit& h) {
+    got.push_back(h.address);
+    return true;
+  }, 3, 4096, 5, hits, bytes));
+  EXPECT_EQ(got, std::vector<std::uint64_t>(want.begin(), want.begin() + 700));
 }
 
 }  // namespace

@@ -62,14 +62,17 @@ using HitSink = std::function<bool(const ScanHit&)>;
 
 /// What a scan covered.
 struct ScanStats {
-  std::uint64_t bytes = 0;       ///< bytes searched (when stopped: to the end of the 64 MiB or 1 MiB chunk it stopped in)
+  std::uint64_t bytes = 0;       ///< bytes searched (when stopped: to the end of the 16 MiB or 1 MiB chunk it stopped in)
   std::uint64_t hits = 0;        ///< hits delivered
   bool stopped = false;          ///< stopped early: max_hits reached or the sink said stop
   std::vector<std::string> skipped;  ///< process scan: mappings that could not be read, with why
 };
 
 /// Scans all of file `path` (regular file or block device), mmap()ed read-only
-/// with MADV_SEQUENTIAL. Errors: os_error("open PATH"|"fstat PATH"|"mmap PATH");
+/// with MADV_SEQUENTIAL, in 16 MiB pieces searched by up to 7 threads besides
+/// the calling one (one fewer than the cores), each entering its piece's pages
+/// in the page tables in one call (MADV_POPULATE_READ); the calling thread
+/// hands hits to `sink` in address order. Errors: os_error("open PATH"|"fstat PATH"|"mmap PATH");
 /// invalid_argument for another kind of file. An empty file has no hits.
 Result<ScanStats> scan_file(const std::string& path, const ScanQuery& query, const HitSink& sink);
 
