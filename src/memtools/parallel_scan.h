@@ -11,9 +11,9 @@ namespace extmem::memtools::detail {
 
 /// Scans data[0, size) (a read-only file mapping; addresses are offsets) in
 /// `chunk`-byte pieces. `workers` threads (0: none, the caller does all) each
-/// claim the next piece, enter its pages in the page tables in one call
-/// (MADV_POPULATE_READ, Linux 5.14+; elsewhere they fault in as read), search
-/// it, and keep up to `cap` hits; the calling thread hands the pieces' hits to
+/// claim the next piece, search it (for the page-offset form after entering
+/// its pages in the page tables in one MADV_POPULATE_READ call, Linux 5.14+;
+/// otherwise pages fault in as read), and keep up to `cap` hits; the calling thread hands the pieces' hits to
 /// `sink` in address order, and searches on by itself from the last kept hit
 /// of a piece that had more than `cap` (so memory stays bounded whatever the
 /// data). Workers run at most 2 x workers pieces ahead of delivery. Honours
