@@ -319,22 +319,28 @@ TEST_F(ScanWalk, RecordVaWalkedAndPeeked) {
 
 TEST_F(ScanWalk, ScanOfThisProcessFindsAPatternAcrossAChunkBorder) {
   // A mapping of our own with a unique pattern straddling the 1 MiB read-chunk border.
-  const std::size_t size = 3 << 20;
-  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(p, MAP_FAILED);
+  // Between two inaccessible guard pages, so the kernel cannot merge it with a
+  // neighbouring read-write mapping and change its size.
+  const std::size_t size = 3 << 20, guard = 4096;
+  void* region = ::mmap(nullptr, size + 2 * guard, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(region, MAP_FAILED);
+  void* p = static_cast<char*>(region) + guard;
+  ASSERT_EQ(::mprotect(p, size, PROT_READ | PROT_WRITE), 0);
   auto* bytes = static_cast<unsigned char*>(p);
   const unsigned char pattern[] = {0x9d, 0x51, 0xe7, 0xa3, 0x3c, 0x88, 0x4b, 0xf1};
   // The constant itself may sit in this binary's read-only data too: only the two planted copies are checked.
   std::memcpy(bytes + (1 << 20) - 3, pattern, sizeof pattern);
   std::memcpy(bytes + (2 << 20) + 0x59c, pattern, sizeof pattern);
-  Output o = run({kBinary, "scan", "--pid=" + std::to_string(::getpid()), "--hex=9d51e7a33c884bf1", "--json"});
+  // --match keeps the scan to that mapping (a sanitizer build reserves terabytes of shadow memory).
+  Output o = run({kBinary, "scan", "--pid=" + std::to_string(::getpid()), "--match=size=3M,perms=rw-p,path=",
+                  "--hex=9d51e7a33c884bf1", "--json"});
   EXPECT_EQ(o.code, 0) << o.err;
   std::set<std::uint64_t> vas;
   for (const json& h : json_lines(o.out)) vas.insert(num(h["va"]));
   const auto base = reinterpret_cast<std::uint64_t>(p);
   EXPECT_TRUE(vas.count(base + (1 << 20) - 3)) << o.out;
   EXPECT_TRUE(vas.count(base + (2 << 20) + 0x59c)) << o.out;
-  ::munmap(p, size);
+  ::munmap(region, size + 2 * guard);
 }
 
 // Bad input: each row an argument list, the exit code, and a piece of the message.
@@ -375,6 +381,8 @@ TEST_F(ScanWalk, BadInputIsAClearErrorNeverACrash) {
       {{"scan", "--pid=999999999", "--u32=1"}, 5, "ENOENT"},
       {{"scan", "--pid=12x", "--u32=1"}, 2, "bad --pid"},
       {{"scan", "IMAGE", "--pid=1", "--u32=1"}, 2, "one of them"},
+      {{"scan", "IMAGE", "--match=size=4K", "--u32=1"}, 2, "--match goes with --pid"},
+      {{"scan", "--pid=1", "--match=sise=4K", "--u32=1"}, 2, "unknown key \"sise\""},
       {{"walk", "--image=IMAGE", "RAMMAP", "--root=0x100010000", "--format=x86-64", "0x0000800000000000"}, 3,
        "not a canonical 48-bit address"},
       {{"walk", "--image=IMAGE", "RAMMAP", "--root=0x20000", "--format=gmmu", "0x2000000000000"}, 3,

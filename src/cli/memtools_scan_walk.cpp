@@ -27,7 +27,7 @@ int usage(const char* command, const std::string& message) {
 
 Runner add_scan(CLI::App& app) {
   struct State {
-    std::string file, pid, hex, page_offset, page_size = "4K", u16, u32, u64, record, order = "little",
+    std::string file, pid, match, hex, page_offset, page_size = "4K", u16, u32, u64, record, order = "little",
                                                                                context = "0", ram_map, max = "0";
     bool json = false;
     CLI::App* cmd = nullptr;
@@ -38,6 +38,7 @@ Runner add_scan(CLI::App& app) {
   s->cmd = cmd;
   cmd->add_option("FILE", s->file, "File to search (memory-mapped, read front to back)");
   cmd->add_option("--pid", s->pid, "Search this process's readable mappings instead (through /proc/PID/mem)");
+  cmd->add_option("--match", s->match, "With --pid: only mappings matching SPEC (docs/memtools.md)");
   cmd->add_option("--hex", s->hex, "Byte pattern: hex digit pairs, e.g. 6c696174 or \"6c 69 61 74\"");
   cmd->add_option("--page-offset", s->page_offset, "With --hex: only at this offset within each page");
   cmd->add_option("--page-size", s->page_size, "Page size for --page-offset (a power of two)")->capture_default_str();
@@ -67,6 +68,12 @@ Runner add_scan(CLI::App& app) {
       o.pid = *p;
     }
     o.file = s->file;
+    if (given("--match")) {
+      if (!has_pid) return usage(c, "--match goes with --pid (it selects mappings of a process)");
+      auto spec = memtools::MapSpec::parse(s->match, &bad);
+      if (!spec) return memtools::print_syntax_error(std::cerr, c, "--match", bad);
+      o.match = std::move(*spec);
+    }
     const int kinds = given("--hex") + given("--u16") + given("--u32") + given("--u64") + given("--record");
     if (kinds != 1) return usage(c, "give exactly one of --hex, --u16, --u32, --u64, --record");
     auto order = memtools::parse_byte_order(s->order, &bad);

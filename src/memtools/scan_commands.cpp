@@ -163,7 +163,7 @@ int run_scan(const ScanOptions& o, std::ostream& out, std::ostream& err) {
     out << (o.json ? hit_json(o, h) : hit_text(o, h)) << std::endl;  // streamed: flushed per hit
     return true;
   };
-  auto stats = o.file.empty() ? scan_process(o.pid, o.query, sink) : scan_file(o.file, o.query, sink);
+  auto stats = o.file.empty() ? scan_process(o.pid, o.query, sink, o.match ? &*o.match : nullptr) : scan_file(o.file, o.query, sink);
   if (!stats) return report(err, "scan", stats.error());
   for (const std::string& s : stats->skipped) err << "extmem scan: skipped unreadable mapping " << s << '\n';
   err << fmt::format("extmem scan: {} hit{} in {}{}\n", stats->hits, stats->hits == 1 ? "" : "s", size_text(stats->bytes),

@@ -164,7 +164,7 @@ Result<ScanStats> scan_file(const std::string& path, const ScanQuery& q, const H
   return stats;
 }
 
-Result<ScanStats> scan_process(pid_t pid, const ScanQuery& q, const HitSink& sink) {
+Result<ScanStats> scan_process(pid_t pid, const ScanQuery& q, const HitSink& sink, const MapSpec* match) {
   auto maps = os::read_maps(pid);
   if (!maps) return std::move(maps).error();
   const std::string name = fmt::format("/proc/{}/mem", pid);
@@ -176,6 +176,7 @@ Result<ScanStats> scan_process(pid_t pid, const ScanQuery& q, const HitSink& sin
   ScanStats stats;
   for (const os::MapEntry& m : *maps) {
     if (m.perms.empty() || m.perms[0] != 'r') continue;
+    if (match != nullptr && !match->matches(m)) continue;
     for (std::uint64_t chunk = m.start; chunk < m.end; chunk += kProcessChunk) {
       const std::uint64_t chunk_end = std::min<std::uint64_t>(m.end, chunk + kProcessChunk);
       const std::uint64_t from = std::max<std::uint64_t>(m.start, chunk >= mg.before ? chunk - mg.before : 0);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "extmem/memtools/map_spec.h"
 #include "extmem/memtools/ram_map.h"
 #include "extmem/memtools/scanner.h"
 #include "extmem/memtools/walk_format.h"
@@ -21,6 +22,7 @@ namespace extmem::memtools {
 struct ScanOptions {
   std::string file;               ///< file mode when not empty
   pid_t pid = 0;                  ///< process mode otherwise
+  std::optional<MapSpec> match;   ///< process mode: only mappings matching this
   ScanQuery query;
   std::optional<RamMap> ram_map;  ///< file mode: print guest-physical addresses too
   bool json = false;              ///< one JSON object per line instead of text

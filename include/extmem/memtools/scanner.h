@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "extmem/core/error.h"
+#include "extmem/memtools/map_spec.h"
 #include "extmem/memtools/scan_query.h"
 #include "extmem/os/proc_maps.h"
 
@@ -76,13 +77,15 @@ struct ScanStats {
 /// invalid_argument for another kind of file. An empty file has no hits.
 Result<ScanStats> scan_file(const std::string& path, const ScanQuery& query, const HitSink& sink);
 
-/// Scans every readable mapping of process `pid` through /proc/PID/mem (pread
+/// Scans every readable mapping of process `pid` (that matches `match`, when
+/// not null; borrowed) through /proc/PID/mem (pread
 /// in 1 MiB chunks, hits across chunk borders included). A mapping that cannot
 /// be read (EIO: e.g. [vvar], a device mapping) is listed in `skipped` and
 /// the scan goes on. Errors: those of os::read_maps, os_error("open
 /// /proc/PID/mem") (ENOENT: no such process; EACCES/EPERM: not allowed),
 /// os_error(ESRCH) when the process ends during the scan.
-Result<ScanStats> scan_process(pid_t pid, const ScanQuery& query, const HitSink& sink);
+Result<ScanStats> scan_process(pid_t pid, const ScanQuery& query, const HitSink& sink,
+                               const MapSpec* match = nullptr);
 
 /// Scans the bytes `data[0, size)`, whose first byte has address `base`,
 /// reporting hits whose first byte lies in [lo, hi) (offsets into data);
