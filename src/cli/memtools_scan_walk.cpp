@@ -1,0 +1,199 @@
+// `extmem scan` and `extmem walk`: option parsing only; the work is in extmem::memtools.
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "extmem/memtools/commands.h"
+#include "extmem/memtools/processes.h"
+#include "extmem/memtools/scan_commands.h"
+
+namespace extmem::cli {
+namespace {
+
+Runner add_scan(CLI::App& app);
+Runner add_walk(CLI::App& app);
+const Registration registered_scan{add_scan};
+const Registration registered_walk{add_walk};
+
+int usage(const char* command, const std::string& message) {
+  std::cerr << "extmem " << command << ": " << message << '\n';
+  return memtools::kExitUsage;
+}
+
+Runner add_scan(CLI::App& app) {
+  struct State {
+    std::string file, pid, match, hex, page_offset, page_size = "4K", u16, u32, u64, record, order = "little",
+                                                                               context = "0", ram_map, max = "0";
+    bool json = false;
+    CLI::App* cmd = nullptr;
+  };
+  auto s = std::make_shared<State>();
+  CLI::App* cmd = app.add_subcommand(
+      "scan", "Search a file (e.g. a RAM image) or a process's memory for bytes, an integer value or a record");
+  s->cmd = cmd;
+  cmd->add_option("FILE", s->file, "File to search (memory-mapped, read front to back)");
+  cmd->add_option("--pid", s->pid, "Search this process's readable mappings instead (through /proc/PID/mem)");
+  cmd->add_option("--match", s->match, "With --pid: only mappings matching SPEC (docs/memtools.md)");
+  cmd->add_option("--hex", s->hex, "Byte pattern: hex digit pairs, e.g. 6c696174 or \"6c 69 61 74\"");
+  cmd->add_option("--page-offset", s->page_offset, "With --hex: only at this offset within each page");
+  cmd->add_option("--page-size", s->page_size, "Page size for --page-offset (a power of two)")->capture_default_str();
+  cmd->add_option("--u16", s->u16, "A 16-bit value at 2-byte alignment");
+  cmd->add_option("--u32", s->u32, "A 32-bit value at 4-byte alignment (e.g. 0x7461696c)");
+  cmd->add_option("--u64", s->u64, "A 64-bit value at 8-byte alignment");
+  cmd->add_option("--record", s->record,
+                  "Record template, e.g. 'va@-0x18:u64 size@-0x10:u64 zero@-0x8:u64=0 marker@0:u32=0x7461696c'");
+  cmd->add_option("--byte-order", s->order, "Of --u16/--u32/--u64 and template fields: little or big")
+      ->capture_default_str();
+  cmd->add_option("--context", s->context, "With --u16/--u32/--u64: words shown on each side of a hit (0-64)")
+      ->capture_default_str();
+  cmd->add_option("--ram-map", s->ram_map, "With FILE: print guest-physical addresses, GPA:FILEOFF:SIZE[,...]");
+  cmd->add_option("--max", s->max, "Stop after this many hits (0: no limit)")->capture_default_str();
+  cmd->add_flag("--json", s->json, "One JSON object per hit (JSON lines)");
+  return [s]() -> int {
+    const char* c = "scan";
+    memtools::ScanOptions o;
+    memtools::SyntaxError bad;
+    auto given = [&](const char* name) { return s->cmd->get_option(name)->count() > 0; };
+    const bool has_pid = given("--pid");
+    if (s->file.empty() == !has_pid)
+      return usage(c, "give a FILE or --pid=PID (one of them)");
+    if (has_pid) {
+      auto p = memtools::parse_pid(s->pid, &bad);
+      if (!p) return memtools::print_syntax_error(std::cerr, c, "--pid", bad);
+      o.pid = *p;
+    }
+    o.file = s->file;
+    if (given("--match")) {
+      if (!has_pid) return usage(c, "--match goes with --pid (it selects mappings of a process)");
+      auto spec = memtools::MapSpec::parse(s->match, &bad);
+      if (!spec) return memtools::print_syntax_error(std::cerr, c, "--match", bad);
+      o.match = std::move(*spec);
+    }
+    const int kinds = given("--hex") + given("--u16") + given("--u32") + given("--u64") + given("--record");
+    if (kinds != 1) return usage(c, "give exactly one of --hex, --u16, --u32, --u64, --record");
+    auto order = memtools::parse_byte_order(s->order, &bad);
+    if (!order) return memtools::print_syntax_error(std::cerr, c, "--byte-order", bad);
+    memtools::ScanQuery& q = o.query;
+    q.order = *order;
+    if (given("--hex")) {
+      auto pattern = memtools::parse_hex_pattern(s->hex, &bad);
+      if (!pattern) return memtools::print_syntax_error(std::cerr, c, "--hex", bad);
+      q.kind = memtools::ScanQuery::Kind::bytes;
+      q.pattern = std::move(*pattern);
+    } else if (given("--record")) {
+      auto t = memtools::RecordTemplate::parse(s->record, q.order, &bad);
+      if (!t) return memtools::print_syntax_error(std::cerr, c, "--record", bad);
+      q.kind = memtools::ScanQuery::Kind::record;
+      q.record = std::move(*t);
+    } else {
+      const std::string& text = given("--u16") ? s->u16 : given("--u32") ? s->u32 : s->u64;
+      const char* option = given("--u16") ? "--u16" : given("--u32") ? "--u32" : "--u64";
+      q.kind = memtools::ScanQuery::Kind::value;
+      q.width = given("--u16") ? 2 : given("--u32") ? 4 : 8;
+      auto v = memtools::parse_word_value(text, q.width, "value", &bad);
+      if (!v) return memtools::print_syntax_error(std::cerr, c, option, bad);
+      q.value = *v;
+    }
+    if (given("--context")) {
+      if (q.kind != memtools::ScanQuery::Kind::value) return usage(c, "--context goes with --u16, --u32 or --u64");
+      auto n = memtools::parse_number(s->context, memtools::NumberStyle::value, "context", &bad);
+      if (!n) return memtools::print_syntax_error(std::cerr, c, "--context", bad);
+      if (*n > 64) return usage(c, "--context: at most 64 words on each side");
+      q.context = static_cast<unsigned>(*n);
+    }
+    if (given("--byte-order") && q.kind == memtools::ScanQuery::Kind::bytes)
+      return usage(c, "--byte-order goes with --u16, --u32, --u64 or --record (a --hex pattern is bytes in the order written)");
+    auto page_size = memtools::parse_number(s->page_size, memtools::NumberStyle::quantity, "page size", &bad);
+    if (!page_size) return memtools::print_syntax_error(std::cerr, c, "--page-size", bad);
+    if (*page_size < 16 || (*page_size & (*page_size - 1)) != 0 || *page_size > (std::uint64_t{1} << 30))
+      return usage(c, "--page-size: a power of two from 16 to 1G");
+    q.page_size = *page_size;
+    if (given("--page-offset")) {
+      if (q.kind != memtools::ScanQuery::Kind::bytes) return usage(c, "--page-offset goes with --hex");
+      auto off = memtools::parse_number(s->page_offset, memtools::NumberStyle::quantity, "page offset", &bad);
+      if (!off) return memtools::print_syntax_error(std::cerr, c, "--page-offset", bad);
+      if (*off >= q.page_size)
+        return usage(c, "--page-offset: must be below the page size (" + memtools::format_size(q.page_size) + ")");
+      q.page_offset = *off;
+    }
+    if (given("--ram-map")) {
+      if (has_pid) return usage(c, "--ram-map goes with a FILE (a process has virtual addresses)");
+      auto map = memtools::RamMap::parse(s->ram_map, &bad);
+      if (!map) return memtools::print_syntax_error(std::cerr, c, "--ram-map", bad);
+      o.ram_map = std::move(*map);
+    }
+    auto max = memtools::parse_number(s->max, memtools::NumberStyle::value, "max", &bad);
+    if (!max) return memtools::print_syntax_error(std::cerr, c, "--max", bad);
+    q.max_hits = *max;
+    o.json = s->json;
+    return memtools::run_scan(o, std::cout, std::cerr);
+  };
+}
+
+Runner add_walk(CLI::App& app) {
+  struct State {
+    std::string image, ram_map, root, format;
+    std::vector<std::string> addresses;
+    bool all_chains = false, json = false;
+    CLI::App* cmd = nullptr;
+  };
+  auto s = std::make_shared<State>();
+  CLI::App* cmd = app.add_subcommand("walk", "Translate virtual addresses by walking page tables in a RAM image");
+  s->cmd = cmd;
+  cmd->add_option("--image", s->image, "The RAM image file")->required();
+  cmd->add_option("--ram-map", s->ram_map, "GPA:FILEOFF:SIZE[,...]: where physical addresses are in the file "
+                                           "(default: physical address = file offset)");
+  cmd->add_option("--root", s->root, "Physical address of the root table")->required();
+  cmd->add_option("--format", s->format, "x86-64, gmmu, or FILE.json (docs/memtools.md, \"Formats\")")->required();
+  cmd->add_flag("--all-chains", s->all_chains, "Walk both halves of dual (big/small) entries, not the first valid one");
+  cmd->add_flag("--json", s->json, "One JSON object per VA");
+  cmd->add_option("VA", s->addresses, "Virtual addresses (hex)")->required();
+  return [s]() -> int {
+    const char* c = "walk";
+    memtools::WalkOptions o;
+    memtools::SyntaxError bad;
+    o.image = s->image;
+    if (s->cmd->get_option("--ram-map")->count() > 0) {
+      auto map = memtools::RamMap::parse(s->ram_map, &bad);
+      if (!map) return memtools::print_syntax_error(std::cerr, c, "--ram-map", bad);
+      o.ram_map = std::move(*map);
+    }
+    auto root = memtools::parse_number(s->root, memtools::NumberStyle::quantity, "root", &bad);
+    if (!root) return memtools::print_syntax_error(std::cerr, c, "--root", bad);
+    o.root = *root;
+    if (auto builtin = memtools::WalkFormat::builtin(s->format)) {
+      o.format = std::move(*builtin);
+    } else {
+      std::ifstream in(s->format, std::ios::binary);
+      if (!in) {
+        std::cerr << "extmem walk: --format: \"" << s->format
+                  << "\" is neither a built-in format (x86-64, gmmu) nor a readable JSON file\n";
+        return memtools::kExitUsage;
+      }
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      auto f = memtools::WalkFormat::from_json(text, &bad);
+      if (!f) {
+        if (!bad.subject.empty()) return memtools::print_syntax_error(std::cerr, c, "--format", bad);
+        std::cerr << "extmem walk: bad --format " << s->format << ": " << f.error().detail << '\n';
+        return memtools::kExitUsage;
+      }
+      o.format = std::move(*f);
+    }
+    for (const std::string& text : s->addresses) {
+      auto va = memtools::parse_number(text, memtools::NumberStyle::address, "virtual address", &bad);
+      if (!va) return memtools::print_syntax_error(std::cerr, c, "", bad);
+      o.addresses.push_back(*va);
+    }
+    o.all_chains = s->all_chains;
+    o.json = s->json;
+    return memtools::run_walk(o, std::cout, std::cerr);
+  };
+}
+
+}  // namespace
+}  // namespace extmem::cli

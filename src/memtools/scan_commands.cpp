@@ -1,0 +1,228 @@
+#include "extmem/memtools/scan_commands.h"
+
+#include <ostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "extmem/memtools/commands.h"
+#include "extmem/memtools/walk.h"
+#include "extmem/memtools/word_access.h"
+
+namespace extmem::memtools {
+namespace {
+
+std::string hex(std::uint64_t v) { return fmt::format("{:#x}", v); }
+std::string word_hex(std::uint64_t v, unsigned width) { return fmt::format("{:#0{}x}", v, 2 + 2 * width); }
+
+int report(std::ostream& err, std::string_view command, const Error& e) {
+  err << "extmem " << command << ": " << e.message() << '\n';
+  return exit_code_for(e);
+}
+
+// Where a hit is: "offset=0x... gpa=0x..." or "va=0x...".
+void place_text(const ScanOptions& o, const ScanHit& h, std::string& line) {
+  if (!o.file.empty()) {
+    line += fmt::format("offset={:#x}", h.address);
+    if (o.ram_map) {
+      const auto gpa = o.ram_map->to_gpa(h.address);
+      line += gpa ? fmt::format(" gpa={:#x}", *gpa) : " gpa=none";
+    }
+  } else {
+    line += fmt::format("va={:#x}", h.address);
+  }
+}
+
+void place_json(const ScanOptions& o, const ScanHit& h, nlohmann::json& j) {
+  if (!o.file.empty()) {
+    j["offset"] = hex(h.address);
+    if (o.ram_map) {
+      const auto gpa = o.ram_map->to_gpa(h.address);
+      j["gpa"] = gpa ? nlohmann::json(hex(*gpa)) : nlohmann::json(nullptr);
+    }
+  } else {
+    j["va"] = hex(h.address);
+  }
+}
+
+std::string hit_text(const ScanOptions& o, const ScanHit& h) {
+  const ScanQuery& q = o.query;
+  std::string line;
+  place_text(o, h, line);
+  switch (q.kind) {
+    case ScanQuery::Kind::bytes: break;
+    case ScanQuery::Kind::value: {
+      line += fmt::format(" u{}={}", 8 * q.width, word_hex(h.fields.at(0), q.width));
+      if (q.context > 0) {
+        line += " context";
+        auto word = [&](const std::optional<std::uint64_t>& w) { return w ? word_hex(*w, q.width) : std::string("none"); };
+        for (std::size_t i = 0; i < h.before.size(); ++i)
+          line += fmt::format(" -{:#x}={}", (h.before.size() - i) * q.width, word(h.before[i]));
+        for (std::size_t i = 0; i < h.after.size(); ++i) line += fmt::format(" +{:#x}={}", (i + 1) * q.width, word(h.after[i]));
+      }
+      break;
+    }
+    case ScanQuery::Kind::record: {
+      const auto& fields = q.record->fields();
+      for (std::size_t i = 0; i < fields.size(); ++i)
+        line += fmt::format(" {}={}", fields[i].name, word_hex(h.fields.at(i), fields[i].width));
+      break;
+    }
+  }
+  if (h.mapping != nullptr) line += " in " + format_mapping(*h.mapping);
+  return line;
+}
+
+std::string hit_json(const ScanOptions& o, const ScanHit& h) {
+  const ScanQuery& q = o.query;
+  nlohmann::json j;
+  place_json(o, h, j);
+  switch (q.kind) {
+    case ScanQuery::Kind::bytes: j["match"] = "bytes"; break;
+    case ScanQuery::Kind::value: {
+      j["match"] = fmt::format("u{}", 8 * q.width);
+      j["value"] = hex(h.fields.at(0));
+      if (q.context > 0) {
+        nlohmann::json before = nlohmann::json::array(), after = nlohmann::json::array();
+        for (const auto& w : h.before) before.push_back(w ? nlohmann::json(hex(*w)) : nlohmann::json(nullptr));
+        for (const auto& w : h.after) after.push_back(w ? nlohmann::json(hex(*w)) : nlohmann::json(nullptr));
+        j["before"] = std::move(before);
+        j["after"] = std::move(after);
+      }
+      break;
+    }
+    case ScanQuery::Kind::record: {
+      j["match"] = "record";
+      nlohmann::json fields = nlohmann::json::object();
+      const auto& f = q.record->fields();
+      for (std::size_t i = 0; i < f.size(); ++i) fields[f[i].name] = hex(h.fields.at(i));
+      j["fields"] = std::move(fields);
+      break;
+    }
+  }
+  if (h.mapping != nullptr) j["mapping"] = format_mapping(*h.mapping);
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string size_text(std::uint64_t bytes) {
+  return fmt::format("{} ({} bytes)", format_size(bytes), bytes);
+}
+
+void print_step(std::ostream& out, const WalkStep& s) {
+  std::string line = fmt::format("  {:<10} [{}..{}] index {:#x}  entry pa {:#x}", s.level + (s.part.empty() ? "" : "." + s.part),
+                                 s.index_high, s.index_low, s.index, s.entry_address);
+  line += s.file_offset ? fmt::format(" (file {:#x})", *s.file_offset) : std::string(" (file none)");
+  if (s.decision == StepDecision::error) {
+    out << line << "  error: " << s.note << '\n';
+    return;
+  }
+  line += fmt::format(" = {:#018x}", s.entry);
+  if (!s.aperture.empty()) line += " aperture=" + s.aperture;
+  switch (s.decision) {
+    case StepDecision::table: line += fmt::format("  table -> {:#x}", s.next); break;
+    case StepDecision::leaf: line += fmt::format("  leaf -> page {:#x}", s.next); break;
+    case StepDecision::invalid: line += "  invalid (" + s.note + ")"; break;
+    case StepDecision::error: break;
+  }
+  out << line << '\n';
+}
+
+nlohmann::json step_json(const WalkStep& s) {
+  nlohmann::json j = {{"level", s.level},
+                      {"index", s.index},
+                      {"va_bits", {s.index_high, s.index_low}},
+                      {"table", hex(s.table)},
+                      {"entry_pa", hex(s.entry_address)},
+                      {"file_offset", s.file_offset ? nlohmann::json(hex(*s.file_offset)) : nlohmann::json(nullptr)},
+                      {"decision", to_string(s.decision)}};
+  if (!s.part.empty()) j["part"] = s.part;
+  if (s.decision != StepDecision::error) j["entry"] = hex(s.entry);
+  if (s.decision == StepDecision::table || s.decision == StepDecision::leaf) j["next"] = hex(s.next);
+  if (!s.aperture.empty()) j["aperture"] = s.aperture;
+  if (!s.note.empty()) j["note"] = s.note;
+  return j;
+}
+
+// The exit code of a chain that did not translate.
+int chain_code(const WalkChain& c) {
+  if (c.physical) return kExitOk;
+  if (c.error) return exit_code_for(*c.error);
+  return kExitFailed;
+}
+
+}  // namespace
+
+int run_scan(const ScanOptions& o, std::ostream& out, std::ostream& err) {
+  if (!o.file.empty() && o.ram_map) {
+    // The same check walk makes: a ram-map that runs past the file is wrong
+    // about this file, and every gpa printed would be suspect.
+    auto image = PhysicalImage::open(o.file, o.ram_map);
+    if (!image) return report(err, "scan", image.error());
+  }
+  HitSink sink = [&](const ScanHit& h) {
+    out << (o.json ? hit_json(o, h) : hit_text(o, h)) << std::endl;  // streamed: flushed per hit
+    return true;
+  };
+  auto stats = o.file.empty() ? scan_process(o.pid, o.query, sink, o.match ? &*o.match : nullptr) : scan_file(o.file, o.query, sink);
+  if (!stats) return report(err, "scan", stats.error());
+  for (const std::string& s : stats->skipped) err << "extmem scan: skipped unreadable mapping " << s << '\n';
+  err << fmt::format("extmem scan: {} hit{} in {}{}\n", stats->hits, stats->hits == 1 ? "" : "s", size_text(stats->bytes),
+                     stats->stopped ? fmt::format(", stopped at --max={}", o.query.max_hits) : "");
+  return kExitOk;
+}
+
+int run_walk(const WalkOptions& o, std::ostream& out, std::ostream& err) {
+  auto image = PhysicalImage::open(o.image, o.ram_map);
+  if (!image) return report(err, "walk", image.error());
+  int code = kExitOk;
+  auto fail = [&code](int c) {
+    if (code == kExitOk) code = c;
+  };
+  for (std::uint64_t va : o.addresses) {
+    auto r = walk(o.format, *image, o.root, va, o.all_chains);
+    if (!r) {
+      fail(report(err, "walk", r.error()));
+      continue;
+    }
+    if (o.json) {
+      nlohmann::json j = {{"va", hex(va)}, {"format", o.format.name}, {"root", hex(o.root)}};
+      nlohmann::json chains = nlohmann::json::array();
+      for (const WalkChain& c : r->chains) {
+        nlohmann::json jc = {{"steps", nlohmann::json::array()}};
+        if (!c.label.empty()) jc["label"] = c.label;
+        for (const WalkStep& s : c.steps) jc["steps"].push_back(step_json(s));
+        if (c.physical) {
+          jc["pa"] = hex(*c.physical);
+          jc["page_size"] = c.page_size;
+          jc["file_offset"] = c.file_offset ? nlohmann::json(hex(*c.file_offset)) : nlohmann::json(nullptr);
+        }
+        if (c.error) jc["error"] = c.error->message();
+        chains.push_back(std::move(jc));
+      }
+      j["chains"] = std::move(chains);
+      j["pa"] = r->primary().physical ? nlohmann::json(hex(*r->primary().physical)) : nlohmann::json(nullptr);
+      out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    } else {
+      out << fmt::format("va {:#x} (format {}, root {:#x})\n", va, o.format.name, o.root);
+      for (const WalkChain& c : r->chains) {
+        if (o.all_chains || !c.label.empty()) out << fmt::format(" chain {}:\n", c.label.empty() ? "-" : c.label);
+        for (const WalkStep& s : c.steps) print_step(out, s);
+        if (c.physical) {
+          out << fmt::format("  => pa {:#x}", *c.physical);
+          out << (c.file_offset ? fmt::format(" (file {:#x})", *c.file_offset) : std::string(" (file none)"));
+          out << fmt::format(", page {}\n", format_size(c.page_size));
+        } else if (c.error) {
+          out << fmt::format("  => no translation: {} could not be read\n", c.steps.back().level);
+        } else {
+          out << fmt::format("  => no translation: invalid entry at level {}\n", c.steps.back().level);
+        }
+      }
+    }
+    for (const WalkChain& c : r->chains)
+      if (c.error) err << fmt::format("extmem walk: va {:#x}: {}\n", va, c.error->message());
+    fail(chain_code(r->primary()));
+  }
+  return code;
+}
+
+}  // namespace extmem::memtools
