@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "report/fleet.h"
+#include "core/xml_text.h"
 
 namespace extmem::report {
 namespace {
@@ -47,20 +48,6 @@ std::string md(const std::string& s) {
   return out;
 }
 
-std::string h(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string status_class(const std::string& status) {
   if (status == "OK") return "ok";
@@ -126,10 +113,10 @@ std::string html(const std::vector<Run>& runs) {
       "ol{font-size:13px}\n"
       "</style>\n</head>\n<body>\n<h1>extmem probe: device × row matrix</h1>\n<table>\n<tr><th>row</th>";
   for (std::size_t i = 0; i < runs.size(); ++i)
-    s += fmt::format("<th>[{}] {}<br><small>{}</small></th>", i + 1, h(runs[i].device), h(basename(runs[i].file)));
+    s += fmt::format("<th>[{}] {}<br><small>{}</small></th>", i + 1, xml_text(runs[i].device), xml_text(basename(runs[i].file)));
   s += "</tr>\n";
   for (const std::string& row : row_union(runs)) {
-    s += "<tr><td class=\"row\">" + h(row) + "</td>";
+    s += "<tr><td class=\"row\">" + xml_text(row) + "</td>";
     for (const Run& run : runs) {
       const Cell* c = find_cell(run, row);
       if (c == nullptr) {
@@ -137,11 +124,11 @@ std::string html(const std::vector<Run>& runs) {
         continue;
       }
       s += fmt::format("<td class=\"{}\"><span class=\"st\"{}>{}</span>", status_class(c->status),
-                       c->why.empty() ? std::string() : " title=\"" + h(c->why) + "\"", h(c->status));
-      if (!c->figures.empty()) s += "<div class=\"fig\">" + h(c->figures) + "</div>";
+                       c->why.empty() ? std::string() : " title=\"" + xml_text(c->why) + "\"", xml_text(c->status));
+      if (!c->figures.empty()) s += "<div class=\"fig\">" + xml_text(c->figures) + "</div>";
       if (!c->why.empty() && c->status != "SKIP") {
         std::string why = c->why.size() > 160 ? c->why.substr(0, 157) + "..." : c->why;
-        s += "<div class=\"why\">" + h(why) + "</div>";
+        s += "<div class=\"why\">" + xml_text(why) + "</div>";
       }
       s += "</td>";
     }
@@ -149,8 +136,8 @@ std::string html(const std::vector<Run>& runs) {
   }
   s += "</table>\n<ol>\n";
   for (const Run& run : runs)
-    s += fmt::format("<li><code>{}</code>: {}, driver {}, {}{}</li>\n", h(basename(run.file)), h(run.device),
-                     h(run.driver), h(run.generated_at), run.options.empty() ? std::string() : ", options: " + h(run.options));
+    s += fmt::format("<li><code>{}</code>: {}, driver {}, {}{}</li>\n", xml_text(basename(run.file)), xml_text(run.device),
+                     xml_text(run.driver), xml_text(run.generated_at), run.options.empty() ? std::string() : ", options: " + xml_text(run.options));
   s += "</ol>\n<p style=\"font-size:12px;color:#57606a\">cpu r/w xN: CPU read/write bandwidth through the shared mapping "
        "divided by private memory in the same process (the leg with the lowest read ratio). gpu in/out: vkCmdCopyBuffer "
        "into / out of the shared allocation in GB/s, vs device-local to device-local. Latencies: medians in µs.</p>\n"

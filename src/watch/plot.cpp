@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "extmem/os/fd.h"
+#include "core/xml_text.h"
 
 namespace extmem::watch {
 namespace {
@@ -22,23 +23,6 @@ constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", 
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 constexpr std::size_t kLegendMax = 24;
 
-// Printable ASCII with the five XML specials escaped: comm and command lines
-// are arbitrary bytes, and one stray byte would make the document invalid.
-std::string xml_text(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += (c >= 0x20 && c < 0x7f) ? ch : '?';
-    }
-  }
-  return out;
-}
 
 // A "nice" tick step (1, 2 or 5 times a power of ten) for about `count` ticks over `range`.
 double nice_step(double range, int count) {
