@@ -8,8 +8,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -344,3 +348,131 @@ TEST(MeasureRow, KeepsOnlyLegsThatRoundTrippedInTheVerdictRun) {
 }
 
 }  // namespace
+
+namespace copyleg {
+
+using extmem::Error;
+using extmem::ErrorKind;
+using extmem::Result;
+using extmem::probe::measure::Copy;
+namespace measure = extmem::probe::measure;
+
+// measure's log is process-wide: on for one test, off (and empty) after it.
+struct Measuring {
+  explicit Measuring(unsigned repeats) { measure::enable(repeats); }
+  ~Measuring() { measure::disable(); }
+  json leg(const std::string& name) const { return measure::collected()["legs"][name]; }
+};
+
+// A timer whose copies each take a fixed time per direction; records what it was asked.
+struct Timer {
+  std::map<Copy, double> per_copy{{Copy::save, 0.01}, {Copy::out, 0.5}, {Copy::in, 0.25}, {Copy::baseline, 0.1},
+                                  {Copy::restore, 0.01}};
+  std::optional<Copy> fails;
+  std::vector<std::pair<Copy, unsigned>> calls;
+  measure::CopyTimer fn() {
+    return [this](Copy c, unsigned n) -> Result<double> {
+      calls.emplace_back(c, n);
+      if (fails == c) return Error{"cuMemcpyDtoD", ErrorKind::driver, "CUDA_ERROR_ILLEGAL_ADDRESS", {}};
+      return per_copy[c] * n;
+    };
+  }
+};
+
+TEST(MeasureCopyLeg, FiguresFromTheTimerSaveFirstRestoreLast) {
+  Measuring m(3);
+  Timer t;
+  measure::copy_leg("cudaimport", 1'000'000'000, true, t.fn());
+  json e = m.leg("cudaimport");
+  EXPECT_DOUBLE_EQ(e["gpu_out_gbps"]["median"].get<double>(), 2.0) << e.dump();
+  EXPECT_DOUBLE_EQ(e["gpu_in_gbps"]["median"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(e["gpu_baseline_gbps"]["median"].get<double>(), 10.0);
+  EXPECT_EQ(e["gpu_out_gbps"]["n"], 3);
+  EXPECT_EQ(e["gpu_copies_per_sample"], 1);  // 0.1 s per copy: no batching
+  EXPECT_FALSE(e.contains("gpu_error"));
+  ASSERT_EQ(t.calls.size(), 1u + 1u + 3u * 3u + 1u);
+  EXPECT_EQ(t.calls.front(), std::make_pair(Copy::save, 1u));
+  EXPECT_EQ(t.calls[1], std::make_pair(Copy::baseline, 1u));
+  EXPECT_EQ(t.calls.back(), std::make_pair(Copy::restore, 1u));
+  EXPECT_EQ(measure::collected()["size"], 1'000'000'000u);
+}
+
+TEST(MeasureCopyLeg, FastCopiesAreBatchedAndCountedInTheBandwidth) {
+  Measuring m(2);
+  Timer t;
+  t.per_copy = {{Copy::save, 1e-3}, {Copy::out, 1e-3}, {Copy::in, 2e-3}, {Copy::baseline, 1e-3}, {Copy::restore, 1e-3}};
+  measure::copy_leg("gpu", 1'000'000, false, t.fn());
+  json e = m.leg("gpu");
+  EXPECT_EQ(e["gpu_copies_per_sample"], 5);  // 5 ms / 1 ms
+  EXPECT_EQ(t.calls[2], std::make_pair(Copy::out, 5u));
+  EXPECT_DOUBLE_EQ(e["gpu_out_gbps"]["median"].get<double>(), 1.0);  // 5e6 bytes in 5 ms
+  EXPECT_DOUBLE_EQ(e["gpu_in_gbps"]["median"].get<double>(), 0.5);
+  EXPECT_FALSE(e.contains("gpu_baseline_gbps")) << "no baseline asked for";
+  EXPECT_EQ(t.calls.back().first, Copy::restore);
+}
+
+TEST(MeasureCopyLeg, AFailingCopyIsNotedAndTheBytesStillGoBack) {
+  Measuring m(3);
+  Timer t;
+  t.fails = Copy::in;
+  measure::copy_leg("cudahost", 4096, true, t.fn());
+  json e = m.leg("cudahost");
+  EXPECT_TRUE(e.contains("gpu_out_gbps"));
+  EXPECT_FALSE(e.contains("gpu_in_gbps"));
+  EXPECT_FALSE(e.contains("gpu_baseline_gbps"));
+  EXPECT_EQ(e["gpu_error"], "gpu_in_gbps: cuMemcpyDtoD -> CUDA_ERROR_ILLEGAL_ADDRESS");
+  EXPECT_EQ(t.calls.back().first, Copy::restore);
+}
+
+TEST(MeasureCopyLeg, AFailedSaveMeasuresNothingAndRestoresNothing) {
+  Measuring m(3);
+  Timer t;
+  t.fails = Copy::save;
+  measure::copy_leg("cudaimport", 4096, true, t.fn());
+  json e = m.leg("cudaimport");
+  EXPECT_EQ(e["gpu_error"], "save the shared bytes: cuMemcpyDtoD -> CUDA_ERROR_ILLEGAL_ADDRESS");
+  EXPECT_FALSE(e.contains("gpu_out_gbps"));
+  EXPECT_EQ(t.calls.size(), 1u);
+}
+
+TEST(MeasureCopyLeg, NothingWhenNotMeasuring) {
+  Timer t;
+  measure::copy_leg("cudaimport", 4096, true, t.fn());
+  measure::import_latency("cudaimport", [] { return Result<double>(1.0); });
+  EXPECT_TRUE(t.calls.empty());
+  EXPECT_TRUE(measure::collected().is_null());
+}
+
+TEST(MeasureImportLatency, MedianOfTheRepeatsAndTheFirstErrorStops) {
+  {
+    Measuring m(3);
+    double next = 10;
+    measure::import_latency("cudaimport", [&] { return Result<double>(next++); });
+    EXPECT_EQ(m.leg("cudaimport")["import_us"], (json{{"median", 11.0}, {"min", 10.0}, {"max", 12.0}, {"n", 3}}));
+  }
+  {
+    Measuring m(5);
+    int calls = 0;
+    measure::import_latency("cudahost", [&]() -> Result<double> {
+      if (++calls == 3) return Error{"cuMemHostRegister(DEVICEMAP)", ErrorKind::driver, "CUDA_ERROR_OUT_OF_MEMORY", {}};
+      return 2.0;
+    });
+    json e = m.leg("cudahost");
+    EXPECT_EQ(calls, 3);
+    EXPECT_EQ(e["import_us"]["n"], 2);
+    EXPECT_EQ(e["import_error"], "cuMemHostRegister(DEVICEMAP) -> CUDA_ERROR_OUT_OF_MEMORY");
+  }
+}
+
+// The text line reads a CUDA leg's figures like a Vulkan leg's.
+TEST(MeasureRow, CudaLegFiguresReachTheTextLine) {
+  json f = {{"median", 2.0}, {"min", 1.0}, {"max", 3.0}, {"n", 3}};
+  json m = {{"size", 64u << 20}, {"repeats", 3}, {"baseline", json::object()}, {"route", json::object()},
+            {"legs", {{"cudaimport", {{"gpu_out_gbps", f}, {"gpu_in_gbps", f}, {"gpu_baseline_gbps", f}, {"import_us", f}}}}}};
+  std::string line = extmem::probe::measure_line(m);
+  EXPECT_NE(line.find("cudaimport: gpu-out=2 GB/s [1-3] gpu-in=2 GB/s [1-3] gpu-device-local=2 GB/s [1-3] import=2 us [1-3]"),
+            std::string::npos)
+      << line;
+}
+
+}  // namespace copyleg

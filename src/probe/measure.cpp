@@ -104,6 +104,7 @@ void enable(unsigned repeats) {
 }
 
 bool enabled() { return log().enabled; }
+void disable() { log() = Log{}; }
 unsigned repeats() { return log().repeats; }
 
 json figure(std::vector<double> s) {
@@ -140,11 +141,64 @@ void cpu_leg(const std::string& leg, std::span<std::byte> view) {
   }
 }
 
-void gpu_leg(const std::string& leg, const vk::Device& device, VkBuffer shared, std::size_t bytes) {
+void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, const CopyTimer& time) {
   Log& l = log();
   if (!l.enabled || bytes == 0) return;
   l.size = std::max(l.size, bytes);
   json& e = leg_entry(leg);
+  auto failed = [&](const char* what, const Error& err) { e["gpu_error"] = fmt::format("{}: {} -> {}", what, err.step, err.code); };
+  if (auto saved = time(Copy::save, 1); !saved) {
+    failed("save the shared bytes", saved.error());
+    return;
+  }
+  // The clock runs around the whole batch and the wait for the GPU, so a copy that is fast next to
+  // that overhead (a large GPU: 64 MiB in tens of µs) is repeated until a sample lasts >= ~5 ms.
+  // Calibrated on the device's own memory, the fastest copy measured here.
+  unsigned batch = 1;
+  if (auto one = time(Copy::baseline, 1); one && *one > 0 && *one < 0.005)
+    batch = static_cast<unsigned>(std::min(64.0, std::ceil(0.005 / *one)));
+  e["gpu_copies_per_sample"] = batch;
+  auto samples = [&](Copy c, const char* key) {
+    std::vector<double> v;
+    for (unsigned i = 0; i < l.repeats; ++i) {
+      auto t = time(c, batch);
+      if (!t) {
+        failed(key, t.error());
+        return false;
+      }
+      v.push_back(gbps(bytes * batch, *t));
+    }
+    e[key] = figure(v);
+    return true;
+  };
+  bool ok = samples(Copy::out, "gpu_out_gbps") && samples(Copy::in, "gpu_in_gbps");
+  if (ok && has_baseline) samples(Copy::baseline, "gpu_baseline_gbps");
+  (void)time(Copy::restore, 1);  // put the route's bytes back
+}
+
+void import_latency(const std::string& leg, const std::function<Result<double>()>& once) {
+  Log& l = log();
+  if (!l.enabled) return;
+  std::vector<double> us;
+  json& e = leg_entry(leg);
+  for (unsigned i = 0; i < l.repeats; ++i) {
+    auto t = once();
+    if (!t) {
+      e["import_error"] = fmt::format("{} -> {}", t.error().step, t.error().code);
+      break;
+    }
+    us.push_back(*t);
+  }
+  if (!us.empty()) e["import_us"] = figure(us);
+}
+
+void leg_field(const std::string& leg, const std::string& key, json value) {
+  if (log().enabled) leg_entry(leg)[key] = std::move(value);
+}
+
+void gpu_leg(const std::string& leg, const vk::Device& device, VkBuffer shared, std::size_t bytes) {
+  Log& l = log();
+  if (!l.enabled || bytes == 0) return;
   int dl = device_local_type(device);
   vk::AllocationRequest req;
   req.size = bytes;
@@ -154,15 +208,16 @@ void gpu_leg(const std::string& leg, const vk::Device& device, VkBuffer shared, 
   for (int i = 0; i < 3; ++i) {
     auto b = device.create_buffer(req);
     if (!b) {
-      e["gpu_error"] = fmt::format("partner buffer: {} -> {}", b.error().step, b.error().code);
+      l.size = std::max(l.size, bytes);
+      leg_field(leg, "gpu_error", fmt::format("partner buffer: {} -> {}", b.error().step, b.error().code));
       return;
     }
     bufs.push_back(std::move(*b));
   }
-  e["gpu_partner_memory_type"] = bufs[1].memory_type_index;
+  leg_field(leg, "gpu_partner_memory_type", bufs[1].memory_type_index);
   const vk::DeviceFns& f = device.fn();
   // `copies` back-to-back copies in one submission, a transfer barrier between them so they do not overlap.
-  auto copy_seconds = [&](VkBuffer src, VkBuffer dst, unsigned copies = 1) -> Result<double> {
+  auto copy_seconds = [&](VkBuffer src, VkBuffer dst, unsigned copies) -> Result<double> {
     const double t0 = os::monotonic_seconds();
     auto s = device.submit_and_wait([&](VkCommandBuffer cmd) {
       VkBufferCopy region{0, 0, bytes};
@@ -180,34 +235,16 @@ void gpu_leg(const std::string& leg, const vk::Device& device, VkBuffer shared, 
     if (!s) return std::move(s).error();
     return os::monotonic_seconds() - t0;
   };
-  // The clock runs around submit + fence wait, so a copy that is fast next to that overhead
-  // (a large GPU: 64 MiB in tens of µs) is repeated inside one submission until a sample lasts >= ~5 ms.
-  unsigned batch = 1;
-  auto samples = [&](VkBuffer src, VkBuffer dst, const char* key) {
-    std::vector<double> v;
-    for (unsigned i = 0; i < l.repeats; ++i) {
-      auto t = copy_seconds(src, dst, batch);
-      if (!t) {
-        e["gpu_error"] = fmt::format("{}: {} -> {}", key, t.error().step, t.error().code);
-        return false;
-      }
-      v.push_back(gbps(bytes * batch, *t));
+  copy_leg(leg, bytes, dl >= 0, [&](Copy c, unsigned n) -> Result<double> {
+    switch (c) {
+      case Copy::save: return copy_seconds(shared, bufs[0].buffer, n);
+      case Copy::out: return copy_seconds(shared, bufs[1].buffer, n);
+      case Copy::in: return copy_seconds(bufs[1].buffer, shared, n);
+      case Copy::baseline: return copy_seconds(bufs[1].buffer, bufs[2].buffer, n);
+      case Copy::restore: return copy_seconds(bufs[0].buffer, shared, n);
     }
-    e[key] = figure(v);
-    return true;
-  };
-  auto saved = copy_seconds(shared, bufs[0].buffer);
-  if (!saved) {
-    e["gpu_error"] = fmt::format("save the shared bytes: {} -> {}", saved.error().step, saved.error().code);
-    return;
-  }
-  // Calibrate on the device's own memory, the fastest copy measured here.
-  if (auto one = copy_seconds(bufs[1].buffer, bufs[2].buffer); one && *one > 0 && *one < 0.005)
-    batch = static_cast<unsigned>(std::min(64.0, std::ceil(0.005 / *one)));
-  e["gpu_copies_per_sample"] = batch;
-  bool ok = samples(shared, bufs[1].buffer, "gpu_out_gbps") && samples(bufs[1].buffer, shared, "gpu_in_gbps");
-  if (ok && dl >= 0) samples(bufs[1].buffer, bufs[2].buffer, "gpu_baseline_gbps");
-  (void)copy_seconds(bufs[0].buffer, shared);  // put the route's bytes back
+    return Error{"measure", ErrorKind::invalid_argument, {}, "unknown copy"};
+  });
 }
 
 void import_leg(const std::string& leg, const vk::Device& device, const vk::AllocationRequest& req) {
@@ -240,6 +277,10 @@ void import_leg(const std::string& leg, const vk::Device& device, const vk::Allo
       break;
     }
     import_us.push_back((t1 - t0) * 1e6);
+    // vkMapMemory is valid only on HOST_VISIBLE memory (Vulkan spec, vkMapMemory valid usage);
+    // a device-local import (CUDA VMM memory) has an import latency and no map latency.
+    const VkMemoryPropertyFlags flags = device.memory_properties().memoryTypes[b->memory_type_index].propertyFlags;
+    if (!(flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)) continue;
     void* p = nullptr;
     const double t2 = os::monotonic_seconds();
     VkResult mr = device.fn().vkMapMemory(device.handle(), b->memory, 0, VK_WHOLE_SIZE, 0, &p);

@@ -88,8 +88,9 @@ std::string markdown(const std::vector<Run>& runs) {
                      md(runs[i].driver), runs[i].generated_at,
                      runs[i].options.empty() ? std::string() : ", options: " + md(runs[i].options));
   s += "\nFigures (from `--measure`): `cpu r/w xN` = CPU read/write bandwidth through the shared mapping divided by "
-       "private memory in the same process (the leg with the lowest read ratio); `gpu in/out` = vkCmdCopyBuffer into / "
-       "out of the shared allocation, GB/s, vs device-local to device-local; latencies are medians in µs.\n";
+       "private memory in the same process (the leg with the lowest read ratio); `gpu in/out` = GPU copies into / out of "
+       "the shared allocation (vkCmdCopyBuffer, cuMemcpyDtoD or glCopyBufferSubData by leg), GB/s, vs device-local "
+       "to device-local; latencies are medians in µs.\n";
   return s;
 }
 
@@ -139,8 +140,8 @@ std::string html(const std::vector<Run>& runs) {
     s += fmt::format("<li><code>{}</code>: {}, driver {}, {}{}</li>\n", xml_text(basename(run.file)), xml_text(run.device),
                      xml_text(run.driver), xml_text(run.generated_at), run.options.empty() ? std::string() : ", options: " + xml_text(run.options));
   s += "</ol>\n<p style=\"font-size:12px;color:#57606a\">cpu r/w xN: CPU read/write bandwidth through the shared mapping "
-       "divided by private memory in the same process (the leg with the lowest read ratio). gpu in/out: vkCmdCopyBuffer "
-       "into / out of the shared allocation in GB/s, vs device-local to device-local. Latencies: medians in µs.</p>\n"
+       "divided by private memory in the same process (the leg with the lowest read ratio). gpu in/out: GPU copies "
+       "into / out of the shared allocation (vkCmdCopyBuffer, cuMemcpyDtoD or glCopyBufferSubData by leg) in GB/s, vs device-local to device-local. Latencies: medians in µs.</p>\n"
        "</body>\n</html>\n";
   return s;
 }

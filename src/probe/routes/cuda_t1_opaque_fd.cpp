@@ -6,12 +6,42 @@
 #ifdef EXTMEM_HAVE_CUDA
 #include <fmt/format.h>
 
+#include "extmem/os/clock.h"
+#include "probe/measure.h"
 #include "probe/route_util.h"
 #include "probe/routes.h"
+#include "probe/routes/cuda_measure.h"
 #include "probe/routes/cuda_route_util.h"
 #include "probe/vk_export.h"
 
 namespace extmem::probe {
+namespace {
+
+// One timed import of a fresh dup() of `fd` (cuImportExternalMemory +
+// cuExternalMemoryGetMappedBuffer of `mapped` bytes, µs), undone untimed.
+Result<double> import_once(const cuda::Api& api, int fd, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC& like,
+                           std::size_t mapped) {
+  auto dup = os::dup_fd(fd);
+  if (!dup) return std::move(dup).error();
+  CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc = like;
+  desc.handle.fd = dup->get();
+  CUDA_EXTERNAL_MEMORY_BUFFER_DESC bd{};
+  bd.size = mapped;
+  CUexternalMemory ext = nullptr;
+  CUdeviceptr ptr = 0;
+  const double t0 = os::monotonic_seconds();
+  CUresult r = api.cuImportExternalMemory(&ext, &desc);
+  CUresult m = r == CUDA_SUCCESS ? api.cuExternalMemoryGetMappedBuffer(&ptr, ext, &bd) : r;
+  const double t1 = os::monotonic_seconds();
+  if (r != CUDA_SUCCESS) return cuda::cu_error(api, "cuImportExternalMemory(OPAQUE_FD)", r);
+  dup->release();  // a successful import owns the fd (cuda.h, cuImportExternalMemory)
+  if (m == CUDA_SUCCESS) (void)api.cuMemFree(ptr);
+  (void)api.cuDestroyExternalMemory(ext);
+  if (m != CUDA_SUCCESS) return cuda::cu_error(api, "cuExternalMemoryGetMappedBuffer", m);
+  return (t1 - t0) * 1e6;
+}
+
+}  // namespace
 
 int cuda_opaque_fd_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
@@ -69,6 +99,11 @@ int cuda_opaque_fd_client(ChildContext& ctx) {
     if (cuda_write_region(ctx, *side, ptr, Region::E, cu)) {
       ctx.step("server checks region E through its Vulkan mapping");
       confirm_remote(ctx, Region::E, cu);
+    }
+    if (cu.read_ok && cu.write_ok && measure::enabled()) {
+      cuda_copy_leg(ctx, api, cu.name, ptr, layout.size);
+      ctx.step("measure import latency (cudaimport)");
+      measure::import_latency(cu.name, [&] { return import_once(api, setup->fd.get(), desc, layout.size); });
     }
     (void)api.cuMemFree(ptr);  // a mapped buffer is freed with cuMemFree (cuda.h)
   }

@@ -11,9 +11,12 @@
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
+#include "extmem/os/clock.h"
 #include "probe/gpu_access.h"
+#include "probe/measure.h"
 #include "probe/route_util.h"
 #include "probe/routes.h"
+#include "probe/routes/cuda_measure.h"
 #include "probe/routes/cuda_route_util.h"
 #include "probe/vk_export.h"
 
@@ -65,6 +68,31 @@ class VmmMapping {
 // The allocation size: the layout size rounded up to the minimum granularity.
 std::size_t rounded(std::size_t size, std::size_t granularity) {
   return (size + granularity - 1) / granularity * granularity;
+}
+
+// One timed import of a fresh dup() of `fd` (cuMemImportFromShareableHandle +
+// cuMemAddressReserve + cuMemMap + cuMemSetAccess of `size` bytes, µs), undone untimed.
+Result<double> vmm_import_once(const cuda::Api& api, int fd, std::size_t size, std::size_t granularity,
+                               CUdevice device) {
+  auto dup = os::dup_fd(fd);
+  if (!dup) return std::move(dup).error();
+  CUmemGenericAllocationHandle handle = 0;
+  const double t0 = os::monotonic_seconds();
+  CUresult r = api.cuMemImportFromShareableHandle(
+      &handle, reinterpret_cast<void*>(static_cast<std::uintptr_t>(dup->get())), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  if (r != CUDA_SUCCESS) return cuda::cu_error(api, "cuMemImportFromShareableHandle(POSIX_FILE_DESCRIPTOR)", r);
+  Status mapped;
+  double t1 = 0;
+  {
+    VmmMapping mapping(api);
+    mapped = mapping.map(handle, size, granularity, device);
+    t1 = os::monotonic_seconds();
+  }  // unmapped before the handle is released
+  (void)api.cuMemRelease(handle);
+  // As in the leg: a driver that took the fd closed it, one that did not leaves it to us.
+  if (!os::fd_is_open(dup->get())) (void)dup->release();
+  if (!mapped) return mapped.error();
+  return (t1 - t0) * 1e6;
 }
 
 }  // namespace
@@ -193,6 +221,16 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
           ctx.step("server checks region E (GPU copy out of its own mapping)");
           confirm_remote(ctx, Region::E, cu);
         }
+        if (cu.read_ok && cu.write_ok && measure::enabled()) {
+          cuda_copy_leg(ctx, api, cu.name, mapping.va(), layout.size);
+          ctx.step("measure import latency (cudaimport)");
+          if (setup->fd.valid())
+            measure::import_latency(cu.name, [&] {
+              return vmm_import_once(api, setup->fd.get(), size, granularity, side->device);
+            });
+          else
+            measure::leg_field(cu.name, "import_error", "no fd left to import (the CUDA import consumed it)");
+        }
       }
     }
   }
@@ -234,6 +272,12 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
       if (vki.failed_step.empty()) {
         ctx.step("server checks region C (Vulkan GPU write)");
         confirm_remote(ctx, Region::C, vki);
+      }
+      if (vki.read_ok && vki.write_ok && measure::enabled()) {
+        measure::gpu_leg(vki.name, **dev, buf->buffer, layout.size);
+        ctx.step("measure import latency (vkimport)");
+        req.import_fd = setup->fd.get();  // measure::import_leg imports a fresh dup of it each time
+        measure::import_leg(vki.name, **dev, req);
       }
     }
   }

@@ -8,11 +8,35 @@
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
+#include "extmem/os/clock.h"
+#include "probe/measure.h"
 #include "probe/route_util.h"
 #include "probe/routes.h"
+#include "probe/routes/cuda_measure.h"
 #include "probe/routes/cuda_route_util.h"
 
 namespace extmem::probe {
+namespace {
+
+// One timed registration (cuMemHostRegister(DEVICEMAP) + cuMemHostGetDevicePointer, µs) of a
+// fresh MAP_SHARED mapping of the memfd `fd` (`bytes`): the leg's own mapping is registered
+// already, and a range registers once. Unregistered and unmapped untimed.
+Result<double> register_once(const cuda::Api& api, int fd, std::size_t bytes) {
+  auto map = os::Mapping::map(fd, bytes, MAP_SHARED);
+  if (!map) return std::move(map).error();
+  void* p = map->bytes().data();
+  CUdeviceptr dptr = 0;
+  const double t0 = os::monotonic_seconds();
+  CUresult r = api.cuMemHostRegister(p, bytes, CU_MEMHOSTREGISTER_DEVICEMAP);
+  CUresult g = r == CUDA_SUCCESS ? api.cuMemHostGetDevicePointer(&dptr, p, 0) : r;
+  const double t1 = os::monotonic_seconds();
+  if (r != CUDA_SUCCESS) return cuda::cu_error(api, "cuMemHostRegister(DEVICEMAP)", r);
+  (void)api.cuMemHostUnregister(p);
+  if (g != CUDA_SUCCESS) return cuda::cu_error(api, "cuMemHostGetDevicePointer", g);
+  return (t1 - t0) * 1e6;
+}
+
+}  // namespace
 
 int cuda_host_register_server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
@@ -69,6 +93,11 @@ int cuda_host_register_server(ChildContext& ctx) {
       if (cuda_write_region(ctx, *side, dptr, Region::E, host)) {
         ctx.step("client checks region E (CUDA GPU write)");
         confirm_remote(ctx, Region::E, host);
+      }
+      if (host.read_ok && host.write_ok && measure::enabled()) {
+        cuda_copy_leg(ctx, api, host.name, dptr, layout.size);
+        ctx.step("measure registration latency (cudahost)");
+        measure::import_latency(host.name, [&] { return register_once(api, setup->fd.get(), layout.size); });
       }
     }
   }

@@ -9,6 +9,8 @@
 #include "gles/egl_context.h"
 #include "extmem/gles/enumerate.h"
 #include "probe/gles_import.h"
+#include "probe/gles_measure.h"
+#include "probe/measure.h"
 #include "probe/route_util.h"
 #include "probe/routes.h"
 #include "probe/vk_export.h"
@@ -92,6 +94,10 @@ void run_gl_legs(ChildContext& ctx, int fd, const nlohmann::json& info, Region r
   if (glgpu.failed_step.empty()) {
     ctx.step(fmt::format("exporter checks region {} (GL GPU write)", region_name(region)));
     check.confirm(region, glgpu, gpu_seed_of(region));
+  }
+  if (glgpu.read_ok && glgpu.write_ok && measure::enabled()) {
+    ctx.step("measure GL GPU copy bandwidth through glgpu");
+    gl_copy_leg(*egl, glgpu.name, keep->buffer, layout.size);
   }
 }
 
