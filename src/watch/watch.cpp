@@ -149,6 +149,11 @@ int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
     auto dir = ProcessDir::open(p);
     if (!dir || !dir->read("stat", scratch))
       return usage(err, "--pid", fmt::format("{} is not a running process; accepted: ids of running processes", p));
+    // A zombie still has its /proc entry but has exited: nothing to watch.
+    if (const std::size_t paren = scratch.rfind(')'); paren != std::string::npos && paren + 2 < scratch.size() &&
+                                                     (scratch[paren + 2] == 'Z' || scratch[paren + 2] == 'X'))
+      return usage(err, "--pid", fmt::format("{} has exited (a zombie not yet reaped by its parent); accepted: ids "
+                                             "of running processes", p));
   }
   SeriesWriter writer;
   bool writing = false;
