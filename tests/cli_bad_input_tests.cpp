@@ -206,6 +206,7 @@ const std::vector<Case> kCases = {
     {{"watch", "--summary", "", "--", "true"}, {"--summary", "empty"}},
     {{"watch", "--plot", "", "--", "true"}, {"--plot", "empty"}},
     {{"watch", "--pid=1", "--", "true"}, {"not both"}},
+    {{"watch", "--", ""}, {"COMMAND", "empty", "program name"}},
     // ---- maps ----
     {{"maps"}, {"--pid"}},
     {{"maps", "--pid=", "--json"}, {"--pid", "empty", "Process id"}},

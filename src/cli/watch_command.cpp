@@ -108,6 +108,11 @@ Runner add_watch(CLI::App& app) {
 
   return [st]() -> int {
     watch::WatchOptions& o = st->options;
+    if (!st->command.empty() && st->command[0].empty()) {
+      std::cerr << "extmem watch: COMMAND: the command name is empty; accepted: a program name (looked up in PATH) "
+                   "or path, after --\n";
+      return 2;
+    }
     o.command = st->command;
     for (const std::string& p : st->pids) o.pids.push_back(static_cast<pid_t>(std::stol(p)));
     o.period = *watch::parse_duration(st->period);
