@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -304,6 +305,19 @@ TEST_F(CliBadInput, EveryRowExitsTwoNamingOptionAndAccepted) {
     EXPECT_EQ(o.code, 2);
     EXPECT_EQ(o.out, "");
     for (const std::string& e : c.expect) EXPECT_NE(o.err.find(expand(e)), std::string::npos) << "missing: " << expand(e);
+  }
+}
+
+// An output that cannot be written at the end of the run (/dev/full: ENOSPC) is
+// not a success: the watch said so on stderr but exited 0 with the command.
+// A private copy of /dev/full (mknod) so that a regression cannot replace the real one.
+TEST_F(CliBadInput, WatchOutputWriteFailureIsNotSuccess) {
+  const fs::path full = dir_ / "full";
+  if (::mknod(full.c_str(), S_IFCHR | 0666, ::makedev(1, 7)) != 0) GTEST_SKIP() << "mknod: " << std::strerror(errno);
+  for (const std::string option : {"--summary=", "--plot="}) {
+    const Output o = run_extmem({"watch", option + full.string(), "--", "true"}, dir_);
+    EXPECT_EQ(o.code, 1) << option << "\n" << o.err;
+    EXPECT_NE(o.err.find("ENOSPC"), std::string::npos) << o.err;
   }
 }
 
