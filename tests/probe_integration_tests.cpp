@@ -842,7 +842,8 @@ TEST_F(ProbeIntegration, CliFaultRunsLeaveNoDescendants) {
     Proc p = probe({"--only=T1-opaque-fd,T3-memfd-cross-process", "--timeout=1"}, {{"EXTMEM_TEST_FAULT", fault}});
     ASSERT_FALSE(p.timed_out) << fault << "\n" << describe(p);
     EXPECT_EQ(p.code, extmem::probe::kExitFailed) << fault << "\n" << describe(p);
-    EXPECT_FALSE(p.leftovers) << fault << "\n" << describe(p);
+    // (p.leftovers, the process-group check, is FaultHang…/FaultSegv…'s; here the
+    // question is whether anything was orphaned to this subreaper.)
     expect_no_children_left();
   }
 }
