@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (preset "fuzz", clang + ASan/UBSan) and runs each
 # for SECONDS (default 10) from its seed corpus in fuzz/corpus/<target>/.
 # A crash fails the script; the crashing input is left in build-fuzz/crashes/.
-# For long local runs: bash scripts/fuzz-smoke.sh 3600
+# For long local runs: bash scripts/fuzz-long.sh (see docs/hardening.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-10}"

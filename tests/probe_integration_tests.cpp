@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -774,6 +775,80 @@ class ScopedEnv {
   const char* name_;
   std::optional<std::string> old_;
 };
+
+// This process's fd table: fd number -> what it refers to (readlink of /proc/self/fd/N),
+// without the directory fd used to read it.
+std::map<int, std::string> fd_table() {
+  std::map<int, std::string> table;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc/self/fd", ec)) {
+    const int fd = std::stoi(e.path().filename().string());
+    std::error_code link_ec;
+    const fs::path target = fs::read_symlink(e.path(), link_ec);
+    if (link_ec) continue;  // the iterator's own directory fd, closed by now
+    table[fd] = target.string();
+  }
+  return table;
+}
+
+std::string describe_fds(const std::map<int, std::string>& t) {
+  std::string s;
+  for (const auto& [fd, target] : t) s += std::to_string(fd) + " -> " + target + "\n";
+  return s;
+}
+
+// Makes this process the subreaper of its descendants, so a grandchild the probe
+// orphans is reparented here (not to init) and shows up in waitpid(-1, ...).
+void become_subreaper() { ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0) << std::strerror(errno); }
+
+// No child of this process is left, running or zombie (a running one makes WNOHANG return 0, a zombie its pid).
+void expect_no_children_left() {
+  errno = 0;
+  const pid_t left = ::waitpid(-1, nullptr, WNOHANG);
+  EXPECT_EQ(left, -1) << (left == 0 ? "a descendant is still running" : "reaped a zombie: pid " + std::to_string(left));
+  EXPECT_EQ(errno, ECHILD);
+}
+
+// A full in-process run leaves the fd table exactly as it found it (same numbers,
+// same files), and neither a child nor an orphaned grandchild behind.
+TEST_F(ProbeIntegration, InProcessRunKeepsFdTableAndLeavesNoDescendants) {
+  ScopedEnv no_fault("EXTMEM_TEST_FAULT", nullptr);
+  become_subreaper();
+  std::ostringstream out, err;
+  const auto before = fd_table();
+  int code = extmem::probe::run(in_process_options(), out, err);
+  const auto after = fd_table();
+  EXPECT_EQ(code, exit_code_for(out.str())) << out.str() << err.str();
+  EXPECT_EQ(count_results(out.str()), kRows.size()) << out.str();
+  EXPECT_EQ(after, before) << "before:\n" << describe_fds(before) << "after:\n" << describe_fds(after);
+  expect_no_children_left();
+}
+
+// The same for the `extmem probe` process: run under this process as subreaper,
+// every process it started has been reaped by the time it exits (none is
+// reparented here), and its process group is empty.
+TEST_F(ProbeIntegration, CliRunLeavesNoDescendants) {
+  become_subreaper();
+  Proc p = probe({"--soak=0.2"});
+  ASSERT_FALSE(p.timed_out) << describe(p);
+  EXPECT_TRUE(p.exited) << describe(p);
+  EXPECT_FALSE(p.leftovers) << describe(p);
+  EXPECT_EQ(count_results(p.out), kRows.size()) << p.out;
+  expect_no_children_left();
+}
+
+// A crashing and a hanging child (fault hooks) leave no descendant of the CLI either.
+TEST_F(ProbeIntegration, CliFaultRunsLeaveNoDescendants) {
+  become_subreaper();
+  for (const char* fault : {"T1-opaque-fd:server:serve:segv", "T3-memfd-cross-process:server:mmap:hang"}) {
+    Proc p = probe({"--only=T1-opaque-fd,T3-memfd-cross-process", "--timeout=1"}, {{"EXTMEM_TEST_FAULT", fault}});
+    ASSERT_FALSE(p.timed_out) << fault << "\n" << describe(p);
+    EXPECT_EQ(p.code, extmem::probe::kExitFailed) << fault << "\n" << describe(p);
+    // (p.leftovers, the process-group check, is FaultHang…/FaultSegv…'s; here the
+    // question is whether anything was orphaned to this subreaper.)
+    expect_no_children_left();
+  }
+}
 
 // A full run leaves the parent's open fd count unchanged.
 TEST_F(ProbeIntegration, InProcessRunKeepsFdCount) {

@@ -1,5 +1,7 @@
 // extmem: one executable, one subcommand per tool (each registers itself, see commands.h).
 #include <iostream>
+#include <string>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "cuda/loader.h"
@@ -10,6 +12,41 @@ std::vector<AddCommand>& registry() {
   static std::vector<AddCommand> commands;
   return commands;
 }
+
+// Misuse CLI11 reports badly, caught before it parses: an unknown subcommand
+// (CLI11 says only "A subcommand is required"), and "--opt=" with nothing after
+// '=' (CLI11 then takes the next argument as the value, so "--match= --offset=0"
+// complained about a missing --offset). No option accepts an empty value.
+// Only the words before the first one that is not an option are looked at: what
+// follows may be a watched command's own arguments. Returns 0 or the exit code.
+int check_argv(CLI::App& app, int argc, char** argv) {
+  if (argc < 2) return 0;
+  const std::string_view first = argv[1];
+  if (first.empty() || first[0] != '-') {
+    CLI::App* sub = nullptr;
+    for (CLI::App* c : app.get_subcommands({}))
+      if (c->get_name() == first) sub = c;
+    if (sub == nullptr) {
+      std::string names;
+      for (const CLI::App* c : app.get_subcommands({})) names += (names.empty() ? "" : ", ") + c->get_name();
+      std::cerr << "extmem: unknown subcommand \"" << first << "\"; accepted: " << names << "\n";
+      return probe::kExitUsage;
+    }
+    for (int i = 2; i < argc; ++i) {
+      const std::string_view a = argv[i];
+      if (a == "--" || a.empty() || a[0] != '-') break;
+      if (a.size() > 3 && a.substr(0, 2) == "--" && a.find('=') == a.size() - 1) {
+        const std::string name(a.substr(0, a.size() - 1));
+        const CLI::Option* o = sub->get_option_no_throw(name);
+        std::cerr << "extmem " << first << ": " << name << ": the value after '=' is empty; accepted: "
+                  << (o != nullptr && !o->get_description().empty() ? o->get_description() : "see --help") << "\n";
+        return probe::kExitUsage;
+      }
+    }
+  }
+  return 0;
+}
+
 }  // namespace extmem::cli
 
 int main(int argc, char** argv) {
@@ -22,6 +59,7 @@ int main(int argc, char** argv) {
     extmem::cli::Runner run = add(app);
     runners.emplace_back(app.get_subcommands({}).at(before), std::move(run));
   }
+  if (int code = extmem::cli::check_argv(app, argc, argv); code != 0) return code;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

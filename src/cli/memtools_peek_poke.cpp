@@ -3,11 +3,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/commands.h"
 #include "extmem/memtools/commands.h"
 #include "extmem/memtools/processes.h"
+#include "extmem/memtools/word_access.h"
 
 namespace extmem::cli {
 namespace {
@@ -50,6 +52,16 @@ struct Target {
       o.pid = *p;
     }
     o.file = file;
+    if (file_option->count() > 0) {
+      // Opened once here so that a missing, unreadable or wrong kind of file is a usage error naming --file.
+      auto opened = memtools::WordTarget::open_file(file, std::string_view(command) == "poke");
+      if (!opened) {
+        std::cerr << "extmem " << command << ": bad --file: " << opened.error().message() << "\naccepted: an existing "
+                  << (std::string_view(command) == "poke" ? "writable" : "readable")
+                  << " regular file or block device\n";
+        return memtools::kExitUsage;
+      }
+    }
     auto w = memtools::parse_width(width, &bad);
     if (!w) return memtools::print_syntax_error(std::cerr, command, "--width", bad);
     o.width = *w;
@@ -109,7 +121,13 @@ Runner add_poke(CLI::App& app) {
       "poke", "Write one 1/2/4/8-byte word of a process (no ptrace) or a file, read it back, audit it");
   s->target.add_to(cmd);
   s->expect_option = cmd->add_option("--expect", s->expect, "Write only if the old value equals this (compare-then-write)");
-  cmd->add_option("--audit", s->audit, "Append the audit line to FILE (default: standard error)");
+  cmd->add_option("--audit", s->audit, "Append the audit line to FILE (default: standard error)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            // Empty would read as "not given" and the audit would go to standard error unasked.
+            return v.empty() ? "the path is empty; accepted: a file to append to, in an existing, writable directory" : "";
+          },
+          "FILE"));
   cmd->add_option("ADDR", s->address, "Address (hex) or, with --file, byte offset")->required();
   cmd->add_option("VALUE", s->value, "Value to write: decimal or 0x-hex, fitting the width")->required();
   return [s]() -> int {

@@ -56,10 +56,24 @@ Runner add_poll(CLI::App& app) {
   cmd->add_option("--when", s->when, "Condition on the word: OP VALUE, OP one of == != < <= > >= (e.g. '==0')")->required();
   cmd->add_option("--set", s->set, "Value written when the condition holds")->required();
   cmd->add_option("--period", s->period, "Seconds between rounds")->check(seconds(3600))->capture_default_str();
-  s->max_option = cmd->add_option("--max-writes", s->max_writes, "Stop after this many writes")->check(CLI::Range(std::uint64_t{1}, ~std::uint64_t{0}));
+  s->max_option = cmd->add_option("--max-writes", s->max_writes, "Stop after this many writes")->check(CLI::Validator(
+      [](std::string& v) -> std::string {
+        // Digits only: CLI11 alone would wrap "-1" around to 2^64-1 and poll would never stop.
+        if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string::npos ||
+            v.find_first_not_of('0') == std::string::npos)
+          return "\"" + v + "\" is not accepted: a count of writes, a whole number from 1 to 9999999999999999999";
+        return {};
+      },
+      "COUNT"));
   s->duration_option = cmd->add_option("--duration", s->duration, "Stop after this many seconds")->check(seconds(1e9));
   cmd->add_flag("--dry-run", s->dry_run, "Show what would be written; write nothing");
-  cmd->add_option("--audit", s->audit, "Append audit lines to FILE (default: standard error)");
+  cmd->add_option("--audit", s->audit, "Append audit lines to FILE (default: standard error)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            // Empty would read as "not given" and the audit would go to standard error unasked.
+            return v.empty() ? "the path is empty; accepted: a file to append to, in an existing, writable directory" : "";
+          },
+          "FILE"));
   return [s]() -> int {
     if (s->comm_option->count() + s->cmdline_option->count() + s->pid_option->count() == 0) {
       std::cerr << "extmem poll: say which processes: --comm=NAME, --cmdline=REGEX and/or --pid=PID\n";
@@ -99,10 +113,7 @@ Runner add_poll(CLI::App& app) {
     o.dry_run = s->dry_run;
 
     auto audit = memtools::AuditLog::open(s->audit);
-    if (!audit) {
-      std::cerr << "extmem poll: " << audit.error().message() << '\n';
-      return memtools::exit_code_for(audit.error());
-    }
+    if (!audit) return memtools::audit_usage_error(std::cerr, "poll", audit.error());
     struct sigaction sa {};
     sa.sa_handler = request_stop;
     ::sigaction(SIGINT, &sa, nullptr);

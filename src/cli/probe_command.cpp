@@ -16,7 +16,7 @@ std::vector<std::string> split_rows(const std::vector<std::string>& values) {
     while (start <= v.size()) {
       std::size_t comma = v.find(',', start);
       std::string part = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (!part.empty()) out.push_back(part);
+      out.push_back(part);  // an empty name (--only= or "a,,b") is refused by validate(), not taken as "every row"
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
@@ -96,9 +96,27 @@ Runner add_probe(CLI::App& app) {
   cmd->add_option("--memory-type", o.memory_type,
                   "Memory type the exporting rows allocate from: auto, all (one row per HOST_VISIBLE type), or INDEX")
       ->capture_default_str();
-  cmd->add_option("--junit", o.junit_path, "Write one JUnit testcase per row to FILE");
-  cmd->add_option("--json", o.json_path, "Write the whole run as JSON (schema docs/probe-result.schema.json)");
-  cmd->add_option("--device", o.device, "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)");
+  cmd->add_option("--junit", o.junit_path, "Write one JUnit testcase per row to FILE")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            // Empty would read as "not given": the run would write no JUnit file and say nothing.
+            return v.empty() ? "the path is empty; accepted: a file path in an existing, writable directory" : "";
+          },
+          "FILE"));
+  cmd->add_option("--json", o.json_path, "Write the whole run as JSON (schema docs/probe-result.schema.json)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            // Empty would read as "not given": the run would write no JSON and say nothing.
+            return v.empty() ? "the path is empty; accepted: a file path in an existing, writable directory" : "";
+          },
+          "FILE"));
+  cmd->add_option("--device", o.device, "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            // Empty would read as "not given" and silently pick the default device.
+            return v.empty() ? "the device is empty; accepted: INDEX, deviceUUID (32 hex digits) or NAME-SUBSTRING" : "";
+          },
+          "DEVICE"));
   cmd->add_flag("--list-devices", o.list_devices, "List the Vulkan physical devices and exit");
   // Child mode: started by the probe itself with its sockets on fds 3 and 4.
   cmd->add_option("--child", state->child)->group("");

@@ -66,6 +66,13 @@ Runner add_watch(CLI::App& app) {
       },
       "PERCENT%|DURATION");
 
+  // An empty FILE would otherwise read as "not given" and the output would silently not be written.
+  const auto file = CLI::Validator(
+      [](std::string& v) -> std::string {
+        return v.empty() ? "the path is empty; accepted: a file path in an existing, writable directory" : "";
+      },
+      "FILE");
+
   cmd->add_option("--pid", st->pids, "Attach to these running processes (and their descendants) instead of a COMMAND")
       ->delimiter(',')
       ->check(pid);
@@ -74,12 +81,15 @@ Runner add_watch(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--duration", st->duration, "Stop after this long (the COMMAND then gets SIGTERM)")
       ->check(from_parser(watch::parse_duration, "DURATION"));
-  cmd->add_option("--out", st->options.out_path, "Write the time series to FILE (- for standard output)");
+  cmd->add_option("--out", st->options.out_path, "Write the time series to FILE (- for standard output)")
+      ->check(file);
   cmd->add_option("--format", st->format, "Time series format: tsv, csv or jsonl")
       ->check(from_parser(watch::parse_series_format, "tsv|csv|jsonl"))
       ->capture_default_str();
-  cmd->add_option("--summary", st->options.summary_path, "Write the summary as JSON to FILE");
-  cmd->add_option("--plot", st->options.plot_path, "Draw RSS and mapping count over time, per process, to FILE.svg");
+  cmd->add_option("--summary", st->options.summary_path, "Write the summary as JSON to FILE")
+      ->check(file);
+  cmd->add_option("--plot", st->options.plot_path, "Draw RSS and mapping count over time, per process, to FILE.svg")
+      ->check(file);
   cmd->add_flag("--classes", st->options.classes, "Count mappings per class (anon, file, memfd:NAME, /dev/..., dmabuf, ...)");
   cmd->add_flag("--pss", st->options.pss, "Read PSS (the Pss: line of /proc/PID/smaps_rollup)");
   cmd->add_option("--budget", st->budget,
@@ -98,6 +108,11 @@ Runner add_watch(CLI::App& app) {
 
   return [st]() -> int {
     watch::WatchOptions& o = st->options;
+    if (!st->command.empty() && st->command[0].empty()) {
+      std::cerr << "extmem watch: COMMAND: the command name is empty; accepted: a program name (looked up in PATH) "
+                   "or path, after --\n";
+      return 2;
+    }
     o.command = st->command;
     for (const std::string& p : st->pids) o.pids.push_back(static_cast<pid_t>(std::stol(p)));
     o.period = *watch::parse_duration(st->period);

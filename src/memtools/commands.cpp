@@ -107,6 +107,12 @@ int exit_code_for(const Error& e) {
   return kExitFailed;
 }
 
+int audit_usage_error(std::ostream& err, std::string_view command, const Error& e) {
+  err << "extmem " << command << ": bad --audit: " << e.message()
+      << "\naccepted: a file to append to (created if missing) in an existing, writable directory\n";
+  return kExitUsage;
+}
+
 int print_syntax_error(std::ostream& err, std::string_view command, std::string_view option,
                        const SyntaxError& error) {
   err << "extmem " << command << ": " << error.render(option);
@@ -114,7 +120,7 @@ int print_syntax_error(std::ostream& err, std::string_view command, std::string_
 }
 
 int run_maps(const MapsOptions& o, std::ostream& out, std::ostream& err) {
-  auto maps = os::read_maps(o.pid);
+  auto maps = read_live_maps(o.pid);
   if (!maps) return report(err, "maps", maps.error());
   std::optional<PagemapReader> reader;
   if (o.pagemap) {
@@ -175,7 +181,7 @@ int run_maps(const MapsOptions& o, std::ostream& out, std::ostream& err) {
 }
 
 int run_va2pa(const Va2paOptions& o, std::ostream& out, std::ostream& err) {
-  auto maps = os::read_maps(o.pid);
+  auto maps = read_live_maps(o.pid);
   if (!maps) return report(err, "va2pa", maps.error());
   auto reader = PagemapReader::open(o.pid);
   if (!reader) return report(err, "va2pa", reader.error());
@@ -265,7 +271,7 @@ int run_poke(const WordOptions& o, std::uint64_t address, std::uint64_t value, s
              const std::string& audit_path, std::ostream& out, std::ostream& err) {
   // Open the audit log first: a write that cannot be audited is not made.
   auto audit = AuditLog::open(audit_path);
-  if (!audit) return report(err, "poke", audit.error());
+  if (!audit) return audit_usage_error(err, "poke", audit.error());
   auto offset = o.file.empty() ? Result<std::uint64_t>(address) : file_offset_of(o, address);
   if (!offset) return report(err, "poke", offset.error());
   PokeRequest request{*offset, o.width, value, expect, o.match ? &*o.match : nullptr};

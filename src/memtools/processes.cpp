@@ -82,6 +82,14 @@ bool process_running(pid_t pid) {
   return state && *state != 'Z' && *state != 'X';
 }
 
+Result<std::vector<os::MapEntry>> read_live_maps(pid_t pid) {
+  auto maps = os::read_maps(pid);
+  if (maps && maps->empty() && !process_running(pid))
+    return os_error("read /proc/" + std::to_string(pid) + "/maps", ESRCH,
+                    "the process has exited (a zombie not yet reaped by its parent: no memory left)");
+  return maps;
+}
+
 bool process_gone(const Error& error) {
   return error.code == errno_code(ENOENT) || error.code == errno_code(ESRCH);
 }

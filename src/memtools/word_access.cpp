@@ -65,13 +65,15 @@ Result<WordTarget> WordTarget::open_process(pid_t pid, bool writable) {
 Result<WordTarget> WordTarget::open_file(const std::string& path, bool writable) {
   WordTarget t;
   t.name_ = path;
-  const int fd = ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO nobody writes would otherwise block forever; it is refused below.
+  const int fd = ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return os_error("open " + path, errno);
   t.fd_.reset(fd);
   struct stat st {};
   if (::fstat(fd, &st) != 0) return os_error("fstat " + path, errno);
   if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
     return Error{"open " + path, ErrorKind::invalid_argument, {}, "not a regular file or block device"};
+  if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) return os_error("fcntl " + path, errno);
   t.size_ = static_cast<std::uint64_t>(st.st_size);
   if (S_ISBLK(st.st_mode)) {
     const off_t end = ::lseek(fd, 0, SEEK_END);
@@ -172,7 +174,7 @@ Result<WriteRecord> write_checked(const WordTarget& target, const os::MapEntry* 
 }
 
 Result<PeekResult> peek_process(pid_t pid, std::uint64_t address, unsigned width, const MapSpec* spec) {
-  auto maps = os::read_maps(pid);
+  auto maps = read_live_maps(pid);
   if (!maps) return std::move(maps).error();
   auto mapping = find_target_mapping(*maps, address, width, spec, false,
                                      fmt::format("peek pid {} {:#x}", pid, address));
@@ -197,7 +199,7 @@ Result<WriteRecord> poke_process(pid_t pid, const PokeRequest& request) {
   if (request.value > max_word_value(request.width))
     return Error{"poke", ErrorKind::invalid_argument, {},
                  fmt::format("{:#x} does not fit in {} bytes", request.value, request.width)};
-  auto maps = os::read_maps(pid);
+  auto maps = read_live_maps(pid);
   if (!maps) return std::move(maps).error();
   auto mapping = find_target_mapping(*maps, request.address, request.width, request.match, true,
                                      fmt::format("poke pid {} {:#x}", pid, request.address));

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -12,35 +13,80 @@
 
 namespace extmem::os {
 
-Status write_file_atomically(const std::string& path, std::string_view text) {
-  const std::string tmp = path + ".tmp";
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd.valid()) return os_error("open " + tmp, errno);
+namespace {
+
+Status write_all(int fd, std::string_view text, const std::string& name) {
   std::size_t done = 0;
   while (done < text.size()) {
-    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int err = errno;
-      ::unlink(tmp.c_str());
-      return os_error("write " + tmp, err);
+      return os_error("write " + name, errno);
     }
     done += static_cast<std::size_t>(n);
   }
+  return {};
+}
+
+// Where the bytes for `path` really go: the file a symlink names (so the link
+// survives the rename), else `path` itself.
+std::string rename_target(const std::string& path) {
+  struct stat lst {};
+  if (::lstat(path.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) return path;
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real == nullptr) return path;  // a dangling link is replaced like a missing file
+  std::string out(real);
+  std::free(real);
+  return out;
+}
+
+}  // namespace
+
+Status write_file_atomically(const std::string& path, std::string_view text) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // A character device or FIFO (/dev/stdout, /dev/null, a pipe) is written in
+    // place: renaming over it would replace the device node with a plain file.
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+      UniqueFd out(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+      if (!out.valid()) return os_error("open " + path, errno);
+      return write_all(out.get(), text, path);
+    }
+    return Error{"open " + path, ErrorKind::invalid_argument, {},
+                 "not a regular file, character device or FIFO; accepted: a file path in an existing, writable directory"};
+  }
+  const std::string target = rename_target(path);
+  const std::string tmp = target + ".tmp";
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) return os_error("open " + tmp, errno);
+  if (Status w = write_all(fd.get(), text, tmp); !w) {
+    ::unlink(tmp.c_str());
+    return w;
+  }
   fd.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    return os_error("rename " + tmp + " to " + path, err);
+    return os_error("rename " + tmp + " to " + target, err);
   }
   return {};
 }
 
 std::string creatable_problem(const std::string& path) {
+  if (path.empty()) return "the path is empty; accepted: a file path in an existing, writable directory";
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     return fmt::format("{} is a directory; accepted: a file path in an existing, writable directory", path);
-  const std::string tmp = path + ".tmp";
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
+      return fmt::format("{} is not a regular file, character device or FIFO; accepted: a file path in an existing, "
+                         "writable directory", path);
+    if (::access(path.c_str(), W_OK) != 0)
+      return fmt::format("cannot write {}: {}; accepted: a file path in an existing, writable directory", path,
+                         errno_code(errno));
+    return {};
+  }
+  const std::string tmp = rename_target(path) + ".tmp";
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
   if (!fd.valid())
     return fmt::format("cannot create {}: {}; accepted: a file path in an existing, writable directory", tmp,

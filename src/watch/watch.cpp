@@ -149,6 +149,11 @@ int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
     auto dir = ProcessDir::open(p);
     if (!dir || !dir->read("stat", scratch))
       return usage(err, "--pid", fmt::format("{} is not a running process; accepted: ids of running processes", p));
+    // A zombie still has its /proc entry but has exited: nothing to watch.
+    if (const std::size_t paren = scratch.rfind(')'); paren != std::string::npos && paren + 2 < scratch.size() &&
+                                                     (scratch[paren + 2] == 'Z' || scratch[paren + 2] == 'X'))
+      return usage(err, "--pid", fmt::format("{} has exited (a zombie not yet reaped by its parent); accepted: ids "
+                                             "of running processes", p));
   }
   SeriesWriter writer;
   bool writing = false;
@@ -284,19 +289,25 @@ int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
 
   out << summary_text(sum);
   out.flush();
+  bool output_failed = false;  // a run whose --summary/--plot was not written must not exit 0
   if (!o.summary_path.empty())
-    if (Status s = os::write_file_atomically(o.summary_path, summary_json(sum)); !s)
+    if (Status s = os::write_file_atomically(o.summary_path, summary_json(sum)); !s) {
       err << "extmem watch: --summary: " << s.error().message() << "\n";
+      output_failed = true;
+    }
   if (!o.plot_path.empty()) {
     PlotOptions po;
     po.title = o.command.empty() ? fmt::format("extmem watch --pid={}", fmt::join(o.pids, ","))
                                  : fmt::format("extmem watch -- {}", fmt::join(o.command, " "));
     if (po.title.size() > 110) po.title = po.title.substr(0, 107) + "...";
-    if (Status s = write_svg_plot(o.plot_path, history, po); !s)
+    if (Status s = write_svg_plot(o.plot_path, history, po); !s) {
       err << "extmem watch: --plot: " << s.error().message() << "\n";
+      output_failed = true;
+    }
   }
+  const int failed_output = output_failed ? kWatchOutputFailed : 0;
 
-  if (!cmdp) return 0;
+  if (!cmdp) return failed_output;
   if (!ev.command_ended) {
     // The command outlived the grace period: keep forwarding stop signals until it ends.
     reap_children(cmdp, ev);
@@ -308,7 +319,8 @@ int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
     }
     if (!ev.command_ended) return 1;
   }
-  return shell_status(*ev.command_ended);
+  const int status = shell_status(*ev.command_ended);
+  return status == 0 ? failed_output : status;
 }
 
 }  // namespace extmem::watch

@@ -38,6 +38,10 @@ enum ExitCode : int {
 /// (kExitUsage for an invalid_argument without a code).
 int exit_code_for(const Error& error);
 
+/// Prints why the --audit log of `command` could not be opened (`e`) and what
+/// is accepted; returns kExitUsage (a missing directory, a directory given as the file).
+int audit_usage_error(std::ostream& err, std::string_view command, const Error& e);
+
 /// Prints "extmem COMMAND: " and `error` rendered with its caret (naming
 /// `option`) to `err`; returns kExitUsage.
 int print_syntax_error(std::ostream& err, std::string_view command, std::string_view option,

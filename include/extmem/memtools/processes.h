@@ -11,6 +11,7 @@
 #include "extmem/core/error.h"
 #include "extmem/memtools/regex.h"
 #include "extmem/memtools/syntax.h"
+#include "extmem/os/proc_maps.h"
 
 namespace extmem::memtools {
 
@@ -43,6 +44,12 @@ Result<ProcessInfo> read_process(pid_t pid);
 
 /// True while `pid` exists and is not a zombie, i.e. still has its memory.
 bool process_running(pid_t pid);
+
+/// The mappings of a live `pid` (os::read_maps). A zombie has none; that is an
+/// error here, not an empty list, so a tool never reports "0 mappings" or "not
+/// mapped" for a process that has exited. Errors: those of os::read_maps, and
+/// os_error("read /proc/PID/maps", ESRCH) for a zombie.
+Result<std::vector<os::MapEntry>> read_live_maps(pid_t pid);
 
 /// True for errors meaning the process does not exist or has ended: an OS
 /// error whose code is ENOENT (its /proc entry is gone) or ESRCH.

@@ -10,11 +10,15 @@ namespace extmem::os {
 
 /// Writes `text` to `path` through `path`.tmp and rename(2), so a reader never
 /// sees half a file; on failure the temporary file is removed and `path` is
-/// untouched. Errors: os_error("open|write|rename …", errno).
+/// untouched. A symlink keeps pointing where it did: its target is replaced.
+/// An existing character device or FIFO (/dev/stdout, /dev/null) is written in
+/// place, never renamed over. Errors: os_error("open|write|rename …", errno);
+/// invalid_argument for any other existing non-regular file (block device, socket).
 Status write_file_atomically(const std::string& path, std::string_view text);
 
 /// Why an output `path` written only at the end of a run could not be created
-/// (a directory, or `path`.tmp cannot be created there), with what is
+/// (an empty path, a directory, a block device or socket, a character device or FIFO this
+/// process may not write, or `path`.tmp cannot be created there), with what is
 /// accepted; empty when it can. Leaves nothing behind.
 std::string creatable_problem(const std::string& path);
 

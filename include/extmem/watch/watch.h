@@ -19,6 +19,7 @@ namespace extmem::watch {
 
 /// Exit statuses of the watch itself (otherwise it exits with the command's status).
 enum WatchExit : int {
+  kWatchOutputFailed = 1,   ///< the command exited 0 (or --pid mode) but --summary or --plot could not be written
   kWatchUsage = 2,          ///< bad option, unwritable output path, --pid not running (nothing was started)
   kWatchCannotExecute = 126,  ///< COMMAND found but could not be executed
   kWatchNotFound = 127,     ///< COMMAND not found

@@ -1,0 +1,343 @@
+// Bad input across every subcommand of the real `extmem` binary: one table of
+// invalid values for every option (sizes, durations, addresses, pids, row names,
+// SPECs, files that are missing, directories, FIFOs, /dev/zero, empty strings,
+// very long or non-UTF-8 text). Each row must exit 2 within a few seconds, print
+// nothing on stdout, and say on stderr which option was wrong and what is
+// accepted. Other subcommands add their rows to kCases.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBinary = EXTMEM_BINARY;
+
+// How a run ended and what it printed.
+struct Output {
+  bool exited = false;
+  int code = -1;
+  int signal = 0;
+  bool timed_out = false;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs `extmem ARGS...` with stdin from /dev/null and stdout/stderr to files in
+// `dir`; kills it after `limit_s` (a hang is a finding too).
+Output run_extmem(const std::vector<std::string>& args, const fs::path& dir, double limit_s = 10) {
+  Output o;
+  const fs::path out = dir / "stdout", err = dir / "stderr";
+  std::vector<std::string> copy = {kBinary};
+  copy.insert(copy.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int in_fd = ::open("/dev/null", O_RDONLY);
+    const int out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (in_fd < 0 || out_fd < 0 || err_fd < 0) ::_exit(126);
+    ::dup2(in_fd, 0);
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  if (pid < 0) {
+    ADD_FAILURE() << "fork: " << std::strerror(errno);
+    return o;
+  }
+  int status = 0;
+  for (double waited = 0;; waited += 0.005) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (waited >= limit_s && !o.timed_out) {
+      o.timed_out = true;
+      ::kill(pid, SIGKILL);
+    }
+    const timespec pause{0, 5000000};
+    ::nanosleep(&pause, nullptr);
+  }
+  o.exited = WIFEXITED(status);
+  o.code = o.exited ? WEXITSTATUS(status) : -1;
+  o.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  o.out = slurp(out);
+  o.err = slurp(err);
+  return o;
+}
+
+// Fixtures the rows refer to as placeholders in their arguments:
+//   @DIR     a directory            @FIFO    a FIFO nobody writes
+//   @FILE    an empty regular file  @MISSING a path that does not exist
+//   @ZOMBIE  a child that exited and is not reaped   @SELF  this test's pid
+class CliBadInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/extmem-bad-input-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr) << std::strerror(errno);
+    dir_ = tmpl;
+    fs::create_directory(dir_ / "dir");
+    ASSERT_EQ(::mkfifo((dir_ / "fifo").c_str(), 0600), 0) << std::strerror(errno);
+    std::ofstream(dir_ / "file").flush();
+    zombie_ = ::fork();
+    if (zombie_ == 0) ::_exit(0);
+    // Wait until it really is a zombie (state Z), without reaping it.
+    for (int i = 0; i < 2000 && !is_zombie(zombie_); ++i) {
+      const timespec pause{0, 1000000};
+      ::nanosleep(&pause, nullptr);
+    }
+    ASSERT_TRUE(is_zombie(zombie_));
+  }
+  void TearDown() override {
+    if (zombie_ > 0) ::waitpid(zombie_, nullptr, 0);
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  static bool is_zombie(pid_t pid) {
+    const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+    const std::size_t paren = stat.rfind(')');
+    return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+  }
+
+  std::string expand(std::string s) const {
+    const std::pair<std::string, std::string> subs[] = {
+        {"@DIR", (dir_ / "dir").string()},   {"@FIFO", (dir_ / "fifo").string()},
+        {"@FILE", (dir_ / "file").string()}, {"@MISSING", (dir_ / "missing" / "x").string()},
+        {"@ZOMBIE", std::to_string(zombie_)}, {"@SELF", std::to_string(::getpid())},
+    };
+    for (const auto& [key, value] : subs)
+      for (std::size_t at; (at = s.find(key)) != std::string::npos;) s.replace(at, key.size(), value);
+    return s;
+  }
+
+  fs::path dir_;
+  pid_t zombie_ = -1;
+};
+
+struct Case {
+  std::vector<std::string> args;
+  std::vector<std::string> expect;  // each must appear in stderr (after placeholder expansion)
+};
+
+const std::string kLong(5000, '9');
+const std::string kNonUtf8 = "\xff\xfe\x80";
+
+// clang-format off
+const std::vector<Case> kCases = {
+    // ---- probe ----
+    {{"probe", "--size="}, {"--size", "empty", "multiple of 4096"}},
+    {{"probe", "--size=abc"}, {"--size", "multiple of 4096"}},
+    {{"probe", "--size=-4096"}, {"--size", "multiple of 4096"}},
+    {{"probe", "--size=4097"}, {"--size", "multiple of 4096"}},
+    {{"probe", "--size=4096"}, {"--size", "at least 32768"}},
+    {{"probe", "--size=" + kLong}, {"--size", "multiple of 4096"}},
+    {{"probe", "--size=18446744073709551615"}, {"--size", "multiple of 4096"}},
+    {{"probe", "--size=1099511627776"}, {"--size", "heap"}},
+    {{"probe", "--timeout=0"}, {"--timeout", "greater than 0"}},
+    {{"probe", "--timeout=nan"}, {"--timeout", "greater than 0"}},
+    {{"probe", "--timeout=inf"}, {"--timeout", "at most 3600"}},
+    {{"probe", "--timeout=3601"}, {"--timeout", "at most 3600"}},
+    {{"probe", "--timeout="}, {"--timeout", "empty", "3600"}},
+    {{"probe", "--soak=-1"}, {"--soak", "greater than 0"}},
+    {{"probe", "--soak=1x"}, {"--soak", "seconds"}},
+    {{"probe", "--only=NoSuchRow"}, {"--only", "T1-opaque-fd"}},
+    {{"probe", "--only=" + kNonUtf8}, {"--only", "T1-opaque-fd"}},
+    {{"probe", "--only=", "--no-gles"}, {"--only", "empty", "row names"}},
+    {{"probe", "--only", ""}, {"--only", "T1-opaque-fd"}},
+    {{"probe", "--device=99"}, {"--device", "INDEX"}},
+    {{"probe", "--device=-1"}, {"--device", "INDEX"}},
+    {{"probe", "--device=", "--no-gles"}, {"--device", "empty", "INDEX"}},
+    {{"probe", "--device", ""}, {"--device", "INDEX"}},
+    {{"probe", "--device=" + kLong}, {"--device", "INDEX"}},
+    {{"probe", "--json=@MISSING"}, {"--json", "ENOENT"}},
+    {{"probe", "--json=@DIR"}, {"--json", "director"}},
+    {{"probe", "--json="}, {"--json", "empty"}},
+    {{"probe", "--json", ""}, {"--json", "empty"}},
+    {{"probe", "--no-such-option"}, {"--no-such-option", "--help"}},
+    // ---- watch ----
+    {{"watch"}, {"COMMAND / --pid"}},
+    {{"watch", "--period=100", "--", "true"}, {"--period", "unit"}},
+    {{"watch", "--period=0ms", "--", "true"}, {"--period", "accepted"}},
+    {{"watch", "--period=2h", "--", "true"}, {"--period", "1ms to 1h"}},
+    {{"watch", "--period=-1s", "--", "true"}, {"--period"}},
+    {{"watch", "--period=", "--", "true"}, {"--period"}},
+    {{"watch", "--period=" + kLong + "s", "--", "true"}, {"--period"}},
+    {{"watch", "--duration=soon", "--", "true"}, {"--duration"}},
+    {{"watch", "--duration=1e400s", "--", "true"}, {"--duration"}},
+    {{"watch", "--format=xml", "--", "true"}, {"--format", "tsv, csv or jsonl"}},
+    {{"watch", "--pid=abc"}, {"--pid", "process id"}},
+    {{"watch", "--pid=0"}, {"--pid", "process id"}},
+    {{"watch", "--pid=-5"}, {"--pid", "process id"}},
+    {{"watch", "--pid=99999999999"}, {"--pid", "process id"}},
+    {{"watch", "--pid=2147483000"}, {"--pid", "not a running process"}},
+    {{"watch", "--pid=@ZOMBIE"}, {"--pid", "@ZOMBIE"}},
+    {{"watch", "--budget=0", "--", "true"}, {"--budget", "greater than 0"}},
+    {{"watch", "--budget=abc", "--", "true"}, {"--budget"}},
+    {{"watch", "--warmup=150%", "--", "true"}, {"--warmup", "below 100%"}},
+    {{"watch", "--warmup=xyz", "--", "true"}, {"--warmup", "duration"}},
+    {{"watch", "--out=@MISSING", "--", "true"}, {"--out", "ENOENT"}},
+    {{"watch", "--out=@DIR", "--", "true"}, {"--out", "director"}},
+    {{"watch", "--summary=@DIR", "--", "true"}, {"--summary", "director"}},
+    {{"watch", "--plot=@MISSING", "--", "true"}, {"--plot", "ENOENT"}},
+    {{"watch", "--out", "", "--", "true"}, {"--out", "empty"}},
+    {{"watch", "--summary", "", "--", "true"}, {"--summary", "empty"}},
+    {{"watch", "--plot", "", "--", "true"}, {"--plot", "empty"}},
+    {{"watch", "--pid=1", "--", "true"}, {"not both"}},
+    {{"watch", "--", ""}, {"COMMAND", "empty", "program name"}},
+    // ---- maps ----
+    {{"maps"}, {"--pid"}},
+    {{"maps", "--pid=", "--json"}, {"--pid", "empty", "Process id"}},
+    {{"maps", "--pid", ""}, {"--pid", "accepted"}},
+    {{"maps", "--pid=abc"}, {"--pid", "accepted"}},
+    {{"maps", "--pid=-1"}, {"--pid", "accepted"}},
+    {{"maps", "--pid=0"}, {"--pid", "accepted"}},
+    {{"maps", "--pid=" + kLong}, {"--pid", "accepted"}},
+    {{"maps", "--pid=@SELF", "--match=perms=rwxq"}, {"--match", "accepted"}},
+    {{"maps", "--pid=@SELF", "--match=", "--json"}, {"--match", "empty", "SPEC"}},
+    {{"maps", "--pid=@SELF", "--match", ""}, {"--match", "accepted"}},
+    {{"maps", "--pid=@SELF", "--match=" + kNonUtf8}, {"--match", "accepted"}},
+    // ---- va2pa ----
+    {{"va2pa", "--pid=@SELF"}, {"ADDR"}},
+    {{"va2pa", "--pid=x", "0x1000"}, {"--pid", "accepted"}},
+    {{"va2pa", "--pid=@SELF", "0xzz"}, {"address", "accepted"}},
+    {{"va2pa", "--pid=@SELF", ""}, {"address", "accepted"}},
+    {{"va2pa", "--pid=@SELF", "0x10000000000000000"}, {"address", "accepted"}},
+    {{"va2pa", "--pid=@SELF", "--ram-map=junk", "0x1000"}, {"--ram-map", "accepted"}},
+    // ---- peek ----
+    {{"peek", "0x1000"}, {"--pid", "--file"}},
+    {{"peek", "--pid=@SELF", "--width=3", "0x1000"}, {"--width", "accepted"}},
+    {{"peek", "--pid=@SELF", "--match=size=4Q", "0x1000"}, {"--match", "accepted"}},
+    {{"peek", "--pid=@SELF", "-1"}, {"address", "accepted"}},
+    {{"peek", "--file=@FILE", "--ram-map=0:0", "0x1000"}, {"--ram-map", "accepted"}},
+    {{"peek", "--file=@FILE", "12Q"}, {"offset", "accepted"}},
+    {{"peek", "--file=@FILE", "--pid=@SELF", "0"}, {"--pid", "--file"}},
+    {{"peek", "--pid=@SELF", "--ram-map=0:0:4K", "0"}, {"--ram-map", "--file"}},
+    {{"peek", "--file=@MISSING", "0"}, {"--file", "ENOENT", "accepted"}},
+    {{"peek", "--file=@DIR", "0"}, {"--file", "not a regular file", "accepted"}},
+    {{"peek", "--file=@FIFO", "0"}, {"--file", "not a regular file", "accepted"}},
+    {{"peek", "--file=/dev/zero", "0"}, {"--file", "not a regular file", "accepted"}},
+    {{"peek", "--file=", "0"}, {"--file", "empty"}},
+    {{"peek", "--file", "", "0"}, {"--file", "ENOENT", "accepted"}},
+    // ---- poke ----
+    {{"poke", "--pid=@SELF", "0x1000"}, {"VALUE"}},
+    {{"poke", "--pid=@SELF", "0x1000", "0x1g"}, {"value", "accepted"}},
+    {{"poke", "--pid=@SELF", "--width=1", "0x1000", "256"}, {"value", "accepted"}},
+    {{"poke", "--pid=@SELF", "0x1000", "-1"}, {"value", "accepted"}},
+    {{"poke", "--pid=@SELF", "--expect=zz", "0x1000", "1"}, {"--expect", "accepted"}},
+    {{"poke", "--pid=@SELF", "--width=16", "0x1000", "1"}, {"--width", "accepted"}},
+    {{"poke", "--pid=abc", "0x1000", "1"}, {"--pid", "accepted"}},
+    {{"poke", "--file=@DIR", "0", "1"}, {"--file", "EISDIR", "accepted"}},
+    {{"poke", "--file=@FIFO", "0", "1"}, {"--file", "not a regular file", "accepted"}},
+    {{"poke", "--file=@MISSING", "0", "1"}, {"--file", "ENOENT", "accepted"}},
+    {{"poke", "--pid=@SELF", "--audit=@DIR", "0x1000", "1"}, {"--audit", "EISDIR", "accepted"}},
+    {{"poke", "--pid=@SELF", "--audit=@MISSING", "0x1000", "1"}, {"--audit", "ENOENT", "accepted"}},
+    {{"poke", "--pid=@SELF", "--audit", "", "0x1000", "1"}, {"--audit", "empty"}},
+    // ---- poll ----
+    {{"poll", "--match=size=4K", "--offset=0", "--when===0", "--set=1"}, {"--comm", "--pid"}},
+    {{"poll", "--pid=x", "--match=size=4K", "--offset=0", "--when===0", "--set=1"}, {"--pid", "accepted"}},
+    {{"poll", "--comm=x", "--match=", "--offset=0", "--when===0", "--set=1"}, {"--match", "empty", "SPEC"}},
+    {{"poll", "--comm=x", "--match", "", "--offset=0", "--when===0", "--set=1"}, {"--match", "accepted"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=-1", "--when===0", "--set=1"}, {"--offset", "accepted"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=" + kLong, "--when===0", "--set=1"}, {"--offset", "accepted"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--width=5", "--when===0", "--set=1"}, {"--width", "accepted"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--when", "", "--set=1"}, {"--when", "accepted"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--when=", "--set=1"}, {"--when", "empty", "OP VALUE"}},
+    {{"peek", "--pid=@SELF", "--width=", "0x1000"}, {"--width", "empty", "1, 2, 4 or 8"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--when=~0", "--set=1"}, {"--when", "accepted"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--when===0", "--set", ""}, {"--set", "accepted"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--width=1", "--when===0", "--set=999"}, {"--set", "accepted"}},
+    {{"poll", "--cmdline=(", "--match=size=4K", "--offset=0", "--when===0", "--set=1"}, {"--cmdline", "accepted"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--when===0", "--set=1", "--period=0"}, {"--period", "greater than 0"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--when===0", "--set=1", "--period=nan"}, {"--period", "greater than 0"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--when===0", "--set=1", "--duration=-3"}, {"--duration", "greater than 0"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--when===0", "--set=1", "--max-writes=0"}, {"--max-writes", "count of writes"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--when===0", "--set=1", "--max-writes=-1"}, {"--max-writes", "count of writes"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--when===0", "--set=1", "--max-writes=99999999999999999999"}, {"--max-writes", "count of writes"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--when===0", "--set=1", "--audit=@DIR"}, {"--audit", "EISDIR"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--when===0", "--set=1", "--audit=@MISSING"}, {"--audit", "ENOENT"}},
+    {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--when===0", "--set=1", "--audit", ""}, {"--audit", "empty"}},
+    // ---- top level ----
+    {{}, {"subcommand"}},
+    {{"nosuchcommand"}, {"nosuchcommand", "probe, "}},
+    {{""}, {"unknown subcommand", "probe, "}},
+};
+// clang-format on
+
+std::string show(const std::vector<std::string>& args) {
+  std::string s = "extmem";
+  for (const std::string& a : args) s += " '" + (a.size() > 60 ? a.substr(0, 60) + "...(" + std::to_string(a.size()) + " bytes)" : a) + "'";
+  return s;
+}
+
+// Every row: exit 2, nothing on stdout, stderr names the option and what is accepted, no hang, no signal.
+TEST_F(CliBadInput, EveryRowExitsTwoNamingOptionAndAccepted) {
+  for (const Case& c : kCases) {
+    std::vector<std::string> args;
+    for (const std::string& a : c.args) args.push_back(expand(a));
+    const Output o = run_extmem(args, dir_);
+    SCOPED_TRACE(show(args) + "\nstdout:\n" + o.out + "\nstderr:\n" + o.err);
+    EXPECT_FALSE(o.timed_out);
+    EXPECT_EQ(o.signal, 0);
+    EXPECT_EQ(o.code, 2);
+    EXPECT_EQ(o.out, "");
+    for (const std::string& e : c.expect) EXPECT_NE(o.err.find(expand(e)), std::string::npos) << "missing: " << expand(e);
+  }
+}
+
+// An output that cannot be written at the end of the run (/dev/full: ENOSPC) is
+// not a success: the watch said so on stderr but exited 0 with the command.
+// A private copy of /dev/full (mknod) so that a regression cannot replace the real one.
+TEST_F(CliBadInput, WatchOutputWriteFailureIsNotSuccess) {
+  const fs::path full = dir_ / "full";
+  if (::mknod(full.c_str(), S_IFCHR | 0666, ::makedev(1, 7)) != 0) GTEST_SKIP() << "mknod: " << std::strerror(errno);
+  for (const std::string option : {"--summary=", "--plot="}) {
+    const Output o = run_extmem({"watch", option + full.string(), "--", "true"}, dir_);
+    EXPECT_EQ(o.code, 1) << option << "\n" << o.err;
+    EXPECT_NE(o.err.find("ENOSPC"), std::string::npos) << o.err;
+  }
+}
+
+// A zombie (exited, not reaped) has a /proc entry but no memory: every process
+// tool says the process has exited (exit 5, or 2 for watch's --pid) instead of
+// "0 mappings" or "not mapped".
+TEST_F(CliBadInput, ZombiePidIsAnExitedProcess) {
+  const std::string z = "--pid=" + std::to_string(zombie_);
+  const std::vector<std::vector<std::string>> five = {
+      {"maps", z}, {"maps", z, "--pagemap"}, {"va2pa", z, "0x1000"}, {"peek", z, "0x1000"}, {"poke", z, "0x1000", "1"}};
+  for (const auto& args : five) {
+    const Output o = run_extmem(args, dir_);
+    SCOPED_TRACE(show(args) + "\nstdout:\n" + o.out + "\nstderr:\n" + o.err);
+    EXPECT_EQ(o.code, 5);
+    EXPECT_NE(o.err.find("ESRCH"), std::string::npos);
+    EXPECT_EQ(o.out, "");
+  }
+  const Output w = run_extmem({"watch", z}, dir_);
+  EXPECT_EQ(w.code, 2) << w.err;
+  EXPECT_NE(w.err.find("zombie"), std::string::npos) << w.err;
+}
+
+}  // namespace
