@@ -280,6 +280,40 @@ const std::vector<Case> kCases = {
     {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--when===0", "--set=1", "--audit=@DIR"}, {"--audit", "EISDIR"}},
     {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--when===0", "--set=1", "--audit=@MISSING"}, {"--audit", "ENOENT"}},
     {{"poll", "--comm=x", "--match=size=4K", "--offset=0", "--when===0", "--set=1", "--audit", ""}, {"--audit", "empty"}},
+    // ---- probe: measurement, memory types, JUnit ----
+    {{"probe", "--measure-size=5"}, {"--measure-size", "multiple of 4096 from 1048576"}},
+    {{"probe", "--measure-size=abc"}, {"--measure-size", "multiple of 4096"}},
+    {{"probe", "--measure-size=" + kLong}, {"--measure-size", "multiple of 4096"}},
+    {{"probe", "--measure-repeats=0"}, {"--measure-repeats", "1 to 100"}},
+    {{"probe", "--measure-repeats=101"}, {"--measure-repeats", "1 to 100"}},
+    {{"probe", "--memory-type=foo"}, {"--memory-type", "auto, all"}},
+    {{"probe", "--memory-type=99"}, {"--memory-type", "HOST_VISIBLE memory type"}},
+    {{"probe", "--memory-type="}, {"--memory-type", "empty"}},
+    {{"probe", "--junit="}, {"--junit", "empty"}},
+    {{"probe", "--junit", ""}, {"--junit", "empty"}},
+    {{"probe", "--junit=@MISSING"}, {"--junit", "ENOENT", "writable directory"}},
+    {{"probe", "--junit=@DIR"}, {"--junit"}},
+    // ---- report ----
+    {{"report"}, {"files"}},
+    {{"report", "@MISSING"}, {"@MISSING", "ENOENT"}},
+    {{"report", "@DIR"}, {"@DIR"}},
+    {{"report", "@FILE"}, {"@FILE", "not JSON"}},
+    {{"report", "@FILE", "--html="}, {"--html", "empty"}},
+    {{"report", "@FILE", "--markdown="}, {"--markdown", "empty"}},
+    // ---- scan ----
+    {{"scan"}, {"FILE or --pid"}},
+    {{"scan", "@FILE", "--hex=zz"}, {"--hex", "hexadecimal digit", "accepted"}},
+    {{"scan", "@FILE", "--hex="}, {"--hex", "empty"}},
+    {{"scan", "@FILE", "--u32=0x1ffffffff"}, {"--u32", "4-byte", "accepted"}},
+    {{"scan", "@FILE", "--record=garbage"}, {"--record", "accepted"}},
+    {{"scan", "@FILE", "--hex=41", "--max=-1"}, {"--max", "accepted"}},
+    {{"scan", "@FILE", "--hex=41", "--ram-map=0:0:4M,0x1000:0:4K"}, {"--ram-map", "overlaps", "accepted"}},
+    {{"scan", "@FILE", "--hex=41", "--ram-map=" + kLong}, {"--ram-map", "accepted"}},
+    // ---- walk ----
+    {{"walk"}, {"--image"}},
+    {{"walk", "--image=@FILE", "--ram-map=0:0:4K", "--root=0", "--format=nope", "0x1000"}, {"--format", "x86-64, gmmu"}},
+    {{"walk", "--image=@FILE", "--ram-map=0:0:4K", "--root=zz", "--format=x86-64", "0x1000"}, {"--root", "accepted"}},
+    {{"walk", "--image=@FILE", "--ram-map=0:0:4K", "--root=0", "--format=@FILE", "0x1000"}, {"--format"}},
     // ---- top level ----
     {{}, {"subcommand"}},
     {{"nosuchcommand"}, {"nosuchcommand", "probe, "}},
@@ -327,7 +361,7 @@ TEST_F(CliBadInput, WatchOutputWriteFailureIsNotSuccess) {
 TEST_F(CliBadInput, ZombiePidIsAnExitedProcess) {
   const std::string z = "--pid=" + std::to_string(zombie_);
   const std::vector<std::vector<std::string>> five = {
-      {"maps", z}, {"maps", z, "--pagemap"}, {"va2pa", z, "0x1000"}, {"peek", z, "0x1000"}, {"poke", z, "0x1000", "1"}};
+      {"maps", z}, {"maps", z, "--pagemap"}, {"va2pa", z, "0x1000"}, {"peek", z, "0x1000"}, {"poke", z, "0x1000", "1"}, {"scan", z, "--hex=41"}};
   for (const auto& args : five) {
     const Output o = run_extmem(args, dir_);
     SCOPED_TRACE(show(args) + "\nstdout:\n" + o.out + "\nstderr:\n" + o.err);

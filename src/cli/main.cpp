@@ -17,8 +17,9 @@ std::vector<AddCommand>& registry() {
 // (CLI11 says only "A subcommand is required"), and "--opt=" with nothing after
 // '=' (CLI11 then takes the next argument as the value, so "--match= --offset=0"
 // complained about a missing --offset). No option accepts an empty value.
-// Only the words before the first one that is not an option are looked at: what
-// follows may be a watched command's own arguments. Returns 0 or the exit code.
+// Every word up to "--" is looked at, except that watch stops at its first
+// non-option word: what follows is the watched command's own arguments.
+// Returns 0 or the exit code.
 int check_argv(CLI::App& app, int argc, char** argv) {
   if (argc < 2) return 0;
   const std::string_view first = argv[1];
@@ -34,7 +35,12 @@ int check_argv(CLI::App& app, int argc, char** argv) {
     }
     for (int i = 2; i < argc; ++i) {
       const std::string_view a = argv[i];
-      if (a == "--" || a.empty() || a[0] != '-') break;
+      if (a == "--") break;
+      // Only watch takes a command without "--"; elsewhere a word is a FILE, VA or the like.
+      if (a.empty() || a[0] != '-') {
+        if (first == "watch") break;
+        continue;
+      }
       if (a.size() > 3 && a.substr(0, 2) == "--" && a.find('=') == a.size() - 1) {
         const std::string name(a.substr(0, a.size() - 1));
         const CLI::Option* o = sub->get_option_no_throw(name);
