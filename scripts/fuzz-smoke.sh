@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-10}"
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz >/dev/null
+cmake --build --preset fuzz >/dev/null  # with the test suite: scripts/test.sh runs it from here
 mkdir -p build-fuzz/crashes
 for target in build-fuzz/fuzz/*_fuzz; do
   name=$(basename "$target")

@@ -73,7 +73,12 @@ void clear(extmem_zc_result* result) noexcept {
 extern "C" {
 
 const char* extmem_zc_status_name(extmem_zc_status status) {
-  switch (status) {
+  // A C caller may pass any int here; reading it as the C++ enum would be undefined
+  // for values outside its range (UBSan's -fsanitize=enum), so read the int's bytes.
+  int value = 0;
+  static_assert(sizeof value == sizeof status);
+  std::memcpy(&value, &status, sizeof value);
+  switch (value) {
     case EXTMEM_ZC_PASS: return "pass";
     case EXTMEM_ZC_EMPTY_PRODUCER: return zc::to_string(zc::Errc::empty_producer);
     case EXTMEM_ZC_CONSUMER_TOO_SHORT: return zc::to_string(zc::Errc::consumer_too_short);
