@@ -61,6 +61,10 @@ Output run(const std::vector<std::string>& argv) {
   o.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   o.out = slurp(out);
   o.err = slurp(err);
+  std::error_code ec;
+  fs::remove(out, ec);
+  fs::remove(err, ec);
+  fs::remove(dir, ec);  // only once empty: another run may be writing there
   fs::remove(out);
   fs::remove(err);
   return o;

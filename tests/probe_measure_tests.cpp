@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -74,8 +75,9 @@ struct Runs {
   json measured_doc, plain_doc;
 };
 const Runs& runs() {
-  static Runs* r = [] {
-    auto* r = new Runs;
+  // Destroyed at exit, which removes its directory.
+  static const std::unique_ptr<Runs> r = [] {
+    auto r = std::make_unique<Runs>();
     r->measured = sh(probe() + " --no-gles --measure --measure-repeats=3 --json=" + r->dir.file("m.json"));
     r->plain = sh(probe() + " --no-gles --json=" + r->dir.file("p.json"));
     r->measured_doc = json::parse(slurp(r->dir.file("m.json")), nullptr, false);

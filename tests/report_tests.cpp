@@ -60,8 +60,8 @@ struct Docs {
   }
 };
 const Docs& docs() {
-  static Docs* d = new Docs;
-  return *d;
+  static const Docs d;  // destroyed at exit, which removes its directory
+  return d;
 }
 
 TEST(Report, MergesTwoRunsIntoOneMatrix) {
