@@ -16,6 +16,7 @@
 
 #include "cuda/loader.h"
 #include "extmem/core/error.h"
+#include "support/run_shell.h"
 
 namespace {
 
@@ -23,22 +24,10 @@ const char* const kCudaRows[] = {"T1-opaque-fd-cuda", "T1-cuda-vmm-fd", "T3-cuda
 const std::string kOnly = "--only=T1-opaque-fd-cuda,T1-cuda-vmm-fd,T3-cuda-host-register";
 const std::string kMissing = "/nonexistent/extmem-test/libcuda.so.1";
 
-struct CmdRun {
-  std::string out;
-  int code = -1;
-};
+using CmdRun = extmem::test::ShellRun;
 
 // The real binary with `env` (KEY=VALUE ..., or empty) prepended; stdout and stderr together.
-CmdRun extmem(const std::string& args, const std::string& env = {}) {
-  CmdRun r;
-  std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(EXTMEM_BINARY) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
-  int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+CmdRun extmem(const std::string& args, const std::string& env = {}) { return extmem::test::run_extmem(args, env); }
 
 std::string line_of(const std::string& out, const std::string& row) {
   std::smatch m;

@@ -8,23 +8,15 @@
 #include <regex>
 #include <string>
 
+#include "support/run_shell.h"
+
 namespace {
 
-struct ProbeRun {
-  std::string out;
-  int code = -1;
-};
+using ProbeRun = extmem::test::ShellRun;
 
-// Runs the real binary with `env` (KEY=VALUE or empty) prepended.
+// Runs `extmem probe args` with `env` (KEY=VALUE or empty) prepended.
 ProbeRun probe(const std::string& args, const std::string& env = {}) {
-  ProbeRun r;
-  std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(EXTMEM_BINARY) + " probe " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
-  int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return extmem::test::run_extmem("probe " + args, env);
 }
 
 std::string line_of(const std::string& out, const std::string& row) {

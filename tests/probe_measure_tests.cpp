@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/temp_files.h"
+
 #include "extmem/probe/probe.h"
 #include "probe/junit.h"
 #include "probe/measure.h"
@@ -36,23 +38,8 @@ struct Out {
   std::string out, err;
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A fresh directory per test, removed afterwards.
-struct Dir {
-  fs::path path;
-  Dir() {
-    char tmpl[] = "/tmp/extmem-measure-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~Dir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using extmem::test::slurp;
+using Dir = extmem::test::TempDir;  // a fresh directory per test, removed afterwards
 
 // Runs `args` through /bin/sh (arguments are ours, no user text) with stdout and stderr captured.
 Out sh(const std::string& args) {

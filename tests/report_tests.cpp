@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/temp_files.h"
+
 #include "report/fleet.h"
 
 namespace {
@@ -21,22 +23,8 @@ using nlohmann::json;
 
 const std::string kBinary = EXTMEM_BINARY;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Dir {
-  fs::path path;
-  Dir() {
-    char tmpl[] = "/tmp/extmem-report-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~Dir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using extmem::test::slurp;
+using Dir = extmem::test::TempDir;  // a fresh directory per test, removed afterwards
 
 struct Out {
   int code = -1;

@@ -32,6 +32,14 @@ CUmemAllocationProp allocation_prop(CUdevice device) {
   return prop;
 }
 
+// Releases a cuMemCreate/cuMemImportFromShareableHandle handle on scope exit
+// (a mapping keeps the memory alive until it is unmapped).
+struct AllocationRelease {
+  const cuda::Api& api;
+  CUmemGenericAllocationHandle handle;
+  ~AllocationRelease() { (void)api.cuMemRelease(handle); }
+};
+
 // A physical allocation mapped read-write for `device` at a reserved range; undone on destruction.
 class VmmMapping {
  public:
@@ -134,11 +142,7 @@ int cuda_vmm_fd_server(ChildContext& ctx) {
   // Both attributes say yes, so a refusal here is a driver failure, not an absent capability.
   if (CUresult r = api.cuMemCreate(&handle, size, &prop, 0); r != CUDA_SUCCESS)
     return fail(why_of(cuda::cu_error(api, fmt::format("cuMemCreate({} bytes, POSIX_FILE_DESCRIPTOR)", size), r)));
-  struct Release {
-    const cuda::Api& api;
-    CUmemGenericAllocationHandle h;
-    ~Release() { (void)api.cuMemRelease(h); }
-  } release{api, handle};
+  AllocationRelease release{api, handle};
   ctx.step("cuMemAddressReserve + cuMemMap + cuMemSetAccess");
   VmmMapping mapping(api);
   if (auto s = mapping.map(handle, size, granularity, side->device); !s) return fail(why_of(s.error()));
@@ -206,11 +210,7 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
     if (r != CUDA_SUCCESS) {
       fail_leg(cu, cuda::cu_error(api, "cuMemImportFromShareableHandle(POSIX_FILE_DESCRIPTOR)", r));
     } else {
-      struct Release {
-        const cuda::Api& api;
-        CUmemGenericAllocationHandle h;
-        ~Release() { (void)api.cuMemRelease(h); }
-      } release{api, handle};
+      AllocationRelease release{api, handle};
       ctx.step("cuMemAddressReserve + cuMemMap + cuMemSetAccess");
       VmmMapping mapping(api);
       if (auto s = mapping.map(handle, size, granularity, side->device); !s) {
