@@ -12,7 +12,7 @@
 #include "extmem/os/fd.h"
 #include "extmem/vulkan/enumerate.h"
 #include "gles/egl_context.h"
-#include "probe/gles_ladder.h"
+#include "probe/routes/gles_ladder.h"
 
 namespace {
 

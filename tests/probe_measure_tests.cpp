@@ -21,9 +21,9 @@
 #include "support/temp_files.h"
 
 #include "extmem/probe/probe.h"
-#include "probe/junit.h"
-#include "probe/measure.h"
-#include "probe/measure_row.h"
+#include "probe/parent/junit.h"
+#include "probe/worker/measure.h"
+#include "probe/parent/measure_row.h"
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include "extmem/core/pattern.h"
 #include "extmem/core/verdict.h"
 #include "extmem/os/fd.h"
-#include "probe/child_context.h"
-#include "probe/soak.h"
+#include "probe/worker/child_context.h"
+#include "probe/worker/soak.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "probe/child_context.h"
+#include "probe/worker/child_context.h"
 
 namespace extmem::probe {
 

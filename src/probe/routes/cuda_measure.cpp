@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "extmem/os/clock.h"
-#include "probe/measure.h"
+#include "probe/worker/measure.h"
 
 namespace extmem::probe {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "cuda/api.h"
-#include "probe/child_context.h"
+#include "probe/worker/child_context.h"
 
 namespace extmem::probe {
 

@@ -7,7 +7,7 @@
 
 #include "extmem/core/pattern.h"
 #include "extmem/vulkan/enumerate.h"
-#include "probe/route_util.h"
+#include "probe/worker/route_util.h"
 
 namespace extmem::probe {
 

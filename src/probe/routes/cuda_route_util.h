@@ -10,7 +10,7 @@
 
 #include "cuda/api.h"
 #include "extmem/core/verdict.h"
-#include "probe/child_context.h"
+#include "probe/worker/child_context.h"
 
 namespace extmem::probe {
 

@@ -1,9 +1,9 @@
 // The CUDA rows (issue #4). In a build without cuda.h they compile out and
 // print SKIP with cuda::kNotBuiltReason; the binary never links libcuda.
 #include "cuda/loader.h"
-#include "probe/route_util.h"
+#include "probe/worker/route_util.h"
 #include "probe/routes.h"
-#include "probe/vk_export.h"
+#include "probe/routes/vk_export.h"
 
 namespace extmem::probe {
 

@@ -12,13 +12,13 @@
 
 #include "extmem/core/pattern.h"
 #include "extmem/os/clock.h"
-#include "probe/gpu_access.h"
-#include "probe/measure.h"
-#include "probe/route_util.h"
+#include "probe/worker/gpu_access.h"
+#include "probe/worker/measure.h"
+#include "probe/worker/route_util.h"
 #include "probe/routes.h"
 #include "probe/routes/cuda_measure.h"
 #include "probe/routes/cuda_route_util.h"
-#include "probe/vk_export.h"
+#include "probe/routes/vk_export.h"
 
 namespace extmem::probe {
 namespace {

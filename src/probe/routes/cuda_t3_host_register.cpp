@@ -9,8 +9,8 @@
 
 #include "extmem/core/pattern.h"
 #include "extmem/os/clock.h"
-#include "probe/measure.h"
-#include "probe/route_util.h"
+#include "probe/worker/measure.h"
+#include "probe/worker/route_util.h"
 #include "probe/routes.h"
 #include "probe/routes/cuda_measure.h"
 #include "probe/routes/cuda_route_util.h"

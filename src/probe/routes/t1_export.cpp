@@ -8,11 +8,11 @@
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
-#include "probe/gpu_access.h"
-#include "probe/measure.h"
-#include "probe/route_util.h"
+#include "probe/worker/gpu_access.h"
+#include "probe/worker/measure.h"
+#include "probe/worker/route_util.h"
 #include "probe/routes.h"
-#include "probe/vk_export.h"
+#include "probe/routes/vk_export.h"
 
 namespace extmem::probe {
 namespace {

@@ -8,12 +8,12 @@
 #include "extmem/core/zerocopy.h"
 #include "gles/egl_context.h"
 #include "extmem/gles/enumerate.h"
-#include "probe/gles_import.h"
-#include "probe/gles_measure.h"
-#include "probe/measure.h"
-#include "probe/route_util.h"
+#include "probe/routes/gles_import.h"
+#include "probe/routes/gles_measure.h"
+#include "probe/worker/measure.h"
+#include "probe/worker/route_util.h"
 #include "probe/routes.h"
-#include "probe/vk_export.h"
+#include "probe/routes/vk_export.h"
 
 namespace extmem::probe {
 namespace {

@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
-#include "probe/gpu_access.h"
-#include "probe/host_import.h"
-#include "probe/route_util.h"
+#include "probe/worker/gpu_access.h"
+#include "probe/routes/host_import.h"
+#include "probe/worker/route_util.h"
 #include "probe/routes.h"
 
 namespace extmem::probe {

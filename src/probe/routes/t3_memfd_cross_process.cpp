@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
-#include "probe/route_util.h"
+#include "probe/worker/route_util.h"
 #include "probe/routes.h"
 
 namespace extmem::probe {

@@ -3,7 +3,7 @@
 
 #include <optional>
 
-#include "probe/child_context.h"
+#include "probe/worker/child_context.h"
 #include "probe/route_report.h"
 #include "vulkan/context.h"
 

@@ -1,4 +1,4 @@
-#include "probe/host_backings.h"
+#include "probe/routes/host_backings.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -14,9 +14,9 @@
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
-#include "probe/gpu_access.h"
-#include "probe/host_import.h"
-#include "probe/route_util.h"
+#include "probe/worker/gpu_access.h"
+#include "probe/routes/host_import.h"
+#include "probe/worker/route_util.h"
 
 namespace extmem::probe {
 namespace {

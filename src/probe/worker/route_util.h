@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "extmem/core/verdict.h"
-#include "probe/child_context.h"
-#include "probe/peer.h"
+#include "probe/worker/child_context.h"
+#include "probe/worker/peer.h"
 #include "vulkan/context.h"
 
 namespace extmem::probe {
@@ -62,7 +62,7 @@ int memfd_owner_serve(ChildContext& ctx);
 
 }  // namespace extmem::probe
 
-#include "probe/soak.h"
+#include "probe/worker/soak.h"
 
 namespace extmem::probe {
 

@@ -1,4 +1,4 @@
-#include "probe/child_context.h"
+#include "probe/worker/child_context.h"
 
 #include <signal.h>
 #include <sys/socket.h>
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "probe/measure.h"
+#include "probe/worker/measure.h"
 
 namespace extmem::probe {
 

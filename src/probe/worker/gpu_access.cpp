@@ -1,9 +1,9 @@
-#include "probe/gpu_access.h"
+#include "probe/worker/gpu_access.h"
 
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
-#include "probe/measure.h"
+#include "probe/worker/measure.h"
 
 namespace extmem::probe {
 

@@ -1,9 +1,9 @@
 #include "extmem/os/clock.h"
-#include "probe/soak.h"
+#include "probe/worker/soak.h"
 
 
 #include "extmem/core/pattern.h"
-#include "probe/peer.h"
+#include "probe/worker/peer.h"
 
 namespace extmem::probe {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "extmem/core/verdict.h"
 #include "gles/egl_context.h"
-#include "probe/gles_ladder.h"
+#include "probe/routes/gles_ladder.h"
 #include "probe/layout.h"
 
 namespace extmem::probe {

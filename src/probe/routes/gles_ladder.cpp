@@ -1,4 +1,4 @@
-#include "probe/gles_ladder.h"
+#include "probe/routes/gles_ladder.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "probe/vk_export.h"
+#include "probe/routes/vk_export.h"
 
 #include <unistd.h>
 
@@ -6,9 +6,9 @@
 
 #include "extmem/core/pattern.h"
 #include "extmem/os/clock.h"
-#include "probe/measure.h"
-#include "probe/peer.h"
-#include "probe/route_util.h"
+#include "probe/worker/measure.h"
+#include "probe/worker/peer.h"
+#include "probe/worker/route_util.h"
 
 namespace extmem::probe {
 

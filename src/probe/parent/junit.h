@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "probe/row_result.h"
+#include "probe/parent/row_result.h"
 
 namespace extmem::probe {
 

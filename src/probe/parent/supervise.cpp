@@ -1,5 +1,5 @@
 #include "extmem/os/clock.h"
-#include "probe/supervise.h"
+#include "probe/parent/supervise.h"
 
 #include <poll.h>
 

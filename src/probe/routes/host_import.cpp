@@ -1,11 +1,11 @@
-#include "probe/host_import.h"
+#include "probe/routes/host_import.h"
 
 #include <unistd.h>
 
 #include <fmt/format.h>
 
-#include "probe/measure.h"
-#include "probe/route_util.h"
+#include "probe/worker/measure.h"
+#include "probe/worker/route_util.h"
 
 namespace extmem::probe {
 

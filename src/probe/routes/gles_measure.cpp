@@ -1,11 +1,11 @@
-#include "probe/gles_measure.h"
+#include "probe/routes/gles_measure.h"
 
 #include <array>
 
 #include <fmt/format.h>
 
 #include "extmem/os/clock.h"
-#include "probe/measure.h"
+#include "probe/worker/measure.h"
 
 namespace extmem::probe {
 

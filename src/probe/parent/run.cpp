@@ -14,13 +14,13 @@
 #include "extmem/os/file.h"
 #include "extmem/probe/probe.h"
 #include "extmem/vulkan/enumerate.h"
-#include "probe/cuda_phase_a.h"
-#include "probe/junit.h"
-#include "probe/measure.h"
-#include "probe/measure_row.h"
-#include "probe/phase_a.h"
+#include "probe/parent/cuda_phase_a.h"
+#include "probe/parent/junit.h"
+#include "probe/worker/measure.h"
+#include "probe/parent/measure_row.h"
+#include "probe/parent/phase_a.h"
 #include "probe/routes.h"
-#include "probe/supervise.h"
+#include "probe/parent/schedule.h"
 
 namespace extmem::probe {
 namespace {
@@ -123,38 +123,6 @@ std::string utc_now() {
 }
 
 
-// One row: the route at `memory_type` (-1 = auto), SKIP when filtered out, and with
-// --measure a second, measuring run whose figures are attached; the verdict is the first run's.
-// Errors: supervise()'s (a child could not be started).
-Result<RowResult> run_row(const RouteDef& route, int memory_type, const ProbeOptions& o, const SuperviseParams& params) {
-  RowResult r;
-  const std::string row = std::string(route.row) +
-                          (memory_type >= 0 ? memory_type_suffix(static_cast<unsigned>(memory_type)) : std::string());
-  std::string filtered = filtered_out(route, o);
-  if (!route.skip_reason.empty() || !filtered.empty()) {
-    r.row = row;
-    r.verdict = {RowStatus::skip, !route.skip_reason.empty() ? std::string(route.skip_reason) : filtered};
-    return r;
-  }
-  SuperviseParams p = params;
-  p.memory_type = memory_type;
-  auto supervised = supervise(route, p);
-  if (!supervised) return std::move(supervised).error();
-  r = std::move(*supervised);
-  r.row = row;
-  if (o.measure && has_round_trip(r)) {
-    // A second run that only measures, at --measure-size: the verdict above is already decided.
-    p.measure = true;
-    p.measure_repeats = o.measure_repeats;
-    p.layout.size = o.measure_size;
-    p.soak_s = 0;                                // the verdict run soaked already
-    p.timeout_s = std::max(o.timeout_s, 300.0);  // 64 MiB through slow (uncached) memory takes a while
-    auto measuring = supervise(route, p);
-    if (!measuring) return std::move(measuring).error();
-    r.measure = row_measure(r, *measuring);
-  }
-  return r;
-}
 }  // namespace
 
 std::string memory_type_suffix(unsigned index) { return fmt::format("@mt{}", index); }
@@ -274,21 +242,37 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   params.timeout_s = o.timeout_s;
   params.soak_s = o.soak_s;
 
-  std::vector<RowResult> rows;
+  // The plan: one row per route, and per memory type of the plan for exporting rows
+  // (auto: just the row itself); rows this build or the filters rule out are decided here.
+  std::vector<PlannedRow> planned;
   for (const RouteDef& route : route_table()) {
-    // One row per memory type of the plan for exporting rows (auto: just the row itself).
     for (int memory_type : takes_memory_type(route.row) ? *plan : std::vector<int>{-1}) {
-      auto r = run_row(route, memory_type, o, params);
-      if (!r) {
-        err << "extmem probe: cannot start the children of " << route.row << ": " << r.error().message() << "\n";
-        return kExitCannotRun;
+      PlannedRow row{std::string(route.row) +
+                         (memory_type >= 0 ? memory_type_suffix(static_cast<unsigned>(memory_type)) : std::string()),
+                     &route, memory_type, std::nullopt};
+      if (!route.skip_reason.empty()) {
+        row.decided = Verdict{RowStatus::skip, std::string(route.skip_reason)};
+      } else if (std::string filtered = filtered_out(route, o); !filtered.empty()) {
+        row.decided = Verdict{RowStatus::skip, filtered};
       }
-      out << result_line(*r) << "\n";
-      if (std::string m = measure_line(r->measure); !m.empty()) out << m << "\n";
-      out.flush();
-      rows.push_back(std::move(*r));
+      planned.push_back(std::move(row));
     }
   }
+  EngineOptions engine;
+  engine.base = params;
+  engine.measure = o.measure;
+  engine.measure_size = o.measure_size;
+  engine.measure_repeats = o.measure_repeats;
+  auto executed = execute_rows(planned, engine, [&](const RowResult& r) {
+    out << result_line(r) << "\n";
+    if (std::string m = measure_line(r.measure); !m.empty()) out << m << "\n";
+    out.flush();
+  });
+  if (!executed) {
+    err << "extmem probe: cannot start the route children: " << executed.error().message() << "\n";
+    return kExitCannotRun;
+  }
+  const std::vector<RowResult>& rows = *executed;
   print_summary(out, rows);
 
   bool failed = std::any_of(rows.begin(), rows.end(), [](const RowResult& r) {

@@ -1,4 +1,4 @@
-#include "probe/measure_row.h"
+#include "probe/parent/measure_row.h"
 
 #include <tuple>
 

@@ -1,4 +1,4 @@
-#include "probe/peer.h"
+#include "probe/worker/peer.h"
 
 #include <cstring>
 

@@ -1,6 +1,6 @@
-#include "probe/route_util.h"
+#include "probe/worker/route_util.h"
 
-#include "probe/measure.h"
+#include "probe/worker/measure.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "probe/cuda_phase_a.h"
+#include "probe/parent/cuda_phase_a.h"
 
 #include <ostream>
 

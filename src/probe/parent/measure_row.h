@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "probe/row_result.h"
+#include "probe/parent/row_result.h"
 
 namespace extmem::probe {
 

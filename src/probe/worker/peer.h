@@ -15,7 +15,7 @@
 
 #include "extmem/core/error.h"
 #include "extmem/core/zerocopy.h"
-#include "probe/child_context.h"
+#include "probe/worker/child_context.h"
 
 namespace extmem::probe {
 

@@ -7,7 +7,7 @@
 #include <span>
 
 #include "extmem/core/verdict.h"
-#include "probe/child_context.h"
+#include "probe/worker/child_context.h"
 #include "probe/layout.h"
 
 namespace extmem::probe {

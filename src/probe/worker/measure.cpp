@@ -1,4 +1,4 @@
-#include "probe/measure.h"
+#include "probe/worker/measure.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

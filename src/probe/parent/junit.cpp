@@ -1,8 +1,8 @@
-#include "probe/junit.h"
+#include "probe/parent/junit.h"
 
 #include <fmt/format.h>
 
-#include "probe/measure_row.h"
+#include "probe/parent/measure_row.h"
 #include "core/xml_text.h"
 
 namespace extmem::probe {

@@ -5,7 +5,7 @@
 // round-tripped through the GPU in this process.
 #pragma once
 
-#include "probe/child_context.h"
+#include "probe/worker/child_context.h"
 #include "probe/route_report.h"
 #include "vulkan/context.h"
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "probe/routes.h"
-#include "probe/row_result.h"
+#include "probe/parent/row_result.h"
 
 namespace extmem::probe {
 

@@ -1,4 +1,4 @@
-#include "probe/gles_import.h"
+#include "probe/routes/gles_import.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
-#include "probe/gpu_access.h"
-#include "probe/route_util.h"
+#include "probe/worker/gpu_access.h"
+#include "probe/worker/route_util.h"
 
 namespace extmem::probe {
 

@@ -12,7 +12,7 @@
 
 #include "extmem/core/verdict.h"
 #include "extmem/os/fd.h"
-#include "probe/child_context.h"
+#include "probe/worker/child_context.h"
 #include "vulkan/context.h"
 
 namespace extmem::probe {

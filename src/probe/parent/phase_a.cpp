@@ -1,4 +1,4 @@
-#include "probe/phase_a.h"
+#include "probe/parent/phase_a.h"
 
 #include <sys/utsname.h>
 #include <unistd.h>

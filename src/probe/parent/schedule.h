@@ -1,0 +1,45 @@
+// The parent's engine boundary: turns planned rows into RowResults. Which rows
+// exist, their names and the decisions phase A already made come from the plan;
+// how the route halves run (fresh processes or warm workers, how many side by
+// side) is decided here.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "extmem/core/verdict.h"
+#include "probe/parent/row_result.h"
+#include "probe/parent/supervise.h"
+#include "probe/routes.h"
+
+namespace extmem::probe {
+
+/// One row of the run, in print order.
+struct PlannedRow {
+  std::string row;                 ///< printed name (the route's row, plus "@mt<i>" for a memory-type twin)
+  const RouteDef* route = nullptr; ///< never null
+  int memory_type = -1;            ///< exporting side's memory type index; -1 = auto
+  std::optional<Verdict> decided;  ///< set: the answer is known without starting anything (SKIP, UNSUPPORTED)
+};
+
+struct EngineOptions {
+  SuperviseParams base;                 ///< exe, device index, layout, timeout, soak of the verdict runs
+  bool measure = false;                 ///< a second, measuring run per row with a round-tripped leg
+  std::size_t measure_size = 64u << 20; ///< bytes of the measuring run's allocation
+  unsigned measure_repeats = 7;         ///< samples per figure
+};
+
+/// Called once per row, in plan order, as soon as that row and every row before it are done.
+using RowSink = std::function<void(const RowResult&)>;
+
+/// Runs every planned row that is not `decided` and returns one RowResult per
+/// planned row, in plan order. With `measure`, a row that round-tripped is run a
+/// second time at measure_size; the verdict stays the first run's.
+/// Errors: supervise()'s (a child could not be started); rows already handed to
+/// `sink` stay handed.
+Result<std::vector<RowResult>> execute_rows(const std::vector<PlannedRow>& plan, const EngineOptions& options,
+                                            const RowSink& sink);
+
+}  // namespace extmem::probe
