@@ -117,6 +117,16 @@ Runner add_probe(CLI::App& app) {
             return v.empty() ? "the device is empty; accepted: INDEX, deviceUUID (32 hex digits) or NAME-SUBSTRING" : "";
           },
           "DEVICE"));
+  cmd->add_option("--jobs", o.jobs, "Routes run side by side, 1..64 (default: from the cores and memory available)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v.empty() || v.size() > 2 || v.find_first_not_of("0123456789") != std::string::npos || v == "0" || v == "00")
+              return "\"" + v + "\" is not accepted: a whole number from 1 to 64";
+            return {};
+          },
+          "N"));
+  cmd->add_option("--isolate", o.isolate, "route: fresh processes for every route; none: warm workers (default)")
+      ->capture_default_str();
   cmd->add_flag("--list-devices", o.list_devices, "List the Vulkan physical devices and exit");
   // Child mode: started by the probe itself with its sockets on fds 3 and 4.
   cmd->add_option("--child", state->child)->group("");

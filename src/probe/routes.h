@@ -11,15 +11,28 @@
 
 namespace extmem::probe {
 
-/// One half of a route, run in its own child process. Returns the process exit code.
+/// One half of a route, run in a child process. Returns the process exit code.
 using RoleMain = int (*)(ChildContext&);
+
+/// What one process of a route does, and its entry point.
+struct RouteHalf {
+  std::string_view does;   ///< one line, for the README's route table ("allocates, exports an fd, serves")
+  RoleMain main = nullptr; ///< null: the route has no such half (single-process route) or is not in this build
+};
+
+/// What a route needs before any process is started; phase A decides a row whose needs are not met.
+struct Requirements {
+  bool gl = false;    ///< an EGL/GLES context (the worker creates one when a selected route needs it)
+  bool cuda = false;  ///< the CUDA driver API (libcuda.so.1)
+};
 
 struct RouteDef {
   std::string_view row;          ///< the printed row name: a stable interface
   std::string_view group;        ///< "t0", "t1", "t3" or "gles", for --only-GROUP / --no-gles
   std::string_view skip_reason;  ///< non-empty: this build cannot run the route; printed as SKIP
-  RoleMain server = nullptr;     ///< the half that owns the driver-side allocation or import
-  RoleMain client = nullptr;     ///< null: a single-process route (only the server half runs)
+  RouteHalf server;              ///< the "server" process (EXTMEM_TEST_FAULT role "server")
+  RouteHalf client;              ///< the "client" process; main null for a single-process route
+  Requirements needs;
 };
 
 /// Every route, in the order rows are printed.

@@ -173,6 +173,11 @@ Status validate(const ProbeOptions& o) {
                                                "1073741824 (1 GiB)", o.measure_size));
   if (o.measure_repeats < 1 || o.measure_repeats > 100)
     return usage("--measure-repeats", fmt::format("{} is not accepted: a whole number from 1 to 100", o.measure_repeats));
+  if (o.jobs > 64)
+    return usage("--jobs", fmt::format("{} is not accepted: a whole number from 1 to 64", o.jobs));
+  if (o.isolate != "none" && o.isolate != "route")
+    return usage("--isolate", fmt::format("\"{}\" is not accepted: route (fresh processes for every route) or none "
+                                          "(warm workers, the default)", o.isolate));
   if (o.memory_type != "auto" && o.memory_type != "all" &&
       (o.memory_type.empty() || o.memory_type.size() > 2 || o.memory_type.find_first_not_of("0123456789") != std::string::npos))
     return usage("--memory-type", fmt::format("\"{}\" is not accepted: auto, all, or a memory type INDEX (0..31)",
@@ -263,6 +268,8 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   engine.measure = o.measure;
   engine.measure_size = o.measure_size;
   engine.measure_repeats = o.measure_repeats;
+  engine.jobs = o.measure || o.soak_s > 0 ? 1 : (o.jobs == 0 ? default_jobs() : o.jobs);
+  engine.isolate_route = o.isolate == "route";
   auto executed = execute_rows(planned, engine, [&](const RowResult& r) {
     out << result_line(r) << "\n";
     if (std::string m = measure_line(r.measure); !m.empty()) out << m << "\n";
@@ -310,30 +317,6 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
     }
   }
   return code;
-}
-
-int run_child(const ChildArgs& a) {
-  const RouteDef* route = find_route(a.row);
-  if (route == nullptr || route->server == nullptr || (a.role != "server" && a.role != "client")) {
-    std::fprintf(stderr, "extmem probe --child: unknown row or role (%s, %s)\n", a.row.c_str(), a.role.c_str());
-    return kExitUsage;
-  }
-  struct stat st {};
-  for (int fd : {3, 4}) {
-    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
-      std::fprintf(stderr, "extmem probe --child: fd %d is not a socket; child mode is started by extmem probe itself\n", fd);
-      return kExitUsage;
-    }
-    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  }
-  // Re-executed through /proc/self/exe, every half would be named "exe" in ps and top.
-  ::prctl(PR_SET_NAME, a.role == "server" ? "extmem-server" : "extmem-client");
-  ChildParams p{a.row, a.role == "server" ? Role::server : Role::client, a.device_index, Layout{a.size, a.regions_at_end},
-                a.soak_s};
-  p.memory_type = a.memory_type;
-  if (a.measure) measure::enable(a.measure_repeats);
-  ChildContext ctx(p, os::Channel(os::UniqueFd(3)), os::Channel(os::UniqueFd(4)));
-  return p.role == Role::server ? route->server(ctx) : route->client(ctx);
 }
 
 }  // namespace extmem::probe

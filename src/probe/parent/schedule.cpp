@@ -1,6 +1,10 @@
 #include "probe/parent/schedule.h"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <fstream>
+#include <string>
 
 #include "probe/parent/measure_row.h"
 
@@ -35,6 +39,23 @@ Result<RowResult> run_row(const PlannedRow& planned, const EngineOptions& o) {
 }
 
 }  // namespace
+
+unsigned default_jobs() {
+  unsigned jobs = kMaxDefaultJobs;
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) jobs = std::min<unsigned>(jobs, CPU_COUNT(&set));
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  unsigned long long kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") {
+      jobs = std::min<unsigned long long>(jobs, kib / (512 * 1024));
+      break;
+    }
+    meminfo.ignore(256, '\n');
+  }
+  return std::max(jobs, 1u);
+}
 
 Result<std::vector<RowResult>> execute_rows(const std::vector<PlannedRow>& plan, const EngineOptions& options,
                                             const RowSink& sink) {

@@ -29,7 +29,16 @@ struct EngineOptions {
   bool measure = false;                 ///< a second, measuring run per row with a round-tripped leg
   std::size_t measure_size = 64u << 20; ///< bytes of the measuring run's allocation
   unsigned measure_repeats = 7;         ///< samples per figure
+  unsigned jobs = 1;                    ///< routes side by side (1 with measure or soak: figures run alone)
+  bool isolate_route = false;           ///< fresh processes for every route instead of warm workers
 };
+
+/// The default --jobs: the CPUs this process may run on (sched_getaffinity), at most
+/// kMaxDefaultJobs, and at most one per 512 MiB of MemAvailable (/proc/meminfo), so a
+/// phone-sized machine runs few workers: a lane is two warm workers of ~100-200 MiB RSS
+/// each (a driver loaded). Never less than 1.
+unsigned default_jobs();
+inline constexpr unsigned kMaxDefaultJobs = 4;
 
 /// Called once per row, in plan order, as soon as that row and every row before it are done.
 using RowSink = std::function<void(const RowResult&)>;

@@ -50,7 +50,7 @@ Result<RowResult> supervise(const RouteDef& route, const SuperviseParams& params
   auto peer = os::Channel::pair();
   if (!peer) return std::move(peer).error();
   std::array<Half, 2> halves{Half{Role::server, {}, {}}, Half{Role::client, {}, {}}};
-  if (route.client == nullptr) {
+  if (route.client.main == nullptr) {
     halves[1].open = false;  // single-process route: no client half
     halves[1].last_step = "none (single-process route)";
   }

@@ -14,13 +14,14 @@ int cuda_vmm_fd_client(ChildContext& ctx);
 int cuda_host_register_server(ChildContext& ctx);
 
 const RouteDef kT1OpaqueFdCuda{"T1-opaque-fd-cuda", "t1", {},
-                               [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }, cuda_opaque_fd_client};
-const RouteDef kT1CudaVmmFd{"T1-cuda-vmm-fd", "t1", {}, cuda_vmm_fd_server, cuda_vmm_fd_client};
-const RouteDef kT3CudaHostRegister{"T3-cuda-host-register", "t3", {}, cuda_host_register_server, memfd_owner_serve};
+                               {"allocates Vulkan memory, exports an opaque fd, serves", [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }},
+                               {"imports the fd into CUDA, drives", cuda_opaque_fd_client}, {.cuda = true}};
+const RouteDef kT1CudaVmmFd{"T1-cuda-vmm-fd", "t1", {}, {"allocates with cuMemCreate, exports a POSIX fd, serves", cuda_vmm_fd_server}, {"imports the fd into CUDA and Vulkan, drives", cuda_vmm_fd_client}, {.cuda = true}};
+const RouteDef kT3CudaHostRegister{"T3-cuda-host-register", "t3", {}, {"maps the received memfd, registers it with CUDA, drives", cuda_host_register_server}, {"allocates a memfd, writes A, serves", memfd_owner_serve}, {.cuda = true}};
 #else
-const RouteDef kT1OpaqueFdCuda{"T1-opaque-fd-cuda", "t1", cuda::kNotBuiltReason, nullptr, nullptr};
-const RouteDef kT1CudaVmmFd{"T1-cuda-vmm-fd", "t1", cuda::kNotBuiltReason, nullptr, nullptr};
-const RouteDef kT3CudaHostRegister{"T3-cuda-host-register", "t3", cuda::kNotBuiltReason, nullptr, nullptr};
+const RouteDef kT1OpaqueFdCuda{"T1-opaque-fd-cuda", "t1", cuda::kNotBuiltReason, {}, {}, {.cuda = true}};
+const RouteDef kT1CudaVmmFd{"T1-cuda-vmm-fd", "t1", cuda::kNotBuiltReason, {}, {}, {.cuda = true}};
+const RouteDef kT3CudaHostRegister{"T3-cuda-host-register", "t3", cuda::kNotBuiltReason, {}, {}, {.cuda = true}};
 #endif
 
 }  // namespace extmem::probe

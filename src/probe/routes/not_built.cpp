@@ -4,8 +4,8 @@
 namespace extmem::probe {
 
 const RouteDef kT0AhbBlobTransfer{"T0-ahb-blob-transfer", "t0",
-                                  "Android-only route (AHardwareBuffer); this is a Linux build", nullptr, nullptr};
+                                  "Android-only route (AHardwareBuffer); this is a Linux build", {}, {}, {}};
 const RouteDef kT0SustainedLock{"T0S-sustained-lock", "t0",
-                                "Android-only route (AHardwareBuffer); this is a Linux build", nullptr, nullptr};
+                                "Android-only route (AHardwareBuffer); this is a Linux build", {}, {}, {}};
 
 }  // namespace extmem::probe

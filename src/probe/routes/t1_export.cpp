@@ -157,10 +157,12 @@ int client(ChildContext& ctx, const HandleKind& h) {
 }  // namespace
 
 const RouteDef kT1OpaqueFd{"T1-opaque-fd", "t1", {},
-                           [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); },
-                           [](ChildContext& c) { return client(c, kOpaqueFd); }};
+                           {"allocates Vulkan memory, exports an opaque fd, serves",
+                            [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }},
+                           {"maps and imports the fd into Vulkan, drives", [](ChildContext& c) { return client(c, kOpaqueFd); }}};
 const RouteDef kT1DmaBuf{"T1-dma-buf", "t1", {},
-                         [](ChildContext& c) { return export_and_serve(c, kDmaBuf); },
-                         [](ChildContext& c) { return client(c, kDmaBuf); }};
+                         {"allocates Vulkan memory, exports a dma-buf fd, serves",
+                          [](ChildContext& c) { return export_and_serve(c, kDmaBuf); }},
+                         {"maps and imports the fd into Vulkan, drives", [](ChildContext& c) { return client(c, kDmaBuf); }}};
 
 }  // namespace extmem::probe

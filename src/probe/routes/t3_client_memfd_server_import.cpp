@@ -76,6 +76,6 @@ int server(ChildContext& ctx) {
 
 }  // namespace
 
-const RouteDef kT3ClientMemfdServerImport{"T3-client-memfd-server-import", "t3", {}, server, memfd_owner_serve};
+const RouteDef kT3ClientMemfdServerImport{"T3-client-memfd-server-import", "t3", {}, {"maps the client's memfd, imports the pointer into Vulkan, drives", server}, {"allocates a memfd, writes A, serves", memfd_owner_serve}};
 
 }  // namespace extmem::probe

@@ -84,6 +84,6 @@ int server(ChildContext& ctx) {
 
 }  // namespace
 
-const RouteDef kT3ExternalMemoryHost{"T3-external-memory-host", "t3", {}, server, receive_and_serve};
+const RouteDef kT3ExternalMemoryHost{"T3-external-memory-host", "t3", {}, {"allocates a memfd, imports its pointer into Vulkan, drives", server}, {"maps the received memfd, serves", receive_and_serve}};
 
 }  // namespace extmem::probe

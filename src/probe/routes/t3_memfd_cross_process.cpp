@@ -41,6 +41,6 @@ int server(ChildContext& ctx) {
 
 }  // namespace
 
-const RouteDef kT3MemfdCrossProcess{"T3-memfd-cross-process", "t3", {}, server, memfd_owner_serve};
+const RouteDef kT3MemfdCrossProcess{"T3-memfd-cross-process", "t3", {}, {"maps the received memfd and drives the checks", server}, {"allocates a memfd, writes A, serves", memfd_owner_serve}};
 
 }  // namespace extmem::probe
