@@ -131,7 +131,8 @@ int run_worker(const WorkerArgs& a) {
       code = role == Role::server ? route->server.main(ctx) : route->client.main(ctx);
       measure::disable();
     }  // the half's peer socket and report channel close here, as a fresh child's would at exit
-    const json hygiene = before.compare_to(HygieneSnapshot::take());
+    json hygiene = before.compare_to(HygieneSnapshot::take());
+    hygiene["pid"] = ::getpid();  // tells a replaced worker from the one before
     if (!control.send(os::MsgType::done, json{{"exit_code", code}, {"hygiene", hygiene}}.dump()).ok()) return 0;
   }
 }
