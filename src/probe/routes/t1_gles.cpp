@@ -174,10 +174,11 @@ int cross_proc_client(ChildContext& ctx) {
 }  // namespace
 
 const RouteDef kT1GlesSameProc{"T1-gles-memobj-fd-same-proc", "gles", {},
-                               {"exports Vulkan memory and imports a dup of its own fd into GLES", same_proc}, {}, {.gl = true}};
+                               {"exports Vulkan memory and imports a dup of its own fd into GLES", same_proc, true}, {},
+                               {.gl = true}};
 const RouteDef kT1GlesCrossProc{"T1-gles-memobj-fd-cross-proc", "gles", {},
                                 {"allocates Vulkan memory, exports an opaque fd, serves",
                                  [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }},
-                                {"imports the fd into GLES, drives", cross_proc_client}, {.gl = true}};
+                                {"imports the fd into GLES, drives", cross_proc_client, true}, {.gl = true}};
 
 }  // namespace extmem::probe
