@@ -23,7 +23,7 @@ seven=--only=T1-opaque-fd,T1-dma-buf,T1-gles-memobj-fd-same-proc,T1-gles-memobj-
   "$base" probe > "$out/base-default.txt" 2>&1; echo "base default exit $?"
   python3 bench/probe_ab.py --a "$base" --b "$new" --runs 9
   python3 bench/probe_ab.py --a "$base" --b "$new" --runs 9 -- "$seven"
-  for j in 1 2 4 8; do python3 bench/probe_ab.py --a "$base" --b "$new" --runs 5 -- --jobs=$j; done
+  for j in 2 4; do python3 bench/probe_ab.py --a "$new" --b "$new" --runs 5 -- --jobs=$j; done
   python3 bench/probe_ab.py --a "$new" --b "$new" --runs 5 -- --isolate=route
   "$new" watch --period=10ms --summary="$out/watch-default.json" --plot="$out/watch-default" -- "$new" probe > /dev/null 2>&1
   "$new" watch --period=10ms --summary="$out/watch-jobs1.json" -- "$new" probe --jobs=1 > /dev/null 2>&1
