@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
@@ -21,6 +24,7 @@ namespace {
 
 constexpr std::uint64_t kPage = 4096;           // the grouping unit of the output
 constexpr std::size_t kReadChunk = 4 << 20;     // bytes of /proc/PID/mem read per pread
+constexpr unsigned kThreads = 4;                // readers at most (the calling thread is one)
 
 std::uint64_t load(const std::uint8_t* p, unsigned width) {
   std::uint64_t v = 0;
@@ -84,7 +88,6 @@ struct Snapshot::State {
   Mapping baseline;                  // anonymous, `bytes` long
   os::UniqueFd fd;                   // /proc/PID/mem or the file
   Mapping file;                      // file mode: the whole file, read-only
-  std::vector<std::uint8_t> scratch; // process mode: one chunk of the second reading
 
   // Reads [address, address + size) of /proc/PID/mem into `to`. Returns the
   // errno of a failed read (0: complete; -1: short read at the end of a mapping).
@@ -196,31 +199,64 @@ struct Snapshot::State {
     baseline.addr = ::mmap(nullptr, baseline.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                            -1, 0);
     if (baseline.addr == MAP_FAILED) return os_error("mmap baseline", errno);
-    // Fewer faults while the first reading fills it (2 MiB pages where the system allows).
-    (void)::madvise(baseline.addr, baseline.size, MADV_HUGEPAGE);
-    if (source.file.empty()) scratch.resize(kReadChunk);
+    // No MADV_HUGEPAGE: on this kind of VM the first 2 MiB pages of a run cost
+    // 2.4 s per GiB to fault in against 0.4 s for 4 KiB pages (bench/diff_rate.sh).
     return {};
   }
 
-  Status first_reading() {
-    for (std::size_t i = 0; i < regions.size(); ++i) {
-      const DiffRegion& r = regions[i];
-      std::uint8_t* to = baseline.bytes() + offsets[i];
-      if (!source.file.empty()) {
-        std::memcpy(to, file.bytes() + r.file_offset, static_cast<std::size_t>(r.size));
-        continue;
-      }
-      for (std::uint64_t at = 0; at < r.size; at += kReadChunk) {
-        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kReadChunk, r.size - at));
-        if (const int e = read_process(r.address + at, n, to + at); e != 0) {
-          if (!process_running(source.pid))
-            return os_error("pread " + process_name(), ESRCH, "the process ended during the first snapshot");
-          // The mapping went away between listing and reading: compare() will say so.
-          std::memset(to + at, 0, static_cast<std::size_t>(r.size - at));
-          break;
-        }
+  // Every region cut into kReadChunk pieces: the unit the threads share.
+  struct Piece {
+    std::size_t region;
+    std::uint64_t at, size;  // bytes from the region's start
+  };
+  std::vector<Piece> pieces() const {
+    std::vector<Piece> out;
+    for (std::size_t i = 0; i < regions.size(); ++i)
+      for (std::uint64_t at = 0; at < regions[i].size; at += kReadChunk)
+        out.push_back({i, at, std::min<std::uint64_t>(kReadChunk, regions[i].size - at)});
+    return out;
+  }
+
+  // Runs job(piece, thread index) over `list` on up to kThreads threads (the
+  // caller is one); each thread takes the next piece in turn. /proc/PID/mem
+  // reads are kernel copies that scale with cores, as do the faults that fill
+  // the baseline the first time.
+  template <class Job>
+  void for_pieces(const std::vector<Piece>& list, Job job) const {
+    const unsigned threads = static_cast<unsigned>(
+        std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, std::min<std::size_t>(kThreads, list.size())));
+    std::atomic<std::size_t> next{0};
+    auto run = [&](unsigned t) {
+      for (std::size_t k; (k = next.fetch_add(1)) < list.size();) job(list[k], t);
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) {
+      try {
+        pool.emplace_back(run, t);
+      } catch (const std::system_error&) {
+        break;  // fewer threads: the caller takes what is left
       }
     }
+    run(0);
+    for (std::thread& t : pool) t.join();
+  }
+
+  Status first_reading() {
+    const std::vector<Piece> list = pieces();
+    std::atomic<bool> ended{false};
+    for_pieces(list, [&](const Piece& p, unsigned) {
+      const DiffRegion& r = regions[p.region];
+      std::uint8_t* to = baseline.bytes() + offsets[p.region] + p.at;
+      if (!source.file.empty()) {
+        std::memcpy(to, file.bytes() + r.file_offset + p.at, static_cast<std::size_t>(p.size));
+      } else if (read_process(r.address + p.at, static_cast<std::size_t>(p.size), to) != 0) {
+        // The mapping went away between listing and reading (compare() will say
+        // so), or the process ended.
+        std::memset(to, 0, static_cast<std::size_t>(p.size));
+        if (!process_running(source.pid)) ended = true;
+      }
+    });
+    if (ended) return os_error("pread " + process_name(), ESRCH, "the process ended during the first snapshot");
     return {};
   }
 };
@@ -248,43 +284,69 @@ Result<Snapshot> Snapshot::take(const DiffSource& source) {
 
 Result<DiffResult> Snapshot::compare(std::size_t max_words_per_page) {
   State& s = *state_;
-  DiffResult result;
   const unsigned w = s.source.width;
-  for (std::size_t i = 0; i < s.regions.size(); ++i) {
-    const DiffRegion& r = s.regions[i];
-    std::uint8_t* old_bytes = s.baseline.bytes() + s.offsets[i];
+  const std::vector<State::Piece> list = s.pieces();
+  // Per thread: its own scratch buffer and findings, merged at the end.
+  struct Found {
+    std::vector<std::uint8_t> scratch;
+    std::vector<PageChanges> pages;
+    std::uint64_t changed = 0, bytes = 0;
+    std::vector<std::pair<std::size_t, std::string>> vanished;  // region, why
+  };
+  std::vector<Found> found(kThreads);
+  std::atomic<bool> ended{false};
+  s.for_pieces(list, [&](const State::Piece& p, unsigned t) {
+    Found& f = found[t];
+    const DiffRegion& r = s.regions[p.region];
+    std::uint8_t* old_bytes = s.baseline.bytes() + s.offsets[p.region] + p.at;
+    const std::size_t n = static_cast<std::size_t>(p.size);
+    const std::uint8_t* now = nullptr;
     if (!s.source.file.empty()) {
-      const std::uint8_t* now = s.file.bytes() + r.file_offset;
-      const std::size_t before = result.pages.size();
-      result.changed_words += diff_words(old_bytes, now, static_cast<std::size_t>(r.size), r.address, w, i,
-                                         max_words_per_page, result.pages);
-      // The new reading becomes the baseline: copy only the pages that changed.
-      for (std::size_t p = before; p < result.pages.size(); ++p) {
-        const std::uint64_t from = std::max(result.pages[p].page, r.address) - r.address;
-        const std::uint64_t to = std::min(result.pages[p].page + kPage, r.address + r.size) - r.address;
-        std::memcpy(old_bytes + from, now + from, static_cast<std::size_t>(to - from));
+      now = s.file.bytes() + r.file_offset + p.at;
+    } else {
+      if (f.scratch.empty()) f.scratch.resize(kReadChunk);
+      if (const int e = s.read_process(r.address + p.at, n, f.scratch.data()); e != 0) {
+        if (!process_running(s.source.pid)) {
+          ended = true;
+        } else {
+          f.vanished.emplace_back(p.region, fmt::format("{}: {} at {:#x}", format_mapping(*r.mapping),
+                                                        e > 0 ? errno_code(e) : "short read", r.address + p.at));
+        }
+        return;
       }
-      result.bytes += r.size;
-      continue;
+      now = f.scratch.data();
     }
-    for (std::uint64_t at = 0; at < r.size; at += kReadChunk) {
-      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kReadChunk, r.size - at));
-      if (const int e = s.read_process(r.address + at, n, s.scratch.data()); e != 0) {
-        if (!process_running(s.source.pid))
-          return os_error("pread " + s.process_name(), ESRCH, "the process ended during the snapshot");
-        result.vanished.push_back(fmt::format("{}: {} at {:#x}", format_mapping(*r.mapping),
-                                              e > 0 ? errno_code(e) : "short read", r.address + at));
-        break;
-      }
-      const std::uint64_t found = diff_words(old_bytes + at, s.scratch.data(), n, r.address + at, w, i,
-                                             max_words_per_page, result.pages);
-      if (found > 0) std::memcpy(old_bytes + at, s.scratch.data(), n);
-      result.changed_words += found;
-      result.bytes += n;
+    const std::size_t before = f.pages.size();
+    const std::uint64_t changed =
+        diff_words(old_bytes, now, n, r.address + p.at, w, p.region, max_words_per_page, f.pages);
+    // The new reading becomes the baseline: only the pages that changed need copying.
+    for (std::size_t k = before; k < f.pages.size(); ++k) {
+      const std::uint64_t base = r.address + p.at;
+      const std::uint64_t from = std::max(f.pages[k].page, base) - base;
+      const std::uint64_t to = std::min(f.pages[k].page + kPage, base + p.size) - base;
+      std::memcpy(old_bytes + from, now + from, static_cast<std::size_t>(to - from));
     }
+    f.changed += changed;
+    f.bytes += p.size;
+  });
+  if (ended) return os_error("pread " + s.process_name(), ESRCH, "the process ended during the snapshot");
+  DiffResult result;
+  std::vector<std::pair<std::size_t, std::string>> vanished;
+  for (Found& f : found) {
+    result.changed_words += f.changed;
+    result.bytes += f.bytes;
+    result.pages.insert(result.pages.end(), std::make_move_iterator(f.pages.begin()),
+                        std::make_move_iterator(f.pages.end()));
+    vanished.insert(vanished.end(), f.vanished.begin(), f.vanished.end());
   }
-  std::stable_sort(result.pages.begin(), result.pages.end(), [](const PageChanges& a, const PageChanges& b) {
-    return a.changed > b.changed;  // ties keep address order
+  // One line per region that could not be read again: its first unreadable piece.
+  std::sort(vanished.begin(), vanished.end());
+  for (std::size_t k = 0; k < vanished.size(); ++k)
+    if (k == 0 || vanished[k].first != vanished[k - 1].first) result.vanished.push_back(std::move(vanished[k].second));
+  std::sort(result.pages.begin(), result.pages.end(), [](const PageChanges& a, const PageChanges& b) {
+    if (a.changed != b.changed) return a.changed > b.changed;
+    if (a.region != b.region) return a.region < b.region;
+    return a.page < b.page;
   });
   return result;
 }

@@ -1,19 +1,26 @@
-// A target for `extmem diff`: maps a 16 KiB shared memfd named "extmem-ticker"
-// whose pages hold fixed bytes, and changes one 4-byte word of it, at offset
-// 0x1080 (page 1, offset 0x80), every 50 ms by adding 1. Prints on stdout, as
-// one line, the mapping's address and the word's:
+// A target for `extmem diff`: maps a shared memfd named "extmem-ticker", 16 KiB
+// (or MIB mebibytes, for bench/diff_rate.sh), whose pages hold fixed bytes, and
+// changes one 4-byte word of it, at offset 0x1080 (page 1, offset 0x80), every
+// 50 ms by adding 1. Prints on stdout, as one line, the mapping's address and the word's:
 //   {"start": "0x7f...", "word": "0x7f...1080"}
 // then ticks until killed, or for 60 s at most (so a lost test leaves nothing).
+//
+//   memtools_ticker [MIB]
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 
-int main() {
-  constexpr std::size_t kSize = 16384;
+int main(int argc, char** argv) {
+  const std::size_t kSize = argc > 1 ? static_cast<std::size_t>(std::atol(argv[1])) << 20 : 16384;
+  if (kSize < 8192) {
+    std::fprintf(stderr, "usage: memtools_ticker [MIB]   (MIB >= 1)\n");
+    return 2;
+  }
   const int fd = ::memfd_create("extmem-ticker", 0);
   if (fd < 0 || ::ftruncate(fd, kSize) != 0) {
     std::perror("memtools_ticker: memfd");
