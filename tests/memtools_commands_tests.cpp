@@ -235,7 +235,8 @@ bool own_cap_sys_admin() {
 }
 
 std::vector<std::string> poll_args(const Waiter& w, const fs::path& audit) {
-  return {kBinary, "poll", "--comm=memtools_waiter", "--match=" + w.spec(), "--offset=0x80", "--when===0", "--set=1",
+  // By the waiter's own tag: another test's waiter (ctest runs two at a time) must not match.
+  return {kBinary, "poll", "--comm=memtools_waiter", "--cmdline=memtools_waiter " + w.tag, "--match=" + w.spec(), "--offset=0x80", "--when===0", "--set=1",
           "--period=0.05", "--audit=" + audit.string()};
 }
 
@@ -292,7 +293,7 @@ TEST_F(MemtoolsCommands, PollWritesOneProcessUnlessToldMore) {
                            "--offset=0x80", "--when===0", "--set=1", "--period=0.05", "--duration=1",
                            "--audit=" + audit.string()});
   EXPECT_EQ(poll.code, 3) << describe(poll);
-  EXPECT_NE(poll.err.find("matches too, but --max-processes=1 are served already"), std::string::npos) << describe(poll);
+  EXPECT_NE(poll.err.find("matches too, but --max-processes=1 processes were served already in this run"), std::string::npos) << describe(poll);
   EXPECT_EQ(lines_of(read_file(audit)).size(), 1u) << read_file(audit);
   EXPECT_EQ(poll.out.find("poll: preview:"), std::string::npos) << poll.out;  // one process served: nothing to preview
   // Release whichever was left alone by hand.

@@ -78,7 +78,7 @@ struct Target {
     return std::nullopt;
   }
 
-  // Every address is hexadecimal, a file offset or GPA too (decimal before issue 17: "0n4096" asks for it now).
+  // Every address is hexadecimal, a file offset or GPA too (file offsets were decimal once; "0n4096" asks for that).
   memtools::NumberStyle address_style() const { return memtools::NumberStyle::address; }
   const char* address_subject() const {
     return ram_map_option->count() > 0 ? "guest-physical address" : file_option->count() > 0 ? "offset" : "address";

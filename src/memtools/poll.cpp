@@ -39,14 +39,16 @@ class Poller {
     for (const ProcessInfo& p : *procs) {
       live.insert(p.pid);
       if (known_.count(p.pid) > 0) continue;
-      const std::size_t served = std::count_if(known_.begin(), known_.end(), [](const auto& k) { return !k.second.left_out; });
+      // The bound is on the run, not on one moment: a process served and gone still counts.
       Tracked t;
-      t.left_out = o_.max_processes && served >= *o_.max_processes;
+      t.left_out = o_.max_processes && served_ >= *o_.max_processes;
+      if (!t.left_out) ++served_;
       known_.emplace(p.pid, t);
       ++summary_.processes_seen;
       if (t.left_out) {
         ++summary_.left_out;
-        err_ << fmt::format("poll: pid {} comm={} matches too, but --max-processes={} are served already: it is not "
+        err_ << fmt::format("poll: pid {} comm={} matches too, but --max-processes={} processes were served already "
+                            "in this run: it is not "
                             "written (give --max-processes=N or --all to write to more)\n",
                             p.pid, p.comm, *o_.max_processes);
         err_.flush();
@@ -197,6 +199,7 @@ class Poller {
   std::map<pid_t, Tracked> known_;
   PollSummary summary_;
   bool previewed_ = false;
+  std::uint64_t served_ = 0;  // processes admitted for writing so far in this run
 };
 
 }  // namespace

@@ -41,8 +41,9 @@ struct PollOptions {
   std::optional<std::uint64_t> max_writes;  ///< stop after this many writes (dry run: would-be writes)
   std::optional<double> duration_s;    ///< stop after this many seconds
   bool dry_run = false;                ///< report what would be written, write nothing
-  /// Most processes written to (the first that match, in pid order; later
-  /// ones are left alone and reported once each); nullopt: every match (--all).
+  /// Most processes served in the run (the first that match, in pid order
+  /// within a round; a served process that has gone still counts; later
+  /// matches are left alone and reported once each); nullopt: every match (--all).
   std::optional<std::uint64_t> max_processes = 1;
 };
 
