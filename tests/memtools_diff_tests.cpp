@@ -166,8 +166,8 @@ TEST(DiffProcess, UnchangedPagesAreNotReported) {
   auto r = extmem::test::run_extmem("diff --pid=" + std::to_string(ticker.pid) +
                                     " --match='path^=/memfd:extmem-ticker' --interval=300ms --watch --rounds=2");
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("# round 1 (after 300 ms): 1 word changed in 1 page of 16K compared"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("# round 2 (after 300 ms): 1 word changed in 1 page of 16K compared"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# round 1 (after 300ms): 1 word changed in 1 page of 16K compared"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# round 2 (after 300ms): 1 word changed in 1 page of 16K compared"), std::string::npos) << r.out;
   for (std::uint64_t page : {start, start + 0x2000, start + 0x3000})
     EXPECT_EQ(r.out.find(fmt::format("page {:#x}:", page)), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(fmt::format("page {:#x}:", start + 0x1000)), std::string::npos) << r.out;

@@ -9,7 +9,7 @@
 #include "extmem/memtools/diff_command.h"
 #include "extmem/memtools/processes.h"
 #include "extmem/memtools/word_access.h"
-#include "extmem/watch/duration.h"
+#include "cli/duration_option.h"
 
 namespace extmem::cli {
 namespace {
@@ -22,14 +22,11 @@ int usage(const std::string& message) {
   return memtools::kExitUsage;
 }
 
-// --interval: a duration with its unit. One small function so the shared
-// duration parser of src/core can replace it in one place.
-Result<std::chrono::nanoseconds> parse_interval(const std::string& text) { return watch::parse_duration(text); }
-
 Runner add_diff(CLI::App& app) {
   struct State {
-    std::string pid, match, file, ram_map, range, interval = "1s", width = "4", rounds, max_pages = "20",
-                                                         max_words = "8", max_bytes = "4G";
+    std::string pid, match, file, ram_map, range, width = "4", rounds, max_pages = "20", max_words = "8",
+                                                  max_bytes = "4G";
+    std::chrono::nanoseconds interval = std::chrono::seconds(1);
     std::vector<std::string> command;
     bool watch = false, json = false;
     CLI::App* cmd = nullptr;
@@ -47,7 +44,8 @@ Runner add_diff(CLI::App& app) {
   cmd->add_option("--range", s->range,
                   "With --file: ADDR:SIZE[,...] to compare (ADDR hex: GPA with --ram-map, else file offset); "
                   "default: every ram-map range, or the whole file");
-  cmd->add_option("--interval", s->interval, "Time between snapshots, with its unit (250ms, 1s)")->capture_default_str();
+  add_duration_option(*cmd, "--interval", s->interval, "Time between snapshots (default 1s)",
+                      DurationRange{std::chrono::milliseconds(1), std::chrono::hours(1)});
   cmd->add_option("--width", s->width, "Word size in bytes: 1, 2, 4 or 8")->capture_default_str();
   cmd->add_flag("--watch", s->watch, "Repeat: compare every --interval against the snapshot before (see --rounds)");
   cmd->add_option("--rounds", s->rounds, "Comparisons to make (default 1; 10 with --watch)");
@@ -125,9 +123,7 @@ Runner add_diff(CLI::App& app) {
       if (s->command[0].empty()) return usage("COMMAND: the command name is empty; accepted: a program name or path");
       o.command = s->command;
     } else {
-      auto d = parse_interval(s->interval);
-      if (!d) return usage("bad --interval: " + d.error().detail);
-      o.interval = *d;
+      o.interval = s->interval;
     }
     o.json = s->json;
     return memtools::run_diff(o, std::cout, std::cerr);

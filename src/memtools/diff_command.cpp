@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "extmem/core/duration.h"
 #include "extmem/memtools/commands.h"
 #include "extmem/memtools/processes.h"
 #include "extmem/memtools/word_access.h"
@@ -121,13 +122,6 @@ void print_json(const DiffOptions& o, const Snapshot& snap, unsigned round, cons
   dump(sum);
 }
 
-// "250 ms", "2 s", "1.5 s": the interval as the round header says it.
-std::string interval_text(std::chrono::nanoseconds d) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-  if (ms < 1000) return fmt::format("{} ms", ms);
-  return fmt::format("{:g} s", static_cast<double>(ms) / 1000.0);
-}
-
 }  // namespace
 
 Result<std::vector<std::pair<std::uint64_t, std::uint64_t>>> parse_ranges(std::string_view text, SyntaxError* syntax) {
@@ -184,7 +178,7 @@ int run_diff(const DiffOptions& o, std::ostream& out, std::ostream& err) {
       after = "after " + o.command[0] + ": " + ended->describe();
     } else {
       std::this_thread::sleep_for(o.interval);
-      after = "after " + interval_text(o.interval);
+      after = "after " + format_duration(o.interval);
     }
     auto r = snap->compare(o.max_words);
     if (!r) return report(err, r.error());
