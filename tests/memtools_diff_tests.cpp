@@ -223,6 +223,29 @@ TEST_F(DiffFile, RangeLimitsTheComparisonAndNothingElseIsReported) {
   EXPECT_NE(r.out.find("0 words changed in 0 pages of 4K compared"), std::string::npos) << r.out;
 }
 
+// Changes in pieces read by different threads (4 MiB apart in a 12 MiB file)
+// come out most-changed page first, then by address.
+TEST(DiffFileLarge, PagesAreOrderedByChangesAcrossPieces) {
+  extmem::test::TempDir dir;
+  const std::string image = dir.file("big.img");
+  {
+    std::vector<char> bytes(12u << 20, 'x');
+    std::ofstream(image, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  const std::string poke = std::string(EXTMEM_BINARY) + " poke --file=" + image + " --audit=" + dir.file("audit") + " ";
+  // One word in page 0xa00000, two in page 0x100000, one in page 0x500000.
+  const std::string cmd = poke + "0xa00010 1 && " + poke + "0x100020 2 && " + poke + "0x100ff0 3 && " + poke + "0x500000 4";
+  auto r = extmem::test::run_extmem("diff --file=" + image + " --json -- sh -c '" + cmd + " >/dev/null'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::vector<json> lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), 5u) << r.out;
+  EXPECT_EQ(num(lines[1]["offset"]), 0x100000u);
+  EXPECT_EQ(lines[1]["changed"], 2);
+  EXPECT_EQ(num(lines[2]["offset"]), 0x500000u);
+  EXPECT_EQ(num(lines[3]["offset"]), 0xa00000u);
+  EXPECT_EQ(lines[4]["changed_words"], 4);
+}
+
 TEST_F(DiffFile, ARangePastTheEndIsRefusedBeforeAnySnapshot) {
   auto r = extmem::test::run_extmem("diff --file=" + image_ + " --range=0xf000:8K --interval=1ms");
   EXPECT_EQ(r.code, 7) << r.out;
