@@ -318,6 +318,7 @@ const std::vector<Case> kCases = {
     {{"walk", "--image=@FILE", "--root=0n12a", "--format=x86-64", "0x1000"}, {"--root", "0n for decimal"}},
     {{"walk", "--image=@FILE", "--root=0x1000", "--format=x86-64", "4G"}, {"virtual address", "no K/M/G"}},
     {{"peek", "--file=@FILE", "4K"}, {"offset", "0n for decimal"}},
+    {{"peek", "--file=@FILE", "--ram-map=4G:0:4K", "0"}, {"--ram-map", "GPA", "no K/M/G"}},
     {{"poke", "--file=@FILE", "0n", "1"}, {"offset", "decimal digits"}},
     // ---- scan --entropy / --twins ----
     {{"scan", "@FILE", "--entropy=5.5"}, {"--entropy", "cannot be reached", "BITS[/BLOCK]"}},
