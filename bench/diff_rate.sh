@@ -22,7 +22,7 @@ for tool in "$build/extmem" "$build/tests/programs/memtools_ticker"; do
   [[ -x $tool ]] || { echo "diff_rate: $tool is missing: build first" >&2; exit 2; }
 done
 work=$(mktemp -d "${TMPDIR:-/tmp}/diff-rate.XXXXXX")
-"$build/tests/programs/memtools_ticker" "$mib" >"$work/where" &
+"$build/tests/programs/memtools_ticker" "$mib" 1800 >"$work/where" &
 ticker=$!
 trap 'kill $ticker 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 100); do [[ -s $work/where ]] && break; sleep 0.1; done

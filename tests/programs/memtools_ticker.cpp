@@ -3,9 +3,10 @@
 // changes one 4-byte word of it, at offset 0x1080 (page 1, offset 0x80), every
 // 50 ms by adding 1. Prints on stdout, as one line, the mapping's address and the word's:
 //   {"start": "0x7f...", "word": "0x7f...1080"}
-// then ticks until killed, or for 60 s at most (so a lost test leaves nothing).
+// then ticks until killed, or for SECONDS (default 60) at most, so a lost
+// test leaves nothing behind.
 //
-//   memtools_ticker [MIB]
+//   memtools_ticker [MIB [SECONDS]]
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -18,7 +19,7 @@
 int main(int argc, char** argv) {
   const std::size_t kSize = argc > 1 ? static_cast<std::size_t>(std::atol(argv[1])) << 20 : 16384;
   if (kSize < 8192) {
-    std::fprintf(stderr, "usage: memtools_ticker [MIB]   (MIB >= 1)\n");
+    std::fprintf(stderr, "usage: memtools_ticker [MIB [SECONDS]]   (MIB >= 1)\n");
     return 2;
   }
   const int fd = ::memfd_create("extmem-ticker", 0);
@@ -38,7 +39,8 @@ int main(int argc, char** argv) {
   std::printf("{\"start\": \"%p\", \"word\": \"%p\"}\n", p, static_cast<void*>(bytes + 0x1080));
   std::fflush(stdout);
   const timespec tick{0, 50 * 1000 * 1000};
-  for (int i = 0; i < 60 * 20; ++i) {
+  const long seconds = argc > 2 ? std::atol(argv[2]) : 60;
+  for (long i = 0; i < seconds * 20; ++i) {
     ::nanosleep(&tick, nullptr);
     *word = *word + 1;
   }
