@@ -98,6 +98,12 @@ class Sampler {
   Sampler(const ThreadsOptions& o) : o_(o) {}
 
   void add_threads(Process& p, std::size_t& budget) {
+    // A zombie keeps its /proc entries (and readable syscall files) until reaped: it has ended all the same.
+    if (!process_running(p.info.pid)) {
+      p.ended = true;
+      for (Thread& t : p.threads) t.exited = true;
+      return;
+    }
     auto tids = list_tasks(p.info.pid);
     if (!tids) {
       if (process_gone(tids.error())) p.ended = true;
@@ -244,6 +250,7 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
     bool any_alive = false;
     for (Process& p : procs) {
       if (i > 0 && i % rescan_every == 0 && !p.ended) sampler.add_threads(p, budget);
+      if (p.ended) continue;
       for (Thread& t : p.threads) sampler.read_thread(t, times.size() - 1);
       const bool alive = std::any_of(p.threads.begin(), p.threads.end(), [](const Thread& t) { return !t.exited; });
       if (!alive) p.ended = true;
