@@ -1,5 +1,6 @@
 // `extmem threads`: option parsing only; the work is in extmem::memtools (threads.h).
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <iostream>
@@ -113,6 +114,13 @@ Runner add_threads(CLI::App& app) {
         return usage("bad --ioctl-names: " + table.error().message() +
                      "\naccepted: a readable regular file of lines FAMILY PATH-PREFIX TYPE:NR|=VALUE NAME");
       o.ioctls.add(*table);
+    }
+    // Each sampled thread keeps two /proc files open: lift the soft fd limit to
+    // the hard one so that --max-threads, not RLIMIT_NOFILE, is the bound.
+    rlimit nofile{};
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+      nofile.rlim_cur = nofile.rlim_max;
+      ::setrlimit(RLIMIT_NOFILE, &nofile);
     }
     struct sigaction sa {};
     sa.sa_handler = request_stop;

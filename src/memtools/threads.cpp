@@ -1,12 +1,14 @@
 #include "extmem/memtools/threads.h"
 
 #include <dirent.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <map>
 #include <optional>
+#include <set>
 #include <ostream>
 #include <vector>
 
@@ -49,6 +51,16 @@ std::string futex_op(std::uint64_t op) {
   return out;
 }
 
+// True only when the process is known to have ended: its /proc entry is gone
+// or it is a zombie. A read that fails otherwise (EMFILE) is not an ending.
+bool process_ended(pid_t pid) {
+  auto stat = detail::read_small_file(fmt::format("/proc/{}/stat", pid));
+  if (!stat) return process_gone(stat.error());
+  const std::size_t paren = stat->rfind(')');
+  const char state = paren != std::string::npos && paren + 2 < stat->size() ? (*stat)[paren + 2] : '?';
+  return state == 'Z' || state == 'X';
+}
+
 // Listing /proc/PID/task: the thread ids, sorted. Errors: os_error("open /proc/PID/task").
 Result<std::vector<pid_t>> list_tasks(pid_t pid) {
   const std::string path = fmt::format("/proc/{}/task", pid);
@@ -78,6 +90,7 @@ struct Thread {
   std::string last_schedstat;
   Bin* bin = nullptr;            // the bin of `key`, so a repeated reading costs no map lookup
   std::optional<Error> denied;   // the refusal, verbatim
+  std::optional<Error> failed;   // another error reading it (EMFILE, EIO), verbatim
   bool exited = false;
   std::string last_text;         // raw text of the last reading
   std::string key;               // where it is: "S ioctl(...) wchan=..."
@@ -93,7 +106,7 @@ struct Process {
   ProcessInfo info;
   std::vector<Thread> threads;
   bool ended = false;
-  std::size_t not_sampled = 0;  // threads beyond max_threads
+  std::set<pid_t> not_sampled;  // threads beyond the budget (a set: every rescan meets them again)
 };
 
 class Sampler {
@@ -102,7 +115,7 @@ class Sampler {
 
   void add_threads(Process& p, std::size_t& budget) {
     // A zombie keeps its /proc entries (and readable syscall files) until reaped: it has ended all the same.
-    if (!process_running(p.info.pid)) {
+    if (process_ended(p.info.pid)) {
       p.ended = true;
       for (Thread& t : p.threads) t.exited = true;
       return;
@@ -115,7 +128,7 @@ class Sampler {
     for (pid_t tid : *tids) {
       if (std::any_of(p.threads.begin(), p.threads.end(), [&](const Thread& t) { return t.tid == tid; })) continue;
       if (budget == 0) {
-        ++p.not_sampled;
+        p.not_sampled.insert(tid);
         continue;
       }
       --budget;
@@ -132,7 +145,8 @@ class Sampler {
       auto f = detail::ProcFile::open(t.pid, tid, "syscall");
       if (f) t.syscall_file.emplace(std::move(*f));
       else if (detail::access_denied(f.error())) t.denied = f.error();
-      else t.exited = true;
+      else if (process_gone(f.error())) t.exited = true;
+      else t.failed = f.error();  // e.g. EMFILE: two fds per thread stay open while sampling
       p.threads.push_back(std::move(t));
     }
   }
@@ -156,7 +170,7 @@ class Sampler {
   }
 
   void read_thread(Thread& t, std::size_t reading) {
-    if (t.exited || t.denied || !t.syscall_file) return;
+    if (t.exited || t.denied || t.failed || !t.syscall_file) return;
     // schedstat (run time, wait time, times switched in) is cheap to generate;
     // the syscall file is not (it takes the exec lock and waits for the thread
     // to be off a CPU). Unchanged schedstat means the thread has not been
@@ -179,7 +193,8 @@ class Sampler {
     auto text = t.syscall_file->read();
     if (!text) {
       if (detail::access_denied(text.error())) t.denied = text.error();
-      else t.exited = true;  // ESRCH: the thread has exited
+      else if (process_gone(text.error())) t.exited = true;  // ESRCH: the thread has exited
+      else t.failed = text.error();
       return;
     }
     ++t.readings;
@@ -253,7 +268,12 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
   }
   Sampler sampler(o);
   std::vector<Process> procs;
+  // Two /proc files stay open per sampled thread: keep within RLIMIT_NOFILE,
+  // with room for the files read in passing.
   std::size_t budget = o.max_threads;
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
+    budget = std::min<std::size_t>(budget, nofile.rlim_cur > 34 ? (nofile.rlim_cur - 32) / 2 : 1);
   for (ProcessInfo& info : *found) {
     Process p;
     p.info = std::move(info);
@@ -302,7 +322,9 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
   int code = kExitOk;
   const auto raise = [&code](int c) {
     // The most specific outcome wins: a vanished process, then a denial, then a flag.
-    const auto rank = [](int x) { return x == kExitNoProcess ? 3 : x == kExitPermission ? 2 : x == kExitTracerFlagged ? 1 : 0; };
+    const auto rank = [](int x) {
+      return x == kExitNoProcess ? 4 : x == kExitPermission ? 3 : x == kExitFailed ? 2 : x == kExitTracerFlagged ? 1 : 0;
+    };
     if (rank(c) > rank(code)) code = c;
   };
   for (Process& p : procs) {
@@ -311,8 +333,9 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
                        p.info.pid, p.info.comm, p.threads.size(), p.threads.size() == 1 ? "" : "s", fmt_ms(watched),
                        times.size(), times.size() == 1 ? "" : "s", describe_duration(o.period), fmt_ms(median),
                        fmt_ms(longest));
-    if (p.not_sampled > 0)
-      out << fmt::format("  {} more threads not sampled (--max-threads={})\n", p.not_sampled, o.max_threads);
+    if (!p.not_sampled.empty())
+      out << fmt::format("  {} more threads not sampled (--max-threads={}, or two open files per thread within RLIMIT_NOFILE)\n",
+                         p.not_sampled.size(), o.max_threads);
     out << fmt::format("  {:>7} {:<16} {:<2} {:<10} {}\n", "TID", "NAME", "ST", "SEEN", "WHERE");
     std::vector<detail::TracerFinding> findings;
     for (Thread& t : p.threads) {
@@ -328,6 +351,9 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
       if (t.denied) {
         any_denied = true;
         where = fmt::format("denied: {}", t.denied->message());
+      } else if (t.failed && t.readings == 0) {
+        where = fmt::format("unreadable: {}", t.failed->message());
+        raise(kExitFailed);
       } else if (t.readings == 0) {
         where = t.exited ? "exited before the first reading" : "not read";
       } else {

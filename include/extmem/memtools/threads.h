@@ -52,7 +52,9 @@ struct ThreadsOptions {
 /// seen is still printed); kExitPermission when the kernel refused a thread's
 /// syscall file (reported per thread as "denied" with the reason);
 /// kExitTracerFlagged when a tracer condition was flagged (printed with its
-/// recovery steps). Errors go to `err`.
+/// recovery steps); kExitFailed when a thread's files could not be read for
+/// another reason (shown as "unreadable:" with the OS code, e.g. EMFILE: every
+/// sampled thread keeps two /proc files open). Errors go to `err`.
 int run_threads(const ThreadsOptions& options, std::ostream& out, std::ostream& err,
                 const std::atomic<bool>* stop = nullptr);
 
