@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -151,6 +152,51 @@ TEST(ThreadsCommand, AnotherUidIsDeniedNotEmpty) {
   EXPECT_NE(out.find("denied: "), std::string::npos) << out;
   EXPECT_NE(out.find("EACCES"), std::string::npos) << out;
   EXPECT_NE(out.find("uid 65534"), std::string::npos) << out;
+}
+
+// Output of a shell command line (ours, not user text) and its exit status.
+std::pair<std::string, int> shell(const std::string& cmd) {
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {"", -1};
+  std::string out;
+  char buf[4096];
+  while (std::size_t k = std::fread(buf, 1, sizeof buf, p)) out.append(buf, k);
+  const int status = ::pclose(p);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+// The fd links of a root process are refused to another uid: exit 6 with the
+// reason, not an empty list of fds.
+TEST(FdsCommand, AnotherUidIsDeniedNotEmpty) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run the tool as another uid";
+  Child s({"/bin/sleep", "30"});
+  const auto [out, code] = shell("setpriv --reuid=65534 --regid=65534 --clear-groups " + std::string(EXTMEM_BINARY) +
+                                 " fds --pid=" + std::to_string(s.pid) + " --duration=50ms");
+  EXPECT_EQ(code, 6) << out;
+  EXPECT_NE(out.find("EACCES"), std::string::npos) << out;
+  EXPECT_NE(out.find("denied: "), std::string::npos) << out;
+  EXPECT_EQ(out.find("open throughout"), std::string::npos) << out;
+}
+
+// A process whose fd directory lists but whose links are refused (here pid 1
+// when this container lacks CAP_SYS_PTRACE over it): denied, not "no fds".
+TEST(FdsCommand, ListableButUnreadableLinksAreDenied) {
+  char buf[256];
+  if (::readlink("/proc/1/fd/0", buf, sizeof buf) >= 0 || (errno != EACCES && errno != EPERM))
+    GTEST_SKIP() << "pid 1's fd links are readable (or absent) here";
+  const auto r = extmem::test::run_extmem("fds --pid=1 --duration=20ms");
+  EXPECT_EQ(r.code, 6) << r.out;
+  EXPECT_NE(r.out.find("readlink /proc/1/fd/"), std::string::npos) << r.out;
+}
+
+// A kernel thread's syscall file reads "0 0x0 ..." (read() with zeros): it is
+// named a kernel thread instead.
+TEST(ThreadsCommand, KernelThreadIsNotShownInRead) {
+  const auto [stat, rc] = shell("cat /proc/2/stat");
+  if (rc != 0 || stat.find("(kthreadd)") == std::string::npos) GTEST_SKIP() << "no kthreadd at pid 2 in this pid namespace";
+  const auto r = extmem::test::run_extmem("threads --pid=2");
+  EXPECT_NE(r.out.find("kernel thread (no user system call)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(" read("), std::string::npos) << r.out;
 }
 
 TEST(TracerHygiene, StoppedTraceeIsFlaggedThenClearedWhenTheTracerIsKilled) {

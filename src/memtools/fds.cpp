@@ -59,6 +59,9 @@ Status read_fd_dir(int dir, const std::string& path, std::vector<FdEntry>& out) 
       if (end == name || *end != '\0') continue;  // "." and ".."
       char target[4096];
       const ssize_t len = ::readlinkat(dir, name, target, sizeof target);
+      // The directory lists for anyone who may open it; each link needs ptrace
+      // read access: a refusal is "denied", never "no fds".
+      if (len < 0 && (errno == EACCES || errno == EPERM)) return os_error(fmt::format("readlink {}/{}", path, name), errno);
       if (len <= 0) continue;  // closed between getdents and readlink: not seen
       out.push_back({static_cast<int>(fd), std::string(target, static_cast<std::size_t>(len))});
     }

@@ -58,8 +58,8 @@ std::string denial_reason(pid_t pid) {
   const std::string dir = fmt::format("/proc/{}", pid);
   std::string owner = ::stat(dir.c_str(), &st) == 0 ? fmt::format("uid {}", st.st_uid) : "an unknown uid";
   std::string reason = fmt::format(
-      "reading a thread's syscall needs the access a debugger attaching would need (same uid and no extra "
-      "privileges, or CAP_SYS_PTRACE); this tool runs as uid {}, the process belongs to {}",
+      "the kernel allows this read only with the access a debugger would need (same uid and no extra "
+      "privileges, or CAP_SYS_PTRACE), though nothing is attached; this tool runs as uid {}, the process belongs to {}",
       ::getuid(), owner);
   auto scope = read_small_file("/proc/sys/kernel/yama/ptrace_scope");
   if (scope) {

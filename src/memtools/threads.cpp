@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -61,6 +62,20 @@ bool process_ended(pid_t pid) {
   return state == 'Z' || state == 'X';
 }
 
+// PF_KTHREAD in the flags field (the 9th) of /proc/PID/stat: a kernel thread
+// has no user system call, and its syscall file reads "0 0x0 ..." as if in read().
+bool is_kernel_thread(pid_t pid) {
+  auto stat = detail::read_small_file(fmt::format("/proc/{}/stat", pid));
+  if (!stat) return false;
+  const std::size_t paren = stat->rfind(')');
+  if (paren == std::string::npos) return false;
+  std::size_t at = paren + 2;
+  for (int field = 3; field < 9 && at != std::string::npos; ++field) at = stat->find(' ', at) + 1;
+  if (at == 0 || at >= stat->size()) return false;
+  constexpr unsigned long kPfKthread = 0x00200000;
+  return (std::strtoul(stat->c_str() + at, nullptr, 10) & kPfKthread) != 0;
+}
+
 // Listing /proc/PID/task: the thread ids, sorted. Errors: os_error("open /proc/PID/task").
 Result<std::vector<pid_t>> list_tasks(pid_t pid) {
   const std::string path = fmt::format("/proc/{}/task", pid);
@@ -104,6 +119,7 @@ struct Thread {
 
 struct Process {
   ProcessInfo info;
+  bool kernel_thread = false;  // PF_KTHREAD: its syscall file shows zeros, not a call
   std::vector<Thread> threads;
   bool ended = false;
   std::set<pid_t> not_sampled;  // threads beyond the budget (a set: every rescan meets them again)
@@ -151,7 +167,11 @@ class Sampler {
     }
   }
 
-  std::string place(Thread& t, std::string_view text) {
+  std::string place(Thread& t, std::string_view text, bool kernel_thread) {
+    if (kernel_thread) {
+      auto w = detail::read_small_file(fmt::format("/proc/{}/task/{}/wchan", t.pid, t.tid));
+      return fmt::format("K kernel thread (no user system call){}", w && *w != "0" ? " wchan=" + *w : "");
+    }
     SyntaxError bad;
     auto s = parse_syscall_line(text, &bad);
     if (!s) return fmt::format("unreadable syscall line: {}", s.error().detail);
@@ -169,7 +189,7 @@ class Sampler {
     return fmt::format("{} {}{}", state, where, wchan.empty() ? "" : " wchan=" + wchan);
   }
 
-  void read_thread(Thread& t, std::size_t reading) {
+  void read_thread(Thread& t, std::size_t reading, bool kernel_thread) {
     if (t.exited || t.denied || t.failed || !t.syscall_file) return;
     // schedstat (run time, wait time, times switched in) is cheap to generate;
     // the syscall file is not (it takes the exec lock and waits for the thread
@@ -202,7 +222,7 @@ class Sampler {
       ++t.run;
     } else {
       t.last_text = std::string(*text);
-      t.key = place(t, *text);
+      t.key = place(t, *text, kernel_thread);
       t.run = 1;
       t.run_first = reading;
     }
@@ -277,6 +297,7 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
   for (ProcessInfo& info : *found) {
     Process p;
     p.info = std::move(info);
+    p.kernel_thread = is_kernel_thread(p.info.pid);
     sampler.add_threads(p, budget);
     procs.push_back(std::move(p));
   }
@@ -295,7 +316,7 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
     for (Process& p : procs) {
       if (i > 0 && i % rescan_every == 0 && !p.ended) sampler.add_threads(p, budget);
       if (p.ended) continue;
-      for (Thread& t : p.threads) sampler.read_thread(t, times.size() - 1);
+      for (Thread& t : p.threads) sampler.read_thread(t, times.size() - 1, p.kernel_thread);
       const bool alive = std::any_of(p.threads.begin(), p.threads.end(), [](const Thread& t) { return !t.exited; });
       if (!alive) p.ended = true;
       any_alive = any_alive || !p.ended;
