@@ -122,6 +122,7 @@ struct Process {
   bool kernel_thread = false;  // PF_KTHREAD: its syscall file shows zeros, not a call
   std::vector<Thread> threads;
   bool ended = false;
+  std::set<pid_t> known;        // every tid already in `threads`, for the rescans
   std::set<pid_t> not_sampled;  // threads beyond the budget (a set: every rescan meets them again)
 };
 
@@ -142,12 +143,13 @@ class Sampler {
       return;
     }
     for (pid_t tid : *tids) {
-      if (std::any_of(p.threads.begin(), p.threads.end(), [&](const Thread& t) { return t.tid == tid; })) continue;
+      if (p.known.count(tid) > 0) continue;
       if (budget == 0) {
         p.not_sampled.insert(tid);
         continue;
       }
       --budget;
+      p.known.insert(tid);
       Thread t;
       t.pid = p.info.pid;
       t.tid = tid;
