@@ -170,13 +170,9 @@ class Sampler {
   }
 
   std::string place(Thread& t, std::string_view text, bool kernel_thread) {
-    if (kernel_thread) {
-      auto w = detail::read_small_file(fmt::format("/proc/{}/task/{}/wchan", t.pid, t.tid));
-      return fmt::format("K kernel thread (no user system call){}", w && *w != "0" ? " wchan=" + *w : "");
-    }
     SyntaxError bad;
     auto s = parse_syscall_line(text, &bad);
-    if (!s) return fmt::format("unreadable syscall line: {}", s.error().detail);
+    if (!s) return fmt::format("? unreadable syscall line: {}", s.error().detail);
     if (s->kind == SyscallSample::Kind::running) return "R running";
     char state = '?';
     auto status = detail::read_small_file(fmt::format("/proc/{}/task/{}/status", t.pid, t.tid));
@@ -186,6 +182,7 @@ class Sampler {
     }
     auto w = detail::read_small_file(fmt::format("/proc/{}/task/{}/wchan", t.pid, t.tid));
     std::string wchan = w && *w != "0" ? *w : "";
+    if (kernel_thread) return fmt::format("{} kernel thread (no user system call){}", state, wchan.empty() ? "" : " wchan=" + wchan);
     const pid_t pid = t.pid;
     std::string where = describe_syscall(*s, o_.ioctls, [pid](long fd) { return detail::fd_path(pid, fd); });
     return fmt::format("{} {}{}", state, where, wchan.empty() ? "" : " wchan=" + wchan);
