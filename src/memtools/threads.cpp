@@ -94,7 +94,7 @@ Result<std::vector<pid_t>> list_tasks(pid_t pid) {
 
 struct Bin {
   std::uint64_t count = 0;        // readings in this place
-  std::uint64_t longest_run = 0;  // longest run of consecutive readings in it
+  double longest_s = 0;           // longest run of consecutive readings in it: first to last reading, seconds
 };
 
 // One sampled thread.
@@ -188,7 +188,8 @@ class Sampler {
     return fmt::format("{} {}{}", state, where, wchan.empty() ? "" : " wchan=" + wchan);
   }
 
-  void read_thread(Thread& t, std::size_t reading, bool kernel_thread) {
+  void read_thread(Thread& t, const std::vector<double>& times, bool kernel_thread) {
+    const std::size_t reading = times.size() - 1;
     if (t.exited || t.denied || t.failed || !t.syscall_file) return;
     // schedstat (run time, wait time, times switched in) is cheap to generate;
     // the syscall file is not (it takes the exec lock and waits for the thread
@@ -201,7 +202,7 @@ class Sampler {
         ++t.run;
         t.last_reading = reading;
         ++t.bin->count;
-        t.bin->longest_run = std::max(t.bin->longest_run, t.run);
+        t.bin->longest_s = std::max(t.bin->longest_s, times[reading] - times[t.run_first]);
         return;
       }
       if (sched) t.last_schedstat = std::string(*sched);
@@ -217,7 +218,13 @@ class Sampler {
       return;
     }
     ++t.readings;
-    if (t.run > 0 && *text == t.last_text) {
+    // Here the thread has been scheduled since the last reading (or there is no
+    // schedstat). Blocked in the same call as before means it woke and went back
+    // in: the same place, but a new stay. A running thread is always scheduled.
+    if (t.run > 0 && *text == t.last_text && t.schedstat_file && t.key.rfind("R ", 0) != 0) {
+      t.run = 1;
+      t.run_first = reading;
+    } else if (t.run > 0 && *text == t.last_text) {
       ++t.run;
     } else {
       t.last_text = std::string(*text);
@@ -228,7 +235,7 @@ class Sampler {
     t.last_reading = reading;
     if (t.run == 1) t.bin = &t.bins[t.key];  // std::map nodes stay put
     ++t.bin->count;
-    t.bin->longest_run = std::max(t.bin->longest_run, t.run);
+    t.bin->longest_s = std::max(t.bin->longest_s, times[reading] - times[t.run_first]);
   }
 
   const ThreadsOptions& o_;
@@ -315,7 +322,7 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
     for (Process& p : procs) {
       if (i > 0 && i % rescan_every == 0 && !p.ended) sampler.add_threads(p, budget);
       if (p.ended) continue;
-      for (Thread& t : p.threads) sampler.read_thread(t, times.size() - 1, p.kernel_thread);
+      for (Thread& t : p.threads) sampler.read_thread(t, times, p.kernel_thread);
       const bool alive = std::any_of(p.threads.begin(), p.threads.end(), [](const Thread& t) { return !t.exited; });
       if (!alive) p.ended = true;
       any_alive = any_alive || !p.ended;
@@ -404,7 +411,7 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
       raise(kExitPermission);
     }
     if (o.histogram) {
-      out << fmt::format("  where each thread was over {} readings (share of its readings; longest run in one place):\n",
+      out << fmt::format("  where each thread was over {} readings (share of its readings; longest stay: first to last reading of a run):\n",
                          times.size());
       for (const Thread& t : p.threads) {
         if (t.readings == 0) continue;
@@ -413,7 +420,7 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
         out << fmt::format("  tid {}: {} place{} in {} readings\n", t.tid, rows.size(), rows.size() == 1 ? "" : "s", t.readings);
         for (std::size_t i = 0; i < rows.size() && i < o.top; ++i)
           out << fmt::format("    {:>6.1f}% {:>8}  longest {:>10}  {}\n", 100.0 * rows[i].second.count / t.readings,
-                             rows[i].second.count, fmt_ms(median * static_cast<double>(rows[i].second.longest_run)),
+                             rows[i].second.count, fmt_ms(rows[i].second.longest_s),
                              rows[i].first);
         if (rows.size() > o.top) out << fmt::format("    ... {} more places (--top)\n", rows.size() - o.top);
       }
@@ -430,7 +437,8 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
   }
   out << fmt::format(
       "not stopped, not attached: read through /proc/PID/task/TID/syscall; a place held for less than the period ({}) "
-      "between two readings is not seen, and a call left and re-entered between two readings looks like one stay\n",
+      "between two readings is not seen; a stay ends when the thread is seen to have run (schedstat), so waking and "
+      "waiting again in the same call counts as a new stay\n",
       describe_duration(o.period));
   if (code == kExitNoProcess) err << "extmem threads: a process ended while being sampled (ESRCH)\n";
   if (code == kExitPermission) err << "extmem threads: permission denied reading some threads (EACCES/EPERM); see \"denied:\"\n";
