@@ -116,6 +116,12 @@ TEST(ThreadsCommand, SampleBuildsAHistogramPerThread) {
 
 TEST(ThreadsCommand, VanishedAndZombieProcessesAreExitFive) {
   EXPECT_EQ(extmem::test::run_extmem("threads --pid=2147483000").code, 5);
+  // One live and one missing pid: the live one is shown, the missing one said, exit 5.
+  Child s({"/bin/sleep", "30"});
+  const auto both = extmem::test::run_extmem("threads --pid=" + std::to_string(s.pid) + ",2147483000");
+  EXPECT_EQ(both.code, 5) << both.out;
+  EXPECT_NE(both.out.find("pid " + std::to_string(s.pid) + " (sleep)"), std::string::npos) << both.out;
+  EXPECT_NE(both.out.find("pid 2147483000: no such process"), std::string::npos) << both.out;
   const pid_t z = ::fork();
   if (z == 0) ::_exit(0);
   ::usleep(100000);  // becomes a zombie: never reaped until the end of the test

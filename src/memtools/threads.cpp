@@ -284,12 +284,15 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
     err << "extmem threads: " << found.error().message() << '\n';
     return kExitFailed;
   }
-  if (found->empty()) {
-    if (!o.processes.pids.empty()) {
-      err << fmt::format("extmem threads: no such process: pid {} (ENOENT, or it has exited)\n", o.processes.pids.front());
-      return kExitNoProcess;
+  // A --pid that is not (or no longer) a live process is said, never skipped silently.
+  bool missing = false;
+  for (pid_t pid : o.processes.pids)
+    if (std::none_of(found->begin(), found->end(), [pid](const ProcessInfo& p) { return p.pid == pid; })) {
+      err << fmt::format("extmem threads: pid {}: no such process, or it has exited (or does not match --comm/--cmdline)\n", pid);
+      missing = true;
     }
-    err << "extmem threads: no process matches --comm/--cmdline\n";
+  if (found->empty()) {
+    if (o.processes.pids.empty()) err << "extmem threads: no process matches --comm/--cmdline\n";
     return kExitNoProcess;
   }
   Sampler sampler(o);
@@ -440,7 +443,8 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
       "between two readings is not seen; a stay ends when the thread is seen to have run (schedstat), so waking and "
       "waiting again in the same call counts as a new stay\n",
       describe_duration(o.period));
-  if (code == kExitNoProcess) err << "extmem threads: a process ended while being sampled (ESRCH)\n";
+  if (missing && code != kExitNoProcess) code = kExitNoProcess;
+  if (code == kExitNoProcess && !missing) err << "extmem threads: a process ended while being sampled (ESRCH)\n";
   if (code == kExitPermission) err << "extmem threads: permission denied reading some threads (EACCES/EPERM); see \"denied:\"\n";
   if (code == kExitTracerFlagged) err << "extmem threads: a tracer condition is flagged (FLAG lines)\n";
   return code;

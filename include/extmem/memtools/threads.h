@@ -47,9 +47,9 @@ struct ThreadsOptions {
 /// per thread: tid, name, state, how long it was seen in its current place,
 /// the place (decoded system call or "running", with wchan), its tracer if
 /// any; with `histogram`, where it was over the window. Stops early when
-/// `stop` becomes true. Returns kExitOk; kExitUsage when no process matches;
-/// kExitNoProcess when a process ended before or while being sampled (what was
-/// seen is still printed); kExitPermission when the kernel refused a thread's
+/// `stop` becomes true. Returns kExitOk; kExitNoProcess when no process
+/// matches, a --pid is not a live process (zombies included), or a process
+/// ended while being sampled (what was seen of the others is still printed); kExitPermission when the kernel refused a thread's
 /// syscall file (reported per thread as "denied" with the reason);
 /// kExitTracerFlagged when a tracer condition was flagged (printed with its
 /// recovery steps); kExitFailed when a thread's files could not be read for
