@@ -119,6 +119,8 @@ struct Thread {
 
 struct Process {
   ProcessInfo info;
+  std::optional<clockid_t> cpu_clock;  // the whole process's CPU-time clock (clock_getcpuclockid)
+  std::int64_t last_cpu_ns = -1;
   bool kernel_thread = false;  // PF_KTHREAD: its syscall file shows zeros, not a call
   std::vector<Thread> threads;
   bool ended = false;
@@ -188,6 +190,18 @@ class Sampler {
     return fmt::format("{} {}{}", state, where, wchan.empty() ? "" : " wchan=" + wchan);
   }
 
+  // The thread is known not to have run since the last reading: one more reading in its place.
+  static bool repeat(Thread& t, const std::vector<double>& times) {
+    if (t.exited || t.denied || t.failed || !t.syscall_file || t.run == 0) return false;
+    const std::size_t reading = times.size() - 1;
+    ++t.readings;
+    ++t.run;
+    t.last_reading = reading;
+    ++t.bin->count;
+    t.bin->longest_s = std::max(t.bin->longest_s, times[reading] - times[t.run_first]);
+    return true;
+  }
+
   void read_thread(Thread& t, const std::vector<double>& times, bool kernel_thread) {
     const std::size_t reading = times.size() - 1;
     if (t.exited || t.denied || t.failed || !t.syscall_file) return;
@@ -197,14 +211,7 @@ class Sampler {
     // scheduled since the last reading, so it is still where it was.
     if (t.schedstat_file && t.run > 0) {
       auto sched = t.schedstat_file->read();
-      if (sched && *sched == t.last_schedstat) {
-        ++t.readings;
-        ++t.run;
-        t.last_reading = reading;
-        ++t.bin->count;
-        t.bin->longest_s = std::max(t.bin->longest_s, times[reading] - times[t.run_first]);
-        return;
-      }
+      if (sched && *sched == t.last_schedstat && repeat(t, times)) return;
       if (sched) t.last_schedstat = std::string(*sched);
     } else if (t.schedstat_file) {
       auto sched = t.schedstat_file->read();
@@ -307,6 +314,8 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
     Process p;
     p.info = std::move(info);
     p.kernel_thread = is_kernel_thread(p.info.pid);
+    clockid_t clock{};
+    if (::clock_getcpuclockid(p.info.pid, &clock) == 0) p.cpu_clock = clock;
     sampler.add_threads(p, budget);
     procs.push_back(std::move(p));
   }
@@ -325,7 +334,21 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
     for (Process& p : procs) {
       if (i > 0 && i % rescan_every == 0 && !p.ended) sampler.add_threads(p, budget);
       if (p.ended) continue;
-      for (Thread& t : p.threads) sampler.read_thread(t, times, p.kernel_thread);
+      // First gate: the process's total CPU time (one clock_gettime, no /proc
+      // file). Unchanged means no thread of it ran since the last reading, so
+      // none can have moved; only a thread woken but not yet on a CPU is then
+      // still shown where it waited.
+      bool idle = false;
+      if (p.cpu_clock) {
+        timespec cpu{};
+        if (::clock_gettime(*p.cpu_clock, &cpu) == 0) {
+          const std::int64_t ns = static_cast<std::int64_t>(cpu.tv_sec) * 1000000000LL + cpu.tv_nsec;
+          idle = ns == p.last_cpu_ns;
+          p.last_cpu_ns = ns;
+        }
+      }
+      for (Thread& t : p.threads)
+        if (!(idle && Sampler::repeat(t, times))) sampler.read_thread(t, times, p.kernel_thread);
       const bool alive = std::any_of(p.threads.begin(), p.threads.end(), [](const Thread& t) { return !t.exited; });
       if (!alive) p.ended = true;
       any_alive = any_alive || !p.ended;

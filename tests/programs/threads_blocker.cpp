@@ -1,5 +1,5 @@
 // Test program for `extmem threads`: threads that sit in known system calls.
-//   threads_blocker REQUEST [EXTRA_THREADS=0]
+//   threads_blocker REQUEST [EXTRA_THREADS=0] [SPINNERS=0]
 // Threads (each named with pthread_setname_np):
 //   ioctl-wait   ioctl(fd of /dev/null, REQUEST, 0): a seccomp user-notification
 //                filter holds exactly this call at syscall entry and nobody
@@ -8,6 +8,7 @@
 //   futex-wait   futex(&word, FUTEX_WAIT_PRIVATE, 0, NULL) on a word never changed
 //   poll-wait    poll() on the read end of a pipe nobody writes, no timeout
 //   sleeper-N    EXTRA_THREADS threads in nanosleep(1 s) loops (for the 50-thread benchmark)
+//   spinner-N    SPINNERS threads that never block (a process whose CPU time always moves)
 // Prints "ready PID IOCTL_TID FUTEX_TID POLL_TID" (IOCTL_TID 0 and a line
 // "seccomp unavailable: ..." when the filter could not be installed), then the
 // main thread waits in pause() until killed.
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
   }
   g_request = std::strtoul(argv[1], nullptr, 0);
   const int extra = argc > 2 ? std::atoi(argv[2]) : 0;
+  const int spinners = argc > 3 ? std::atoi(argv[3]) : 0;
   g_null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (g_null < 0 || ::pipe2(g_pipe, O_CLOEXEC) != 0) {
     std::perror("threads_blocker: setup");
@@ -119,6 +121,13 @@ int main(int argc, char** argv) {
       while (true) {
         const timespec one{1, 0};
         ::nanosleep(&one, nullptr);
+      }
+    });
+  for (int i = 0; i < spinners; ++i)
+    threads.emplace_back([i] {
+      named(("spinner-" + std::to_string(i)).c_str());
+      ++g_started;
+      for (volatile unsigned long n = 0;; n = n + 1) {
       }
     });
   while (g_started.load() < static_cast<int>(threads.size())) {
