@@ -1,12 +1,12 @@
 // The parsers and decoders behind `extmem threads` and `extmem fds`: syscall
-// lines, status files, ioctl requests and tables, durations, the fd timeline.
+// lines, status files, ioctl requests and tables, the fd timeline (durations:
+// tests/duration_tests.cpp, the shared parser).
 #include <gtest/gtest.h>
 
 #include <chrono>
 
 #include "extmem/memtools/fds.h"
 #include "extmem/memtools/ioctl_names.h"
-#include "extmem/memtools/sampling_duration.h"
 #include "extmem/memtools/syscall.h"
 #include "extmem/memtools/task_status.h"
 #include "extmem/memtools/threads.h"
@@ -14,7 +14,6 @@
 namespace {
 
 using namespace extmem::memtools;
-using std::chrono::microseconds;
 
 TEST(SyscallLine, RunningIsItsOwnKind) {
   auto s = parse_syscall_line("running\n");
@@ -151,30 +150,6 @@ TEST(IoctlTable, MalformedLinesPointAtTheCharacter) {
   EXPECT_FALSE(IoctlTable::parse("a * 0x1ff:0 X\n", &bad));
   EXPECT_FALSE(IoctlTable::parse("a * d X\n", &bad));
   EXPECT_TRUE(IoctlTable::parse("a * 0x64:0x2e X\nb * ::1 Y\n"));
-}
-
-TEST(SamplingDuration, AcceptsBareSecondsAndUnits) {
-  EXPECT_EQ(*parse_sampling_duration("5"), microseconds(5000000));
-  EXPECT_EQ(*parse_sampling_duration("5s"), microseconds(5000000));
-  EXPECT_EQ(*parse_sampling_duration("250ms"), microseconds(250000));
-  EXPECT_EQ(*parse_sampling_duration("2m"), microseconds(120000000));
-  EXPECT_EQ(*parse_sampling_duration("0.5"), microseconds(500000));
-  EXPECT_EQ(*parse_sampling_duration("100us"), microseconds(100));
-  EXPECT_EQ(*parse_sampling_duration("1h"), microseconds(3600000000LL));
-}
-
-TEST(SamplingDuration, RefusesWhatIsNotADuration) {
-  SyntaxError bad;
-  EXPECT_FALSE(parse_sampling_duration("", &bad));
-  EXPECT_FALSE(parse_sampling_duration("-1s", &bad));
-  EXPECT_EQ(bad.column, 0u);
-  EXPECT_FALSE(parse_sampling_duration("5x", &bad));
-  EXPECT_EQ(bad.column, 1u);
-  EXPECT_FALSE(parse_sampling_duration("0", &bad));
-  EXPECT_FALSE(parse_sampling_duration("1e3", &bad));
-  EXPECT_FALSE(parse_sampling_duration("400d", &bad));
-  EXPECT_FALSE(parse_sampling_duration("9999999999999", &bad));
-  EXPECT_FALSE(parse_sampling_duration("1..2", &bad));
 }
 
 TEST(DescribeSyscall, IoctlAndFutexAreDecodedAndFdsNamed) {

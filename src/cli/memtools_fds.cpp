@@ -10,7 +10,7 @@
 #include "extmem/memtools/commands.h"
 #include "extmem/memtools/fds.h"
 #include "extmem/memtools/processes.h"
-#include "extmem/memtools/sampling_duration.h"
+#include "cli/duration_option.h"
 
 namespace extmem::cli {
 namespace {
@@ -23,14 +23,17 @@ const Registration registered{add_fds};
 
 Runner add_fds(CLI::App& app) {
   struct State {
-    std::string pid, period, duration, max_paths;
+    std::string pid, max_paths;
+    std::chrono::nanoseconds period{}, duration{};
     CLI::Option *period_o, *duration_o, *max_o;
   };
   auto s = std::make_shared<State>();
   CLI::App* cmd = app.add_subcommand("fds", "Files a process opens and closes, seen by sampling /proc/PID/fd (no ptrace)");
   cmd->add_option("--pid", s->pid, "Process id")->required();
-  s->period_o = cmd->add_option("--period", s->period, "Time between samples (default 1ms; 5, 5s, 250ms, 2m)");
-  s->duration_o = cmd->add_option("--duration", s->duration, "How long to sample (default 10s)");
+  using namespace std::chrono_literals;
+  s->period_o = add_duration_option(*cmd, "--period", s->period, "Time between samples (default 1ms)", {100us, 1h});
+  s->duration_o = add_duration_option(*cmd, "--duration", s->duration, "How long to sample (default 10s)",
+                                      {1ms, std::chrono::hours(24 * 366)});
   s->max_o = cmd->add_option("--max-paths", s->max_paths, "Transient paths printed at most (default 200, 1 to 100000)");
   return [s]() -> int {
     memtools::FdsOptions o;
@@ -38,22 +41,12 @@ Runner add_fds(CLI::App& app) {
     auto pid = memtools::parse_pid(s->pid, &bad);
     if (!pid) return memtools::print_syntax_error(std::cerr, "fds", "--pid", bad);
     o.pid = *pid;
-    if (s->period_o->count() > 0) {
-      auto d = memtools::parse_sampling_duration(s->period, &bad);
-      if (!d) return memtools::print_syntax_error(std::cerr, "fds", "--period", bad);
-      o.period = *d;
-    }
-    if (s->duration_o->count() > 0) {
-      auto d = memtools::parse_sampling_duration(s->duration, &bad);
-      if (!d) return memtools::print_syntax_error(std::cerr, "fds", "--duration", bad);
-      o.duration = *d;
-    }
+    if (s->period_o->count() > 0) o.period = std::chrono::duration_cast<std::chrono::microseconds>(s->period);
+    if (s->duration_o->count() > 0) o.duration = std::chrono::duration_cast<std::chrono::microseconds>(s->duration);
     const auto usage = [](const std::string& msg) {
       std::cerr << "extmem fds: " << msg << '\n';
       return memtools::kExitUsage;
     };
-    if (o.period < std::chrono::microseconds(100) || o.period > std::chrono::hours(1))
-      return usage("--period: " + s->period + " is not accepted: from 100us to 1h");
     if (o.period > o.duration)
       return usage("--period is longer than --duration; accepted: a period no longer than the duration");
     if (o.duration / o.period > 10000000)

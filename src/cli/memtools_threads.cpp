@@ -10,7 +10,7 @@
 
 #include "cli/commands.h"
 #include "extmem/memtools/commands.h"
-#include "extmem/memtools/sampling_duration.h"
+#include "cli/duration_option.h"
 #include "extmem/memtools/threads.h"
 
 namespace extmem::cli {
@@ -32,7 +32,8 @@ std::optional<std::size_t> parse_count(const std::string& v, std::size_t max) {
 
 Runner add_threads(CLI::App& app) {
   struct State {
-    std::string comm, cmdline, sample, period, top, max_threads, ioctl_names;
+    std::string comm, cmdline, top, max_threads, ioctl_names;
+    std::chrono::nanoseconds sample{}, period{};
     std::vector<std::string> pids;
     bool tracers = false, expect_none = false;
     CLI::Option *comm_o, *cmdline_o, *pid_o, *sample_o, *period_o, *top_o, *max_o, *names_o;
@@ -43,9 +44,10 @@ Runner add_threads(CLI::App& app) {
   s->pid_o = cmd->add_option("--pid", s->pids, "These processes (repeat or separate with commas)")->delimiter(',');
   s->comm_o = cmd->add_option("--comm", s->comm, "Processes whose name (/proc/PID/comm) is exactly this");
   s->cmdline_o = cmd->add_option("--cmdline", s->cmdline, "Processes whose command line matches this POSIX extended regex");
-  s->sample_o = cmd->add_option("--sample", s->sample,
-                                "Watch for DURATION and print a histogram per thread (5, 5s, 250ms, 2m)");
-  s->period_o = cmd->add_option("--period", s->period, "Time between readings (default 10ms; e.g. 1ms)");
+  using namespace std::chrono_literals;
+  s->sample_o = add_duration_option(*cmd, "--sample", s->sample, "Watch this long and print a histogram per thread",
+                                    {1ms, std::chrono::hours(24 * 366)});
+  s->period_o = add_duration_option(*cmd, "--period", s->period, "Time between readings (default 10ms)", {100us, 1h});
   s->top_o = cmd->add_option("--top", s->top, "Histogram rows per thread (default 8, 1 to 1000)");
   s->max_o = cmd->add_option("--max-threads", s->max_threads, "Threads sampled at most (default 4096, 1 to 100000)");
   s->names_o = cmd->add_option("--ioctl-names", s->ioctl_names,
@@ -79,21 +81,13 @@ Runner add_threads(CLI::App& app) {
       o.processes.pids.push_back(*pid);
     }
     if (s->sample_o->count() > 0) {
-      auto d = memtools::parse_sampling_duration(s->sample, &bad);
-      if (!d) return memtools::print_syntax_error(std::cerr, "threads", "--sample", bad);
-      o.window = *d;
+      o.window = std::chrono::duration_cast<std::chrono::microseconds>(s->sample);
       o.histogram = true;
     }
-    if (s->period_o->count() > 0) {
-      auto d = memtools::parse_sampling_duration(s->period, &bad);
-      if (!d) return memtools::print_syntax_error(std::cerr, "threads", "--period", bad);
-      o.period = *d;
-    }
-    if (o.period < std::chrono::microseconds(100) || o.period > std::chrono::hours(1))
-      return usage("--period: " + s->period + " is not accepted: from 100us to 1h");
+    if (s->period_o->count() > 0) o.period = std::chrono::duration_cast<std::chrono::microseconds>(s->period);
     if (o.period > o.window)
-      return usage("--period: " + s->period + " is longer than the window watched (" +
-                   memtools::describe_duration(o.window) + "); accepted: a period no longer than --sample");
+      return usage("--period: " + format_duration(o.period) + " is longer than the window watched (" +
+                   format_duration(o.window) + "); accepted: a period no longer than --sample");
     if (o.window / o.period > 10000000)
       return usage("--sample/--period: more than 10000000 readings; accepted: a shorter --sample or a longer --period");
     if (s->top_o->count() > 0) {

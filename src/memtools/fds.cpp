@@ -15,7 +15,7 @@
 
 #include "extmem/memtools/commands.h"
 #include "extmem/memtools/processes.h"
-#include "extmem/memtools/sampling_duration.h"
+#include "extmem/core/duration.h"
 #include "extmem/os/fd.h"
 #include "memtools/task_files.h"
 
@@ -128,7 +128,7 @@ int run_fds(const FdsOptions& o, std::ostream& out, std::ostream& err, const std
     longest = *std::max_element(gaps.begin(), gaps.end());
   }
   out << fmt::format("pid {} ({}): sampled {} for {} every {}: {} samples (achieved: median {}, longest gap {})\n",
-                     o.pid, info->comm, path, secs(times.empty() ? 0 : times.back()), describe_duration(o.period),
+                     o.pid, info->comm, path, secs(times.empty() ? 0 : times.back()), format_duration(o.period),
                      times.size(), secs(median), secs(longest));
   const auto persistent = timeline.persistent();
   out << fmt::format("open throughout ({}):\n", persistent.size());
@@ -157,7 +157,7 @@ int run_fds(const FdsOptions& o, std::ostream& out, std::ostream& err, const std
       "a sample sees an fd only while it is open: an open shorter than the period ({}) or falling in a gap between samples "
       "(the longest here {}) can be missed, so counts are lower bounds; an observed lifetime is at most two intervals shorter "
       "than the real one\n",
-      describe_duration(o.period), secs(longest));
+      format_duration(o.period), secs(longest));
   if (ended) {
     out << fmt::format("process {} ended while sampled\n", o.pid);
     err << fmt::format("extmem fds: process {} ended while sampled (ESRCH)\n", o.pid);

@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "extmem/memtools/commands.h"
-#include "extmem/memtools/sampling_duration.h"
+#include "extmem/core/duration.h"
 #include "extmem/memtools/task_status.h"
 #include "memtools/task_files.h"
 #include "memtools/tracer_check.h"
@@ -384,7 +384,7 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
     bool any_denied = false;
     out << fmt::format("pid {} ({}): {} thread{}, watched {}: {} reading{} every {} (achieved: median {}, longest gap {})\n",
                        p.info.pid, p.info.comm, p.threads.size(), p.threads.size() == 1 ? "" : "s", fmt_ms(watched),
-                       times.size(), times.size() == 1 ? "" : "s", describe_duration(o.period), fmt_ms(median),
+                       times.size(), times.size() == 1 ? "" : "s", format_duration(o.period), fmt_ms(median),
                        fmt_ms(longest));
     if (!p.not_sampled.empty())
       out << fmt::format("  {} more threads not sampled (--max-threads={}, or two open files per thread within RLIMIT_NOFILE)\n",
@@ -465,7 +465,7 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
       "not stopped, not attached: read through /proc/PID/task/TID/syscall; a place held for less than the period ({}) "
       "between two readings is not seen; a stay ends when the thread is seen to have run (schedstat), so waking and "
       "waiting again in the same call counts as a new stay\n",
-      describe_duration(o.period));
+      format_duration(o.period));
   if (missing && code != kExitNoProcess) code = kExitNoProcess;
   if (code == kExitNoProcess && !missing) err << "extmem threads: a process ended while being sampled (ESRCH)\n";
   if (code == kExitPermission) err << "extmem threads: permission denied reading some threads (EACCES/EPERM); see \"denied:\"\n";
