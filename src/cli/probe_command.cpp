@@ -1,10 +1,12 @@
 // `extmem probe`: option parsing only; the work is in extmem::probe.
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "cli/commands.h"
 #include "extmem/probe/probe.h"
+#include "probe/worker/worker_main.h"
 
 namespace extmem::cli {
 namespace {
@@ -37,6 +39,11 @@ Runner add_probe(CLI::App& app) {
     bool only_t0 = false, only_t1 = false, only_t3 = false, only_gles = false;
     std::string child;
     probe::ChildArgs child_args;
+    bool worker = false;
+    std::vector<std::string> warm;
+    std::string worker_device;
+    bool worker_select = false;
+    bool phase_a = false;
   };
   auto state = std::make_shared<State>();
   CLI::App* cmd = app.add_subcommand("probe", "Which memory-sharing routes work on this device, and do they really alias?");
@@ -133,9 +140,26 @@ Runner add_probe(CLI::App& app) {
   cmd->add_option("--role", state->child_args.role)->group("");
   cmd->add_option("--device-index", state->child_args.device_index)->group("");
   cmd->add_option("--memory-type-index", state->child_args.memory_type)->group("");
+  // Worker mode: a warm process started by the probe itself with its control socket on fd 3.
+  cmd->add_flag("--worker", state->worker)->group("");
+  cmd->add_option("--warm", state->warm)->group("");
+  cmd->add_flag("--worker-select", state->worker_select)->group("");
+  cmd->add_option("--worker-device", state->worker_device)->group("");
+  cmd->add_flag("--phase-a", state->phase_a)->group("");
 
   return [state]() -> int {
     probe::ProbeOptions& opts = state->options;
+    if (state->worker) {
+      probe::WorkerArgs w;
+      w.device_index = state->child_args.device_index;
+      if (state->worker_select) w.select = state->worker_device;
+      w.phase_a = state->phase_a;
+      for (const std::string& d : state->warm) {
+        w.warm_gl = w.warm_gl || d == "gl";
+        w.warm_cuda = w.warm_cuda || d == "cuda";
+      }
+      return probe::run_worker(w);
+    }
     if (!state->child.empty()) {
       state->child_args.row = state->child;
       state->child_args.size = opts.size;

@@ -1,6 +1,8 @@
 // A Vulkan instance and one logical device with a transfer-capable queue.
 #pragma once
 
+#include "extmem/vulkan/enumerate.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -41,6 +43,10 @@ class Instance {
   InstanceFns fn_{};
   std::uint32_t loader_version_ = VK_API_VERSION_1_0;
 };
+
+/// Phase A's enumeration (extmem/vulkan/enumerate.h) on an instance the caller
+/// keeps, so a process that goes on to use the driver creates one instance, not two.
+Result<VulkanEnumeration> enumerate(const Instance& instance);
 
 class Device;
 
@@ -90,6 +96,14 @@ struct AllocationFailure {
   bool at_allocate = false;       ///< vkAllocateMemory itself declined (the export/import site)
   bool memory_allocated = false;  ///< vkAllocateMemory succeeded (an imported fd now belongs to the driver)
 };
+
+/// Buffers and device memories created through Device::create_buffer and not yet
+/// released, in this process (the probe worker's per-route hygiene check).
+struct LiveObjects {
+  long buffers = 0;
+  long memories = 0;
+};
+LiveObjects live_objects();
 
 class Device {
  public:

@@ -20,6 +20,9 @@ struct RowResult {
   double seconds = 0;                     ///< wall time of the route
   std::optional<SoakCount> soak;          ///< --soak counts, when the route soaked
   nlohmann::json measure;                 ///< --measure figures (measure_row.h); null when not measured
+  /// Warm workers only: what each half left in its worker, {"server": …, "client": …}
+  /// (worker/worker_main.h HygieneSnapshot::compare_to); null with --isolate=route.
+  nlohmann::json worker_hygiene;
 };
 
 /// "RESULT <row> <STATUS> <trace> [why: ...] [detail: ...]".

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <future>
 #include <cstdio>
 #include <ctime>
 #include <ostream>
@@ -21,6 +22,7 @@
 #include "probe/parent/phase_a.h"
 #include "probe/routes.h"
 #include "probe/parent/schedule.h"
+#include "probe/phase_a_wire.h"
 
 namespace extmem::probe {
 namespace {
@@ -62,6 +64,7 @@ json row_json(const RowResult& r) {
           {"soak", r.soak ? json{{"stale", r.soak->stale}, {"words", r.soak->words}, {"rounds", r.soak->rounds}} : json(nullptr)},
           {"last_step", {{"server", r.server_step}, {"client", r.client_step}}}};
   if (!r.measure.is_null()) j["measure"] = r.measure;
+  if (!r.worker_hygiene.is_null()) j["worker_hygiene"] = r.worker_hygiene;
   return j;
 }
 
@@ -185,18 +188,85 @@ Status validate(const ProbeOptions& o) {
   return {};
 }
 
+namespace {
+
+// The rows of the run. `plan` (--memory-type): -1 alone before phase A, when only
+// the filters, not the twins, matter (which drivers the workers open up front).
+std::vector<PlannedRow> plan_rows(const ProbeOptions& o, const std::vector<int>& plan) {
+  std::vector<PlannedRow> planned;
+  for (const RouteDef& route : route_table()) {
+    for (int memory_type : takes_memory_type(route.row) ? plan : std::vector<int>{-1}) {
+      PlannedRow row{std::string(route.row) +
+                         (memory_type >= 0 ? memory_type_suffix(static_cast<unsigned>(memory_type)) : std::string()),
+                     &route, memory_type, std::nullopt};
+      if (!route.skip_reason.empty()) {
+        row.decided = Verdict{RowStatus::skip, std::string(route.skip_reason)};
+      } else if (std::string filtered = filtered_out(route, o); !filtered.empty()) {
+        row.decided = Verdict{RowStatus::skip, filtered};
+      }
+      planned.push_back(std::move(row));
+    }
+  }
+  return planned;
+}
+
+// Phase A in this process: what the warm worker would have sent, found here
+// (--isolate=route, --list-devices, or nothing to run). EGL and CUDA start up on
+// their own threads while Vulkan enumerates.
+PhaseAFindings local_phase_a(const std::string& device) {
+  auto gles_future = std::async(std::launch::async, [] { return gles::enumerate(); });
+  auto cuda_future = std::async(std::launch::async, [] { return cuda::enumerate(); });
+  PhaseAFindings f;
+  f.vulkan = vk::enumerate();
+  if (f.vulkan) f.selected = vk::select_device(f.vulkan->devices, device);
+  f.gles = gles_future.get();
+  f.cuda = cuda_future.get();
+  return f;
+}
+
+}  // namespace
+
 int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   if (auto v = validate(o); !v) {
     err << "extmem probe: " << v.error().step << ": " << v.error().detail << "\n";
     return kExitUsage;
   }
   RunContext context = read_run_context();
-  auto vulkan = vk::enumerate();
+
+  EngineOptions engine;
+  engine.base.exe = o.self_exe;
+  engine.base.layout = Layout{o.size, o.regions_at_end};
+  engine.base.timeout_s = o.timeout_s;
+  engine.base.soak_s = o.soak_s;
+  engine.measure = o.measure;
+  engine.measure_size = o.measure_size;
+  engine.measure_repeats = o.measure_repeats;
+  engine.jobs = o.measure || o.soak_s > 0 ? 1 : (o.jobs == 0 ? default_jobs() : std::min(o.jobs, jobs_limit()));
+  engine.isolate_route = o.isolate == "route";
+  // Warm workers start first and the first one enumerates phase A, so this process
+  // loads no driver: driver start-up, not route work, is most of a run's time and memory.
+  std::optional<Engine> warm;
+  std::optional<PhaseAFindings> found;
+  if (!o.list_devices && !engine.isolate_route) {
+    EngineOptions early = engine;
+    early.select_device = o.device;
+    warm.emplace(early, plan_rows(o, {-1}));
+    if (warm->finds_phase_a()) {
+      auto f = warm->phase_a(o.timeout_s);
+      if (!f) {
+        err << "extmem probe: cannot run: " << f.error().message() << "\n";
+        return kExitCannotRun;
+      }
+      found = std::move(*f);
+    }
+  }
+  if (!found) found = local_phase_a(o.device);
+  auto& vulkan = found->vulkan;
   if (!vulkan) {
     err << "extmem probe: cannot run: " << vulkan.error().message() << "\n";
     return kExitCannotRun;
   }
-  auto selected = vk::select_device(vulkan->devices, o.device);
+  auto& selected = found->selected;
   if (!selected) {
     err << "extmem probe: " << selected.error().message() << "\n";
     return selected.error().kind == ErrorKind::invalid_argument ? kExitUsage : kExitCannotRun;
@@ -226,12 +296,12 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
     err << "extmem probe: " << plan.error().step << ": " << plan.error().detail << "\n";
     return kExitUsage;
   }
-
+  engine.base.device_index = *selected;
+  const auto& gles_info = found->gles;
+  const auto& cuda_info = found->cuda;
   print_context(out, context);
   print_vulkan(out, *vulkan, static_cast<int>(*selected), false);
-  auto gles_info = gles::enumerate();
   print_gles(out, gles_info, dev);
-  auto cuda_info = cuda::enumerate();
   print_cuda(out, cuda_info, dev.device_uuid);
   out << fmt::format("== routes (size={} bytes, regions at {}, timeout={:g} s{}{}{})\n", o.size,
                      o.regions_at_end ? "end" : "start", o.timeout_s,
@@ -240,37 +310,9 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
                      o.memory_type != "auto" ? ", memory-type=" + o.memory_type : std::string());
   out.flush();
 
-  SuperviseParams params;
-  params.exe = o.self_exe;
-  params.device_index = *selected;
-  params.layout = Layout{o.size, o.regions_at_end};
-  params.timeout_s = o.timeout_s;
-  params.soak_s = o.soak_s;
-
-  // The plan: one row per route, and per memory type of the plan for exporting rows
-  // (auto: just the row itself); rows this build or the filters rule out are decided here.
-  std::vector<PlannedRow> planned;
-  for (const RouteDef& route : route_table()) {
-    for (int memory_type : takes_memory_type(route.row) ? *plan : std::vector<int>{-1}) {
-      PlannedRow row{std::string(route.row) +
-                         (memory_type >= 0 ? memory_type_suffix(static_cast<unsigned>(memory_type)) : std::string()),
-                     &route, memory_type, std::nullopt};
-      if (!route.skip_reason.empty()) {
-        row.decided = Verdict{RowStatus::skip, std::string(route.skip_reason)};
-      } else if (std::string filtered = filtered_out(route, o); !filtered.empty()) {
-        row.decided = Verdict{RowStatus::skip, filtered};
-      }
-      planned.push_back(std::move(row));
-    }
-  }
-  EngineOptions engine;
-  engine.base = params;
-  engine.measure = o.measure;
-  engine.measure_size = o.measure_size;
-  engine.measure_repeats = o.measure_repeats;
-  engine.jobs = o.measure || o.soak_s > 0 ? 1 : (o.jobs == 0 ? default_jobs() : o.jobs);
-  engine.isolate_route = o.isolate == "route";
-  auto executed = execute_rows(planned, engine, [&](const RowResult& r) {
+  const std::vector<PlannedRow> planned = plan_rows(o, *plan);
+  if (!warm) warm.emplace(engine, planned);
+  auto executed = warm->execute(planned, [&](const RowResult& r) {
     out << result_line(r) << "\n";
     if (std::string m = measure_line(r.measure); !m.empty()) out << m << "\n";
     out.flush();

@@ -1,5 +1,7 @@
 #include "probe/routes/gles_import.h"
 
+#include <atomic>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -13,7 +15,15 @@
 
 namespace extmem::probe {
 
+namespace {
+std::atomic<long> g_live_shared_buffers{0};
+}  // namespace
+
+GlSharedBuffer::GlSharedBuffer(const gles::EglContext& ctx) : ctx_(ctx) { ++g_live_shared_buffers; }
+long GlSharedBuffer::live() { return g_live_shared_buffers.load(); }
+
 GlSharedBuffer::~GlSharedBuffer() {
+  --g_live_shared_buffers;
   const gles::GlFns& gl = ctx_.gl();
   if (buffer != 0) {
     if (map != nullptr) {

@@ -193,6 +193,6 @@ int server(ChildContext& ctx) {
 
 }  // namespace
 
-const RouteDef kT3MemfdSealed{"T3-memfd-sealed", "t3", {}, {"creates and seals a memfd, serves", server}, {"maps the sealed memfd and drives the checks", client}};
+const RouteDef kT3MemfdSealed{"T3-memfd-sealed", "t3", {}, {"maps the received sealed memfds and drives the checks", server}, {"creates and seals two memfds, serves", client}};
 
 }  // namespace extmem::probe

@@ -1,0 +1,50 @@
+// Worker mode: a warm process that runs one route half after another
+// (`extmem probe --worker --role=...`, started by the parent's worker pool).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace extmem::probe {
+
+struct WorkerArgs {
+  std::uint32_t device_index = 0; ///< the Vulkan device the run selected, unless `select` is set
+  /// Set: pick the device with vk::select_device(devices, *select) (--device's text; "" = default).
+  std::optional<std::string> select;
+  bool phase_a = false;           ///< enumerate Vulkan, EGL and CUDA and send them as a `findings` frame first
+  bool warm_gl = false;           ///< create the EGL context before the first job
+  bool warm_cuda = false;         ///< load CUDA and retain the primary context before the first job
+};
+
+/// Runs the worker: fd 3 is its control socket (SOCK_SEQPACKET) to the parent.
+/// With `phase_a`, first sends phase A (phase_a_wire.h) as a `findings` frame,
+/// enumerated on the drivers it keeps. Opens the drivers once (the Vulkan device
+/// always; EGL and CUDA when asked),
+/// then for each `job` frame — JSON {row, role, size, regions_at_end, soak_s, measure,
+/// measure_repeats, memory_type} with the route's peer socket as its fd — runs
+/// that route half with the job's peer socket as fd 3 would be in child mode and
+/// a dup of the control socket as its report channel, then sends a `done` frame:
+/// {"exit_code": N, "hygiene": worker_hygiene()} once the half's sockets are
+/// closed. A route half that calls exit() or dies takes the worker with it; the
+/// parent sees the control socket close and replaces it. Returns 0 when the
+/// parent closes the control socket, 2 for bad arguments or a malformed job.
+int run_worker(const WorkerArgs& args);
+
+/// What a route left behind in this process, comparing two snapshots: fds
+/// opened and not closed (number and readlink target), fds closed that were
+/// open before, and the change in live Vulkan buffers/memories and GL shared
+/// buffers. {"clean": true} when nothing changed.
+class HygieneSnapshot {
+ public:
+  static HygieneSnapshot take();
+  nlohmann::json compare_to(const HygieneSnapshot& later) const;
+
+ private:
+  nlohmann::json fds_;    // fd number (string) -> target
+  nlohmann::json live_;   // counter name -> count
+};
+
+}  // namespace extmem::probe
