@@ -1,15 +1,12 @@
-// drivers::keep_cuda_warm (worker/drivers.h): here because only the cuda_* files see cuda.h.
+// drivers::keep_cuda_warm (worker/drivers.h), beside the other CUDA route code.
 #include "probe/worker/drivers.h"
 
-#ifdef EXTMEM_HAVE_CUDA
 #include "cuda/api.h"
 #include "cuda/loader.h"
-#endif
 
 namespace extmem::probe::drivers {
 
-void keep_cuda_warm([[maybe_unused]] const std::string& vulkan_uuid) {
-#ifdef EXTMEM_HAVE_CUDA
+void keep_cuda_warm(const std::string& vulkan_uuid) {
   // Never released, like the kept Vulkan device (drivers.cpp says why).
   static cuda::PrimaryContext* context = nullptr;
   if (context != nullptr) return;
@@ -19,7 +16,6 @@ void keep_cuda_warm([[maybe_unused]] const std::string& vulkan_uuid) {
   if (!dev) return;
   auto pc = cuda::PrimaryContext::retain(*api, *dev);
   if (pc) context = pc->release();
-#endif
 }
 
 }  // namespace extmem::probe::drivers
