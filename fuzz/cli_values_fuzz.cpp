@@ -8,10 +8,11 @@
 #include <cstdint>
 #include <string_view>
 
+#include "extmem/core/duration.h"
 #include "extmem/memtools/poll.h"
 #include "extmem/memtools/processes.h"
 #include "extmem/memtools/syntax.h"
-#include "extmem/watch/duration.h"
+#include "extmem/watch/percent.h"
 #include "extmem/watch/series.h"
 
 namespace {
@@ -69,10 +70,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     }
     case 7: {
-      auto d = extmem::watch::parse_duration(text);
+      // Within the bounds, and what format_duration writes reads back to the same value.
+      const extmem::DurationRange range{std::chrono::nanoseconds(0), std::chrono::hours(24 * 366)};
+      auto d = extmem::parse_duration(text, range);
       if (d) {
-        if (d->count() < 0 || *d > std::chrono::hours(24 * 366)) __builtin_trap();
-        (void)extmem::watch::format_duration(*d);
+        if (*d < range.min || *d > range.max) __builtin_trap();
+        auto back = extmem::parse_duration(extmem::format_duration(*d), range);
+        if (!back || *back != *d) __builtin_trap();
       } else if (d.error().detail.empty()) {
         __builtin_trap();
       }

@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jsonschema
   libxml2-utils
+  dpkg-dev
 )
 
 missing=()

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/duration_option.h"
 #include "extmem/memtools/commands.h"
 #include "extmem/memtools/poll.h"
 
@@ -21,25 +22,16 @@ void request_stop(int) { g_stop.store(true); }
 Runner add_poll(CLI::App& app);
 const Registration registered{add_poll};
 
-// Seconds: a number > 0 and at most `max`.
-CLI::Validator seconds(double max) {
-  return CLI::Validator(
-      [max](std::string& v) -> std::string {
-        char* end = nullptr;
-        const double d = std::strtod(v.c_str(), &end);
-        if (v.empty() || end == nullptr || *end != '\0' || !(d > 0 && d <= max))
-          return "\"" + v + "\" is not accepted: seconds, a number greater than 0 and at most " + std::to_string(static_cast<long>(max));
-        return {};
-      },
-      "SECONDS");
-}
+// Bounds of the duration options (docs/durations.md): rounds at most an hour apart, a run up to the grammar's year.
+constexpr DurationRange kPeriodRange{std::chrono::milliseconds(1), std::chrono::hours(1)};
+constexpr DurationRange kRunRange{std::chrono::milliseconds(1), std::chrono::hours(24 * 366)};
 
 Runner add_poll(CLI::App& app) {
   struct State {
     std::string comm, cmdline, match, offset, width = "4", when, set, audit, max_processes;
     std::vector<std::string> pids;
-    double period = 0.1;
-    double duration = 0;
+    std::chrono::nanoseconds period = std::chrono::milliseconds(100);
+    std::chrono::nanoseconds duration{0};
     std::uint64_t max_writes = 0;
     bool dry_run = false, all = false;
     CLI::Option *comm_option, *cmdline_option, *pid_option, *duration_option, *max_option, *max_processes_option,
@@ -57,7 +49,7 @@ Runner add_poll(CLI::App& app) {
   cmd->add_option("--width", s->width, "Word size in bytes: 1, 2, 4 or 8")->capture_default_str();
   cmd->add_option("--when", s->when, "Condition on the word: OP VALUE, OP one of == != < <= > >= (e.g. '==0')")->required();
   cmd->add_option("--set", s->set, "Value written when the condition holds")->required();
-  cmd->add_option("--period", s->period, "Seconds between rounds")->check(seconds(3600))->capture_default_str();
+  add_duration_option(*cmd, "--period", s->period, "Time between rounds (default 100ms)", kPeriodRange);
   s->max_option = cmd->add_option("--max-writes", s->max_writes, "Stop after this many writes")->check(CLI::Validator(
       [](std::string& v) -> std::string {
         // Digits only: CLI11 alone would wrap "-1" around to 2^64-1 and poll would never stop.
@@ -67,7 +59,7 @@ Runner add_poll(CLI::App& app) {
         return {};
       },
       "COUNT"));
-  s->duration_option = cmd->add_option("--duration", s->duration, "Stop after this many seconds")->check(seconds(1e9));
+  s->duration_option = add_duration_option(*cmd, "--duration", s->duration, "Stop after this long", kRunRange);
   cmd->add_flag("--dry-run", s->dry_run, "Show what would be written; write nothing");
   s->max_processes_option =
       cmd->add_option("--max-processes", s->max_processes,
@@ -114,9 +106,9 @@ Runner add_poll(CLI::App& app) {
     auto set = memtools::parse_word_value(s->set, o.width, "value", &bad);
     if (!set) return memtools::print_syntax_error(std::cerr, "poll", "--set", bad);
     o.set = *set;
-    o.period_s = s->period;
+    o.period_s = std::chrono::duration<double>(s->period).count();
     if (s->max_option->count() > 0) o.max_writes = s->max_writes;
-    if (s->duration_option->count() > 0) o.duration_s = s->duration;
+    if (s->duration_option->count() > 0) o.duration_s = std::chrono::duration<double>(s->duration).count();
     o.dry_run = s->dry_run;
     if (s->all) {
       o.max_processes.reset();

@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "extmem/watch/duration.h"
+#include "cli/duration_option.h"
+#include "extmem/core/duration.h"
+#include "extmem/watch/percent.h"
 #include "extmem/watch/watch.h"
 
 namespace extmem::cli {
@@ -14,6 +16,14 @@ namespace {
 
 Runner add_watch(CLI::App& app);
 const Registration registered{add_watch};
+
+// Bounds of the duration options (docs/durations.md): a period short enough
+// to catch a start-up, long enough to stay below the sampling cost; a run of
+// any length up to the grammar's year.
+constexpr DurationRange kPeriodRange{std::chrono::milliseconds(1), std::chrono::hours(1)};
+constexpr DurationRange kRunRange{std::chrono::milliseconds(1), std::chrono::hours(24 * 366)};
+constexpr DurationRange kWarmupRange{std::chrono::nanoseconds(0), std::chrono::hours(24 * 366)};
+constexpr DurationRange kMinSeenRange{std::chrono::nanoseconds(0), std::chrono::hours(24 * 366)};
 
 // A CLI11 validator from one of our parsers: the parser's detail is the message.
 template <typename Parse>
@@ -30,21 +40,13 @@ Runner add_watch(CLI::App& app) {
   struct State {
     watch::WatchOptions options;
     std::vector<std::string> pids, command;
-    std::string period = "100ms", duration, format = "tsv", budget = "1", warmup = "20%", until = "command";
+    std::chrono::nanoseconds duration{0};  ///< 0: not given (the option's range starts at 1ms)
+    std::string format = "tsv", budget = "1", warmup = "20%", until = "command";
   };
   auto st = std::make_shared<State>();
   CLI::App* cmd = app.add_subcommand(
       "watch", "Sample the memory of a command (or of running pids) and of every descendant; summary, series and plot");
   cmd->footer("Usage: extmem watch [OPTIONS] -- COMMAND [ARGS...]  or  extmem watch [OPTIONS] --pid=PID[,PID...]");
-  const auto period = CLI::Validator(
-      [](std::string& v) -> std::string {
-        auto d = watch::parse_duration(v);
-        if (!d) return d.error().detail;
-        if (*d < std::chrono::milliseconds(1) || *d > std::chrono::hours(1))
-          return "\"" + v + "\" is not accepted: a period from 1ms to 1h, with its unit";
-        return {};
-      },
-      "DURATION");
   const auto pid = CLI::Validator(
       [](std::string& v) -> std::string {
         long long n = 0;
@@ -54,15 +56,16 @@ Runner add_watch(CLI::App& app) {
         return {};
       },
       "PID");
+  // A percentage needs its '%'; anything else is a duration (a bare number is seconds).
   const auto warmup = CLI::Validator(
       [](std::string& v) -> std::string {
         if (!v.empty() && v.back() == '%') {
           auto p = watch::parse_percent(v);
-          if (!p || *p >= 1.0) return "\"" + v + "\" is not accepted: a percentage of each process's time below 100%, or a duration (5s)";
+          if (!p || *p >= 1.0) return "\"" + v + "\" is not accepted: a percentage of each process's time below 100%, or " + describe_duration(kWarmupRange);
           return {};
         }
-        auto d = watch::parse_duration(v);
-        return d ? std::string() : "\"" + v + "\" is not accepted: a percentage of each process's time (20%) or a duration (5s)";
+        auto d = parse_duration(v, kWarmupRange);
+        return d ? std::string() : d.error().detail + "; or a percentage of each process's time, below 100% (20%)";
       },
       "PERCENT%|DURATION");
 
@@ -76,11 +79,11 @@ Runner add_watch(CLI::App& app) {
   cmd->add_option("--pid", st->pids, "Attach to these running processes (and their descendants) instead of a COMMAND")
       ->delimiter(',')
       ->check(pid);
-  cmd->add_option("--period", st->period, "Time between samples, with its unit (100ms, 1s)")
-      ->check(period)
-      ->capture_default_str();
-  cmd->add_option("--duration", st->duration, "Stop after this long (the COMMAND then gets SIGTERM)")
-      ->check(from_parser(watch::parse_duration, "DURATION"));
+  add_duration_option(*cmd, "--period", st->options.period, "Time between samples (default 100ms)", kPeriodRange);
+  add_duration_option(*cmd, "--duration", st->duration, "Stop after this long (the COMMAND then gets SIGTERM)",
+                      kRunRange);
+  add_duration_option(*cmd, "--min-seen", st->options.min_seen,
+                      "Slopes only for processes seen at least this long (default 2s)", kMinSeenRange);
   cmd->add_option("--out", st->options.out_path, "Write the time series to FILE (- for standard output)")
       ->check(file);
   cmd->add_option("--format", st->format, "Time series format: tsv, csv or jsonl")
@@ -98,7 +101,8 @@ Runner add_watch(CLI::App& app) {
       ->check(from_parser(watch::parse_percent, "PERCENT"))
       ->capture_default_str();
   cmd->add_option("--warmup", st->warmup,
-                  "Left out of the slope fits: a share of each process's time (20%) or a duration (5s)")
+                  "Left out of the slope fits: a share of each process's time (20%) or " +
+                      describe_duration(kWarmupRange))
       ->check(warmup)
       ->capture_default_str();
   cmd->add_option("--until", st->until,
@@ -125,14 +129,13 @@ Runner add_watch(CLI::App& app) {
     }
     o.until_tree = st->until == "tree";
     for (const std::string& p : st->pids) o.pids.push_back(static_cast<pid_t>(std::stol(p)));
-    o.period = *watch::parse_duration(st->period);
-    if (!st->duration.empty()) o.duration = *watch::parse_duration(st->duration);
+    if (st->duration.count() > 0) o.duration = st->duration;
     o.format = *watch::parse_series_format(st->format);
     o.budget = *watch::parse_percent(st->budget);
     if (!st->warmup.empty() && st->warmup.back() == '%') {
       o.warmup.fraction = *watch::parse_percent(st->warmup);
     } else {
-      o.warmup.seconds = std::chrono::duration<double>(*watch::parse_duration(st->warmup)).count();
+      o.warmup.seconds = std::chrono::duration<double>(*parse_duration(st->warmup, kWarmupRange)).count();
     }
     return watch::run(o, std::cout, std::cerr);
   };

@@ -1,4 +1,3 @@
-#ifdef EXTMEM_HAVE_CUDA
 #include "cuda/api.h"
 
 #include <fmt/format.h>
@@ -11,7 +10,7 @@ Result<std::shared_ptr<const Api>> load() {
   auto api = std::make_shared<Api>();
   std::size_t i = 0;
   const auto& syms = (*lib)->symbols();
-#define EXTMEM_CUDA_FILL(n) api->n = reinterpret_cast<decltype(&::n)>(syms[i++]);
+#define EXTMEM_CUDA_FILL(plain, symbol) api->plain = reinterpret_cast<cudrv::fn::symbol*>(syms[i++]);
   EXTMEM_CUDA_SYMBOLS(EXTMEM_CUDA_FILL)
 #undef EXTMEM_CUDA_FILL
   api->library = std::move(*lib);
@@ -102,4 +101,3 @@ Status gpu_write(const Api& api, CUdeviceptr dst, const DeviceBuffer& staging, s
 }
 
 }  // namespace extmem::cuda
-#endif  // EXTMEM_HAVE_CUDA

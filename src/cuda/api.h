@@ -1,28 +1,24 @@
-// The typed CUDA driver table, resolved from DriverLibrary (built only when
-// cuda.h was found: EXTMEM_HAVE_CUDA), and small RAII/copy helpers on it.
+// The typed CUDA driver table, resolved from DriverLibrary, and small
+// RAII/copy helpers on it. Types and signatures come from cuda_api.h, so
+// every build has it; there is no cuda.h dependency.
 #pragma once
-
-#ifndef EXTMEM_HAVE_CUDA
-#error "cuda/api.h is for builds with cuda.h (EXTMEM_HAVE_CUDA)"
-#endif
-
-#include <cuda.h>
 
 #include <cstddef>
 #include <memory>
 #include <span>
 #include <string>
 
+#include "cuda/cuda_api.h"
 #include "cuda/loader.h"
 #include "cuda/symbol_list.h"
 
 namespace extmem::cuda {
 
-/// One function pointer per EXTMEM_CUDA_SYMBOLS entry, named by its exported
-/// (versioned) symbol. Call sites write cuda.h's plain names (api.cuMemAlloc):
-/// cuda.h's macros turn them into the versioned field. Keeps the library open.
+/// One function pointer per EXTMEM_CUDA_SYMBOLS entry: the field has the plain
+/// name (api.cuMemAlloc) and points at the exported versioned symbol
+/// (cuMemAlloc_v2, of type cudrv::fn::cuMemAlloc_v2). Keeps the library open.
 struct Api {
-#define EXTMEM_CUDA_FIELD(n) decltype(&::n) n = nullptr;
+#define EXTMEM_CUDA_FIELD(plain, symbol) cudrv::fn::symbol* plain = nullptr;
   EXTMEM_CUDA_SYMBOLS(EXTMEM_CUDA_FIELD)
 #undef EXTMEM_CUDA_FIELD
   std::shared_ptr<DriverLibrary> library;

@@ -1,18 +1,12 @@
 #include "cuda/enumerate.h"
 
-#include "cuda/loader.h"
-
-#ifdef EXTMEM_HAVE_CUDA
 #include <fmt/format.h>
 
 #include "cuda/api.h"
-#endif
+#include "cuda/loader.h"
 
 namespace extmem::cuda {
 
-#ifndef EXTMEM_HAVE_CUDA
-Result<Enumeration> enumerate() { return Error{"CUDA", ErrorKind::unsupported, {}, kNotBuiltReason}; }
-#else
 Result<Enumeration> enumerate() {
   auto loaded = load();
   if (!loaded) return std::move(loaded).error();
@@ -47,6 +41,5 @@ Result<Enumeration> enumerate() {
   }
   return e;
 }
-#endif
 
 }  // namespace extmem::cuda

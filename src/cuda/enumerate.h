@@ -1,6 +1,6 @@
 // Phase A's CUDA part: the driver's devices and the attributes that decide the
-// CUDA routes (spec/probe.md phase A; issue #4 item 3). Plain types: usable
-// without cuda.h.
+// CUDA routes (spec/probe.md phase A; issue #4 item 3). Plain types: no CUDA
+// declarations needed to use them.
 #pragma once
 
 #include <cstdint>
@@ -29,8 +29,7 @@ struct Enumeration {
   std::vector<DeviceInfo> devices;
 };
 
-/// Loads the driver and lists its devices. Errors: unsupported kNotBuiltReason
-/// in a build without cuda.h; cuda::load()'s (no CUDA driver, missing symbol);
+/// Loads the driver and lists its devices. Errors: cuda::load()'s (no CUDA driver, missing symbol);
 /// cu_error of cuInit, cuDriverGetVersion, cuDeviceGetCount, cuDeviceGet.
 /// A failed name/UUID/attribute query of one device is recorded, not fatal.
 Result<Enumeration> enumerate();

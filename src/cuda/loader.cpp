@@ -15,7 +15,7 @@ std::string driver_library_name() {
 }
 
 const std::vector<const char*>& symbol_names() {
-#define EXTMEM_CUDA_NAME(n) #n,
+#define EXTMEM_CUDA_NAME(plain, symbol) #symbol,
   static const std::vector<const char*> names = {EXTMEM_CUDA_SYMBOLS(EXTMEM_CUDA_NAME)};
 #undef EXTMEM_CUDA_NAME
   return names;

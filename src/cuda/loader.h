@@ -43,14 +43,12 @@ class DriverLibrary {
 /// The listed entry point names, in list order.
 const std::vector<const char*>& symbol_names();
 
-/// Whether this build has the CUDA routes (cuda.h was found at build time).
+/// Whether this build has the CUDA routes: always true since the driver API
+/// is declared in cuda_api.h (kept for the "built" field of --json).
 bool routes_built() noexcept;
 
-/// One phrase for --version and phase A: "CUDA routes built (cuda.h CUDA_VERSION 13000,
-/// libcuda.so.1 loaded at run time)" or "CUDA routes not built (no cuda.h at build time)".
+/// One phrase for --version and phase A: "CUDA routes built (libcuda.so.1
+/// loaded at run time)".
 std::string build_note();
-
-/// The SKIP reason of every CUDA row in a build without cuda.h.
-inline constexpr const char* kNotBuiltReason = "CUDA routes not built (no cuda.h at build time)";
 
 }  // namespace extmem::cuda

@@ -1,49 +1,50 @@
 // The CUDA driver entry points the probe resolves from libcuda.so.1, as an
-// X-macro list: EXTMEM_CUDA_SYMBOL(name) once per entry point.
+// X-macro list: X(plain, symbol) once per entry point.
 //
-// Each name is the symbol the driver exports for the ABI the probe calls, which
-// is the name cuda.h's version macros map the plain name to (CUDA 13 cuda.h:
-// cuMemAlloc -> cuMemAlloc_v2, cuDeviceGetUuid -> cuDeviceGetUuid_v2, ...). The
-// list is written with the versioned names on purpose: the typed table in
-// api.h declares each field as decltype(&::name), so a name whose prototype
-// cuda.h does not declare fails to compile, and calls written with the plain
-// name (api.cuMemAlloc) expand to the versioned field through cuda.h's macros.
-// No cuda.h is needed to read this list (the loader and the tests' fake driver use it).
+// `symbol` is what the driver exports for the ABI the probe calls: for some
+// calls the driver keeps an old ABI under the plain name and exports the
+// current one with a suffix (cuMemAlloc's 64-bit sizes are cuMemAlloc_v2,
+// cuDeviceGetUuid's current form is cuDeviceGetUuid_v2), so the list names
+// the suffixed symbol, and cuda_api.h declares each function type under that
+// same name (cudrv::fn::cuMemAlloc_v2). `plain` is the name call sites use:
+// the typed table in api.h has a field api.cuMemAlloc of type
+// cudrv::fn::cuMemAlloc_v2*. No cuda.h is needed to read this list (the
+// loader and the tests' fake driver use it too).
 #pragma once
 
-#define EXTMEM_CUDA_SYMBOLS(X)            \
-  X(cuGetErrorName)                       \
-  X(cuInit)                               \
-  X(cuDriverGetVersion)                   \
-  X(cuDeviceGetCount)                     \
-  X(cuDeviceGet)                          \
-  X(cuDeviceGetName)                      \
-  X(cuDeviceGetUuid_v2)                   \
-  X(cuDeviceGetAttribute)                 \
-  X(cuDeviceTotalMem_v2)                  \
-  X(cuDevicePrimaryCtxRetain)             \
-  X(cuDevicePrimaryCtxRelease_v2)         \
-  X(cuCtxSetCurrent)                      \
-  X(cuCtxSynchronize)                     \
-  X(cuMemAlloc_v2)                        \
-  X(cuMemFree_v2)                         \
-  X(cuMemcpyHtoD_v2)                      \
-  X(cuMemcpyDtoH_v2)                      \
-  X(cuMemcpyDtoD_v2)                      \
-  X(cuMemsetD32_v2)                       \
-  X(cuImportExternalMemory)               \
-  X(cuExternalMemoryGetMappedBuffer)      \
-  X(cuDestroyExternalMemory)              \
-  X(cuMemGetAllocationGranularity)        \
-  X(cuMemCreate)                          \
-  X(cuMemRelease)                         \
-  X(cuMemExportToShareableHandle)         \
-  X(cuMemImportFromShareableHandle)       \
-  X(cuMemAddressReserve)                  \
-  X(cuMemAddressFree)                     \
-  X(cuMemMap)                             \
-  X(cuMemUnmap)                           \
-  X(cuMemSetAccess)                       \
-  X(cuMemHostRegister_v2)                 \
-  X(cuMemHostUnregister)                  \
-  X(cuMemHostGetDevicePointer_v2)
+#define EXTMEM_CUDA_SYMBOLS(X)                                        \
+  X(cuGetErrorName, cuGetErrorName)                                   \
+  X(cuInit, cuInit)                                                   \
+  X(cuDriverGetVersion, cuDriverGetVersion)                           \
+  X(cuDeviceGetCount, cuDeviceGetCount)                               \
+  X(cuDeviceGet, cuDeviceGet)                                         \
+  X(cuDeviceGetName, cuDeviceGetName)                                 \
+  X(cuDeviceGetUuid, cuDeviceGetUuid_v2)                              \
+  X(cuDeviceGetAttribute, cuDeviceGetAttribute)                       \
+  X(cuDeviceTotalMem, cuDeviceTotalMem_v2)                            \
+  X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain)               \
+  X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2)          \
+  X(cuCtxSetCurrent, cuCtxSetCurrent)                                 \
+  X(cuCtxSynchronize, cuCtxSynchronize)                               \
+  X(cuMemAlloc, cuMemAlloc_v2)                                        \
+  X(cuMemFree, cuMemFree_v2)                                          \
+  X(cuMemcpyHtoD, cuMemcpyHtoD_v2)                                    \
+  X(cuMemcpyDtoH, cuMemcpyDtoH_v2)                                    \
+  X(cuMemcpyDtoD, cuMemcpyDtoD_v2)                                    \
+  X(cuMemsetD32, cuMemsetD32_v2)                                      \
+  X(cuImportExternalMemory, cuImportExternalMemory)                   \
+  X(cuExternalMemoryGetMappedBuffer, cuExternalMemoryGetMappedBuffer) \
+  X(cuDestroyExternalMemory, cuDestroyExternalMemory)                 \
+  X(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity)     \
+  X(cuMemCreate, cuMemCreate)                                         \
+  X(cuMemRelease, cuMemRelease)                                       \
+  X(cuMemExportToShareableHandle, cuMemExportToShareableHandle)       \
+  X(cuMemImportFromShareableHandle, cuMemImportFromShareableHandle)   \
+  X(cuMemAddressReserve, cuMemAddressReserve)                         \
+  X(cuMemAddressFree, cuMemAddressFree)                               \
+  X(cuMemMap, cuMemMap)                                               \
+  X(cuMemUnmap, cuMemUnmap)                                           \
+  X(cuMemSetAccess, cuMemSetAccess)                                   \
+  X(cuMemHostRegister, cuMemHostRegister_v2)                          \
+  X(cuMemHostUnregister, cuMemHostUnregister)                         \
+  X(cuMemHostGetDevicePointer, cuMemHostGetDevicePointer_v2)

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "extmem/core/duration.h"
+
 namespace extmem::watch {
 namespace {
 
@@ -27,6 +29,15 @@ std::string printable(std::string_view s) {
 }
 
 json opt_json(const std::optional<std::uint64_t>& v) { return v ? json(*v) : json(nullptr); }
+
+json gap_json(const Fit& f, double min_seen_s) {
+  return f.valid ? json(nullptr) : json(fit_gap_text(f.gap, min_seen_s));
+}
+
+// The duration as the grammar writes it (2s, 1500ms), for the minimum in messages.
+std::string seconds_text(double s) {
+  return format_duration(std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(s * 1e9))));
+}
 
 json fit_json(const Fit& f, double unit_per_s_scale, const char* per10_name, const char* per_s_name) {
   if (!f.valid) return nullptr;
@@ -89,6 +100,7 @@ Fit fit_slope(std::span<const std::pair<double, double>> points, double from_s) 
   }
   f.points = n;
   f.to_s = tmax;
+  f.gap = FitGap::too_few_points;
   if (n < kMinFitPoints || !(tmax > tmin)) return f;
   const double mt = st / static_cast<double>(n), mv = sv / static_cast<double>(n);
   double num = 0, den = 0;
@@ -99,11 +111,21 @@ Fit fit_slope(std::span<const std::pair<double, double>> points, double from_s) 
   }
   if (!(den > 0)) return f;
   f.valid = true;
+  f.gap = FitGap::none;
   f.per_s = num / den;
   return f;
 }
 
-std::vector<ProcessSummary> summarize(const History& history, const Warmup& warmup) {
+std::string fit_gap_text(FitGap gap, double min_seen_s) {
+  switch (gap) {
+    case FitGap::none: return {};
+    case FitGap::seen_too_briefly: return fmt::format("seen for less than {}", seconds_text(min_seen_s));
+    case FitGap::too_few_points: return fmt::format("fewer than {} samples after the warm-up", kMinFitPoints);
+  }
+  return {};
+}
+
+std::vector<ProcessSummary> summarize(const History& history, const Warmup& warmup, double min_seen_s) {
   std::vector<ProcessSummary> out;
   for (const ProcessHistory& h : history.processes()) {
     if (h.points.empty()) continue;
@@ -140,6 +162,12 @@ std::vector<ProcessSummary> summarize(const History& history, const Warmup& warm
         ++i;
       }
       s.tenths.push_back(TenthValue{k / 10.0, at, rss, maps});
+    }
+    // A process seen too briefly gets no fit at all: its start-up, extrapolated, is noise.
+    if (span + 1e-9 < min_seen_s) {
+      s.rss_fit.gap = s.mappings_fit.gap = FitGap::seen_too_briefly;
+      out.push_back(std::move(s));
+      continue;
     }
     const double from = warmup.seconds ? s.first_s + *warmup.seconds : s.first_s + span * warmup.fraction;
     std::vector<std::pair<double, double>> xs;
@@ -227,9 +255,28 @@ std::string summary_text(const Summary& sum) {
   if (std::any_of(sum.processes.begin(), sum.processes.end(), [](const auto& p) { return !p.seen_at_end; }))
     out += "† exited (or stopped being readable) before the end of the run\n";
   out += fmt::format(
-      "slopes: least squares after a warm-up of the first {} of each process's time (\"-\": fewer than {} samples "
-      "after it)\n",
-      warm, kMinFitPoints);
+      "slopes: least squares after a warm-up of the first {} of each process's time, for processes seen at least {} "
+      "(\"-\": no slope, why below)\n",
+      warm, seconds_text(sum.min_seen_s));
+  // Why a slope is missing, one line per reason: both slopes for the same reason, or each on its own.
+  std::vector<std::pair<std::string, std::vector<pid_t>>> gaps;
+  const auto note = [&](std::string what, pid_t pid) {
+    auto it = std::find_if(gaps.begin(), gaps.end(), [&](const auto& g) { return g.first == what; });
+    if (it == gaps.end()) it = gaps.insert(gaps.end(), {std::move(what), {}});
+    it->second.push_back(pid);
+  };
+  for (const ProcessSummary& p : sum.processes) {
+    const FitGap r = p.rss_fit.valid ? FitGap::none : p.rss_fit.gap;
+    const FitGap m = p.mappings_fit.valid ? FitGap::none : p.mappings_fit.gap;
+    if (r != FitGap::none && r == m) {
+      note("no slope (" + fit_gap_text(r, sum.min_seen_s) + ")", p.pid);
+      continue;
+    }
+    if (r != FitGap::none) note("no RSS slope (" + fit_gap_text(r, sum.min_seen_s) + ")", p.pid);
+    if (m != FitGap::none) note("no maps slope (" + fit_gap_text(m, sum.min_seen_s) + ")", p.pid);
+  }
+  for (const auto& [what, pids] : gaps)
+    out += fmt::format("{}: pid{} {}\n", what, pids.size() == 1 ? "" : "s", fmt::join(pids, " "));
   if (!sum.processes.empty()) {
     out += "at each tenth of each process's time (0 %, 10 %, ..., 100 %):\n";
     for (const ProcessSummary& p : sum.processes) {
@@ -283,6 +330,8 @@ std::string summary_json(const Summary& sum) {
                      {"tenths", std::move(tenths)},
                      {"rss_slope", fit_json(p.rss_fit, 1.0 / 1024, "mib_per_10s", "kib_per_s")},
                      {"mappings_slope", fit_json(p.mappings_fit, 1.0, "per_10s", "per_s")},
+                     {"rss_slope_missing", gap_json(p.rss_fit, sum.min_seen_s)},
+                     {"mappings_slope_missing", gap_json(p.mappings_fit, sum.min_seen_s)},
                      {"class_grew_most", std::move(grew)}});
   }
   json problems = json::array();
@@ -300,6 +349,7 @@ std::string summary_json(const Summary& sum) {
               {"exit", sum.exit_description},
               {"warmup", sum.warmup.seconds ? json{{"seconds", *sum.warmup.seconds}}
                                             : json{{"fraction", sum.warmup.fraction}}},
+              {"min_seen_s", sum.min_seen_s},
               {"cost", {{"cpu_s", sum.cpu_s},
                         {"cpu_share", sum.run_s > 0 ? sum.cpu_s / sum.run_s : 0.0},
                         {"map_reads", sum.map_reads},

@@ -15,7 +15,6 @@
 
 #include "extmem/os/file.h"
 #include "extmem/watch/command.h"
-#include "extmem/watch/duration.h"
 #include "extmem/watch/plot.h"
 #include "extmem/watch/procfs.h"
 
@@ -281,6 +280,7 @@ int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
     sum.exit_description = "still running when the summary was written";
   }
   sum.warmup = o.warmup;
+  sum.min_seen_s = std::chrono::duration<double>(o.min_seen).count();
   sum.cpu_s = process_cpu_s() - cpu0;
   sum.map_read_cpu_s = sampler.map_read_cpu_s();
   sum.map_reads = sampler.map_reads();
@@ -289,7 +289,7 @@ int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
   sum.tree_peak_t = history.tree_peak_t();
   for (const ReadProblem& p : sampler.all_problems())
     sum.problems.push_back(ProblemNote{p.pid, p.comm, p.file, p.error.message()});
-  sum.processes = summarize(history, o.warmup);
+  sum.processes = summarize(history, o.warmup, sum.min_seen_s);
 
   out << summary_text(sum);
   out.flush();

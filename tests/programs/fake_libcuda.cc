@@ -7,6 +7,6 @@
 
 // Renamed before the list expands: the real name is then absent from the library.
 #define cuMemExportToShareableHandle extmem_fake_cuda_not_exported
-#define EXTMEM_FAKE_CUDA_STUB(n) \
-  extern "C" int n() { return 999; }
+#define EXTMEM_FAKE_CUDA_STUB(plain, symbol) \
+  extern "C" int symbol() { return 999; }
 EXTMEM_CUDA_SYMBOLS(EXTMEM_FAKE_CUDA_STUB)

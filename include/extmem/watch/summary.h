@@ -62,18 +62,34 @@ class History {
   double tree_peak_t_ = 0;
 };
 
+/// Why a Fit has no slope.
+enum class FitGap {
+  none,             ///< there is a slope
+  seen_too_briefly, ///< the process was seen for less than the minimum (--min-seen; default kMinSeenSeconds)
+  too_few_points,   ///< fewer than kMinFitPoints points after the warm-up (or all at one time)
+};
+
+/// "seen for less than 2s" / "fewer than 5 samples after the warm-up": the
+/// reason as the summary prints it; empty for FitGap::none.
+std::string fit_gap_text(FitGap gap, double min_seen_s);
+
 /// A least-squares line through (t, value) points.
 struct Fit {
   bool valid = false;     ///< at least kMinFitPoints points, not all at one time, in the window
+  FitGap gap = FitGap::too_few_points;  ///< why there is no slope (none when valid)
   double from_s = 0;      ///< window start (after the warm-up), seconds since the watch started
   double to_s = 0;        ///< window end
   std::size_t points = 0;
   double per_s = 0;       ///< slope in value units per second
 };
 
-/// Fewer points than this after the warm-up give no slope: a process seen for
-/// half a second has a start-up burst, not a steady state to extrapolate.
+/// Fewer points than this after the warm-up give no slope.
 inline constexpr std::size_t kMinFitPoints = 5;
+
+/// A process seen for less than this many seconds gets no slope by default:
+/// a probe child living 0.1 s has a start-up burst, not a steady state, and
+/// extrapolating it "per 10 s" printed thousands of MiB for a few MiB gained.
+inline constexpr double kMinSeenSeconds = 2.0;
 
 /// Least-squares slope of `points` (t seconds, value) with t >= from_s.
 Fit fit_slope(std::span<const std::pair<double, double>> points, double from_s);
@@ -135,6 +151,7 @@ struct Summary {
   std::optional<int> exit_status;    ///< the watch's exit status (the command's), command mode
   std::string exit_description;      ///< "exit 0", "SIGTERM"
   Warmup warmup;
+  double min_seen_s = kMinSeenSeconds;  ///< processes seen for less get no slope
   double cpu_s = 0;                  ///< CPU (user + system) the watch used, all of it
   double map_read_cpu_s = 0;         ///< of which map reads
   std::uint64_t map_reads = 0;
@@ -145,8 +162,11 @@ struct Summary {
   std::vector<ProcessSummary> processes;
 };
 
-/// Per-process summaries of `history` (peaks, tenths, fits after `warmup`, class growth).
-std::vector<ProcessSummary> summarize(const History& history, const Warmup& warmup);
+/// Per-process summaries of `history` (peaks, tenths, fits after `warmup`,
+/// class growth). A process seen (first to last sample) for less than
+/// `min_seen_s` seconds gets no fits and no class growth (FitGap::seen_too_briefly).
+std::vector<ProcessSummary> summarize(const History& history, const Warmup& warmup,
+                                      double min_seen_s = kMinSeenSeconds);
 
 /// A short name for a process in tables and legends: the base name of
 /// argv[0] and the arguments from `cmdline` (comm when there is none), cut to

@@ -38,6 +38,8 @@ struct WatchOptions {
   bool pss = false;
   double budget = 0.01;              ///< map-read CPU budget, fraction of one core (SamplerOptions::budget)
   Warmup warmup;
+  /// Slopes only for processes seen (first to last sample) at least this long.
+  std::chrono::nanoseconds min_seen = std::chrono::seconds(2);
   /// After forwarding a stop signal (or SIGTERM at --duration), how long to
   /// wait for the command before writing the summary without its exit status;
   /// the watch still waits for the command before exiting.

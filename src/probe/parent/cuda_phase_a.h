@@ -11,7 +11,7 @@ namespace extmem::probe {
 
 /// Prints the build note, the driver's devices with their route attributes, and
 /// which device's UUID matches `vulkan_uuid` (the selected Vulkan device), or why
-/// there is no CUDA information (not built, no driver, missing symbol).
+/// there is no CUDA information (no driver, missing symbol).
 void print_cuda(std::ostream& out, const Result<cuda::Enumeration>& e, const std::string& vulkan_uuid);
 nlohmann::json to_json(const Result<cuda::Enumeration>& e, const std::string& vulkan_uuid);
 

@@ -1,4 +1,3 @@
-#ifdef EXTMEM_HAVE_CUDA
 #include "probe/routes/cuda_measure.h"
 
 #include <memory>
@@ -46,4 +45,3 @@ void cuda_copy_leg(ChildContext& ctx, const cuda::Api& api, const std::string& l
 }
 
 }  // namespace extmem::probe
-#endif  // EXTMEM_HAVE_CUDA

@@ -3,8 +3,6 @@
 // report` read them unchanged. Issue 6.
 #pragma once
 
-#ifdef EXTMEM_HAVE_CUDA
-
 #include <cstddef>
 #include <string>
 
@@ -28,5 +26,3 @@ void cuda_copy_leg(ChildContext& ctx, const cuda::Api& api, const std::string& l
                    std::size_t bytes);
 
 }  // namespace extmem::probe
-
-#endif  // EXTMEM_HAVE_CUDA

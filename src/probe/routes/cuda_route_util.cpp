@@ -1,4 +1,3 @@
-#ifdef EXTMEM_HAVE_CUDA
 #include "probe/routes/cuda_route_util.h"
 
 #include <vector>
@@ -100,4 +99,3 @@ bool cuda_write_region(ChildContext& ctx, const CudaSide& side, CUdeviceptr base
 }
 
 }  // namespace extmem::probe
-#endif  // EXTMEM_HAVE_CUDA

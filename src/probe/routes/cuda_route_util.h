@@ -2,8 +2,6 @@
 // and GPU reads/writes of a region through a device-local staging buffer.
 #pragma once
 
-#ifdef EXTMEM_HAVE_CUDA
-
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,5 +48,3 @@ void cuda_read_region(ChildContext& ctx, const CudaSide& side, CUdeviceptr base,
 bool cuda_write_region(ChildContext& ctx, const CudaSide& side, CUdeviceptr base, Region region, Leg& leg);
 
 }  // namespace extmem::probe
-
-#endif  // EXTMEM_HAVE_CUDA

@@ -1,5 +1,5 @@
-// The CUDA rows (issue #4). In a build without cuda.h they compile out and
-// print SKIP with cuda::kNotBuiltReason; the binary never links libcuda.
+// The CUDA rows (issue #4). Built in every build (the driver API is declared
+// in cuda/cuda_api.h); the binary never links libcuda, it dlopen()s it.
 #include "cuda/loader.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
@@ -7,7 +7,6 @@
 
 namespace extmem::probe {
 
-#ifdef EXTMEM_HAVE_CUDA
 int cuda_opaque_fd_client(ChildContext& ctx);
 int cuda_vmm_fd_server(ChildContext& ctx);
 int cuda_vmm_fd_client(ChildContext& ctx);
@@ -18,10 +17,5 @@ const RouteDef kT1OpaqueFdCuda{"T1-opaque-fd-cuda", "t1", {},
                                {"imports the fd into CUDA, drives", cuda_opaque_fd_client}, {.cuda = true}};
 const RouteDef kT1CudaVmmFd{"T1-cuda-vmm-fd", "t1", {}, {"allocates with cuMemCreate, exports a POSIX fd, serves", cuda_vmm_fd_server}, {"imports the fd into CUDA and Vulkan, drives", cuda_vmm_fd_client}, {.cuda = true}};
 const RouteDef kT3CudaHostRegister{"T3-cuda-host-register", "t3", {}, {"maps the received memfd, registers it with CUDA, drives", cuda_host_register_server}, {"allocates a memfd, writes A, serves", memfd_owner_serve}, {.cuda = true}};
-#else
-const RouteDef kT1OpaqueFdCuda{"T1-opaque-fd-cuda", "t1", cuda::kNotBuiltReason, {}, {}, {.cuda = true}};
-const RouteDef kT1CudaVmmFd{"T1-cuda-vmm-fd", "t1", cuda::kNotBuiltReason, {}, {}, {.cuda = true}};
-const RouteDef kT3CudaHostRegister{"T3-cuda-host-register", "t3", cuda::kNotBuiltReason, {}, {}, {.cuda = true}};
-#endif
 
 }  // namespace extmem::probe

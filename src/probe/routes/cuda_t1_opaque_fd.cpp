@@ -3,7 +3,6 @@
 // cuExternalMemoryGetMappedBuffer). The client's GPU reads region A and writes
 // region E through a staging buffer; the server checks E through its Vulkan
 // mapping. Issue #4; spec/probe.md "T1".
-#ifdef EXTMEM_HAVE_CUDA
 #include <fmt/format.h>
 
 #include "extmem/os/clock.h"
@@ -112,4 +111,3 @@ int cuda_opaque_fd_client(ChildContext& ctx) {
 }
 
 }  // namespace extmem::probe
-#endif  // EXTMEM_HAVE_CUDA

@@ -4,7 +4,6 @@
 // (cuMemImportFromShareableHandle, cuMemAddressReserve, cuMemMap,
 // cuMemSetAccess), and both sides move bytes only by GPU copies. The client
 // also imports the fd into Vulkan as OPAQUE_FD, an informational leg. Issue #4.
-#ifdef EXTMEM_HAVE_CUDA
 #include <cstdint>
 #include <vector>
 
@@ -285,4 +284,3 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
 }
 
 }  // namespace extmem::probe
-#endif  // EXTMEM_HAVE_CUDA

@@ -2,7 +2,6 @@
 // mapped by the server and registered with CUDA (cuMemHostRegister, DEVICEMAP);
 // the server's GPU reads what the client wrote (region A) and writes region E
 // back; the client verifies through its own mapping. Issue #4.
-#ifdef EXTMEM_HAVE_CUDA
 #include <sys/mman.h>
 
 #include <fmt/format.h>
@@ -111,4 +110,3 @@ int cuda_host_register_server(ChildContext& ctx) {
 }
 
 }  // namespace extmem::probe
-#endif  // EXTMEM_HAVE_CUDA

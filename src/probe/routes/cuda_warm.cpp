@@ -1,10 +1,8 @@
-// drivers::keep_cuda_warm (worker/drivers.h): here because only the cuda_* files see cuda.h.
+// drivers::keep_cuda_warm (worker/drivers.h), beside the other CUDA route code.
 #include "probe/worker/drivers.h"
 
-#ifdef EXTMEM_HAVE_CUDA
 #include "cuda/api.h"
 #include "cuda/loader.h"
-#endif
 
 #include <optional>
 
@@ -13,17 +11,14 @@
 namespace extmem::probe::drivers {
 
 Result<cuda::Enumeration> cuda_enumeration() {
-#ifdef EXTMEM_HAVE_CUDA
   // One more reference to the library, never dropped: enumerate() closes its own,
   // and an unloaded libcuda would have to run cuInit again.
   static auto* loaded = new std::optional<Result<std::shared_ptr<const cuda::Api>>>();
   if (!*loaded) loaded->emplace(cuda::load());
-#endif
   return cuda::enumerate();
 }
 
-void keep_cuda_warm([[maybe_unused]] const std::string& vulkan_uuid) {
-#ifdef EXTMEM_HAVE_CUDA
+void keep_cuda_warm(const std::string& vulkan_uuid) {
   // Never released, like the kept Vulkan device (drivers.cpp says why).
   static cuda::PrimaryContext* context = nullptr;
   if (context != nullptr) return;
@@ -33,7 +28,6 @@ void keep_cuda_warm([[maybe_unused]] const std::string& vulkan_uuid) {
   if (!dev) return;
   auto pc = cuda::PrimaryContext::retain(*api, *dev);
   if (pc) context = pc->release();
-#endif
 }
 
 }  // namespace extmem::probe::drivers

@@ -1,0 +1,193 @@
+// The part of the CUDA driver API the CUDA rows call, declared by the project
+// so that every build has the rows: no cuda.h is needed at build time, and
+// libcuda.so.1 is still opened with dlopen() at run time (loader.h). Only what
+// the rows use is here: handle and integer types, the enumerators they pass
+// or compare, the structs they fill, and one function type per entry point of
+// symbol_list.h, named by the exported (versioned) symbol.
+//
+// These are ABI facts of the driver (Linux, 64-bit), not choices: values,
+// layouts and signatures must equal those of NVIDIA's cuda.h. Where cuda.h is
+// present at build time, tests/cuda_api_check.cpp compares every constant,
+// every struct's size and field offsets, every enum's underlying type and
+// every function type with cuda.h's, at compile time.
+//
+// The declarations live in extmem::cudrv and are made visible in all of
+// namespace extmem (the using-directive at the end), so the CUDA code reads
+// like code written against cuda.h (CUresult, CUDA_SUCCESS) while a file can
+// still include cuda.h beside this one without a clash (the check does).
+#pragma once
+
+#include <cstddef>
+
+namespace extmem::cudrv {
+
+/// A driver call's status. The rows compare only with CUDA_SUCCESS and print
+/// any other value by cuGetErrorName; the fixed underlying type makes every
+/// value the driver returns a valid CUresult.
+enum CUresult : unsigned int {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+};
+
+using CUdevice = int;                          ///< a device ordinal's handle (cuDeviceGet)
+using CUdeviceptr = unsigned long long;        ///< a device virtual address, bytes
+using CUmemGenericAllocationHandle = unsigned long long;  ///< a cuMemCreate/import handle
+
+struct CUctx_st;  ///< opaque, owned by the driver
+using CUcontext = CUctx_st*;
+struct CUextMemory_st;  ///< opaque, owned by the driver
+using CUexternalMemory = CUextMemory_st*;
+
+/// The 16 bytes of cuDeviceGetUuid (the same value as Vulkan's deviceUUID).
+struct CUuuid {
+  char bytes[16];
+};
+
+/// cuDeviceGetAttribute queries the rows make (values 0 or 1 for these).
+enum CUdevice_attribute : unsigned int {
+  CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED = 99,
+  CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
+  CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103,
+  CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 124,
+};
+
+/// cuMemHostRegister flag: give the registered range a device address.
+inline constexpr unsigned int CU_MEMHOSTREGISTER_DEVICEMAP = 0x02;
+
+/// The kind of handle cuImportExternalMemory receives (T1-opaque-fd-cuda: a Vulkan opaque fd).
+enum CUexternalMemoryHandleType : unsigned int {
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD = 1,
+};
+
+/// CUDA_EXTERNAL_MEMORY_HANDLE_DESC::flags bit: the exporter allocated the memory dedicated.
+inline constexpr unsigned int CUDA_EXTERNAL_MEMORY_DEDICATED = 0x1;
+
+/// What cuImportExternalMemory imports. For OPAQUE_FD, handle.fd is the fd,
+/// which the driver owns once the import succeeds; size in bytes; reserved zero.
+struct CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+  CUexternalMemoryHandleType type;
+  union {
+    int fd;
+    struct {
+      void* handle;
+      const void* name;
+    } win32;
+    const void* nvSciBufObject;
+  } handle;
+  unsigned long long size;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+/// The range of an imported allocation cuExternalMemoryGetMappedBuffer maps:
+/// offset and size in bytes from the allocation's start; flags and reserved zero.
+struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
+  unsigned long long offset;
+  unsigned long long size;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+/// Where a cuMemCreate allocation lives or who is granted access to it.
+enum CUmemLocationType : unsigned int {
+  CU_MEM_LOCATION_TYPE_DEVICE = 0x1,  ///< id is a device ordinal
+};
+
+enum CUmemAllocationType : unsigned int {
+  CU_MEM_ALLOCATION_TYPE_PINNED = 0x1,  ///< resident device memory, not migrated
+};
+
+/// The shareable handle a cuMemCreate allocation may be exported as.
+enum CUmemAllocationHandleType : unsigned int {
+  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1,  ///< an fd, passed as (void*)(intptr_t)fd
+};
+
+enum CUmemAccess_flags : unsigned int {
+  CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3,
+};
+
+enum CUmemAllocationGranularity_flags : unsigned int {
+  CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0x0,  ///< the smallest size and alignment accepted
+};
+
+struct CUmemLocation {
+  CUmemLocationType type;
+  int id;
+};
+
+/// cuMemCreate's request. The rows set type, requestedHandleTypes and
+/// location; the rest stays zero (no win32 metadata, default flags).
+struct CUmemAllocationProp {
+  CUmemAllocationType type;
+  CUmemAllocationHandleType requestedHandleTypes;
+  CUmemLocation location;
+  void* win32HandleMetaData;
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+};
+
+/// One cuMemSetAccess grant: who (location) may do what (flags).
+struct CUmemAccessDesc {
+  CUmemLocation location;
+  CUmemAccess_flags flags;
+};
+
+/// One function type per EXTMEM_CUDA_SYMBOLS entry, named by its exported
+/// symbol. Sizes are bytes; every call returns a CUresult.
+namespace fn {
+using cuGetErrorName = CUresult(CUresult error, const char** name);
+using cuInit = CUresult(unsigned int flags);
+using cuDriverGetVersion = CUresult(int* version);
+using cuDeviceGetCount = CUresult(int* count);
+using cuDeviceGet = CUresult(CUdevice* device, int ordinal);
+using cuDeviceGetName = CUresult(char* name, int length, CUdevice device);
+using cuDeviceGetUuid_v2 = CUresult(CUuuid* uuid, CUdevice device);
+using cuDeviceGetAttribute = CUresult(int* value, CUdevice_attribute attribute, CUdevice device);
+using cuDeviceTotalMem_v2 = CUresult(std::size_t* bytes, CUdevice device);
+using cuDevicePrimaryCtxRetain = CUresult(CUcontext* context, CUdevice device);
+using cuDevicePrimaryCtxRelease_v2 = CUresult(CUdevice device);
+using cuCtxSetCurrent = CUresult(CUcontext context);
+using cuCtxSynchronize = CUresult();
+using cuMemAlloc_v2 = CUresult(CUdeviceptr* ptr, std::size_t bytes);
+using cuMemFree_v2 = CUresult(CUdeviceptr ptr);
+using cuMemcpyHtoD_v2 = CUresult(CUdeviceptr dst, const void* src, std::size_t bytes);
+using cuMemcpyDtoH_v2 = CUresult(void* dst, CUdeviceptr src, std::size_t bytes);
+using cuMemcpyDtoD_v2 = CUresult(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes);
+using cuMemsetD32_v2 = CUresult(CUdeviceptr dst, unsigned int value, std::size_t words);
+using cuImportExternalMemory = CUresult(CUexternalMemory* memory, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* desc);
+using cuExternalMemoryGetMappedBuffer = CUresult(CUdeviceptr* ptr, CUexternalMemory memory,
+                                                 const CUDA_EXTERNAL_MEMORY_BUFFER_DESC* desc);
+using cuDestroyExternalMemory = CUresult(CUexternalMemory memory);
+using cuMemGetAllocationGranularity = CUresult(std::size_t* granularity, const CUmemAllocationProp* prop,
+                                               CUmemAllocationGranularity_flags option);
+using cuMemCreate = CUresult(CUmemGenericAllocationHandle* handle, std::size_t bytes, const CUmemAllocationProp* prop,
+                             unsigned long long flags);
+using cuMemRelease = CUresult(CUmemGenericAllocationHandle handle);
+using cuMemExportToShareableHandle = CUresult(void* shareable, CUmemGenericAllocationHandle handle,
+                                              CUmemAllocationHandleType type, unsigned long long flags);
+using cuMemImportFromShareableHandle = CUresult(CUmemGenericAllocationHandle* handle, void* os_handle,
+                                                CUmemAllocationHandleType type);
+using cuMemAddressReserve = CUresult(CUdeviceptr* ptr, std::size_t bytes, std::size_t alignment, CUdeviceptr hint,
+                                     unsigned long long flags);
+using cuMemAddressFree = CUresult(CUdeviceptr ptr, std::size_t bytes);
+using cuMemMap = CUresult(CUdeviceptr ptr, std::size_t bytes, std::size_t offset, CUmemGenericAllocationHandle handle,
+                          unsigned long long flags);
+using cuMemUnmap = CUresult(CUdeviceptr ptr, std::size_t bytes);
+using cuMemSetAccess = CUresult(CUdeviceptr ptr, std::size_t bytes, const CUmemAccessDesc* grants, std::size_t count);
+using cuMemHostRegister_v2 = CUresult(void* host, std::size_t bytes, unsigned int flags);
+using cuMemHostUnregister = CUresult(void* host);
+using cuMemHostGetDevicePointer_v2 = CUresult(CUdeviceptr* ptr, void* host, unsigned int flags);
+}  // namespace fn
+
+}  // namespace extmem::cudrv
+
+namespace extmem {
+// Visible as extmem::CUresult etc., so code anywhere in extmem names them as
+// cuda.h would; cuda.h's own declarations sit in the global namespace and
+// never meet these except in the check, which qualifies both.
+using namespace cudrv;
+}  // namespace extmem
