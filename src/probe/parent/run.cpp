@@ -19,6 +19,7 @@
 #include "probe/worker/measure.h"
 #include "probe/parent/measure_row.h"
 #include "probe/parent/phase_a.h"
+#include "probe/parent/plan.h"
 #include "probe/routes.h"
 #include "probe/parent/schedule.h"
 
@@ -30,23 +31,6 @@ using nlohmann::json;
 Error usage(std::string option, std::string detail) {
   return Error{std::move(option), ErrorKind::invalid_argument, {}, std::move(detail)};
 }
-
-std::string joined_rows() {
-  std::string s;
-  for (const std::string& r : row_names()) s += (s.empty() ? "" : ", ") + r;
-  return s;
-}
-
-// Why a runnable route is not run in this invocation, or empty when it is.
-std::string filtered_out(const RouteDef& route, const ProbeOptions& o) {
-  if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), route.row) == o.only.end())
-    return "not selected by --only";
-  if (!o.groups.empty() && std::find(o.groups.begin(), o.groups.end(), route.group) == o.groups.end())
-    return fmt::format("not selected by --only-{}", fmt::join(o.groups, "/--only-"));
-  if (o.no_gles && route.group == "gles") return "excluded by --no-gles";
-  return {};
-}
-
 
 json leg_json(const Leg& l) {
   return {{"name", l.name}, {"decisive", l.decisive}, {"attempted", l.attempted}, {"read_ok", l.read_ok},
@@ -63,12 +47,6 @@ json row_json(const RowResult& r) {
           {"last_step", {{"server", r.server_step}, {"client", r.client_step}}}};
   if (!r.measure.is_null()) j["measure"] = r.measure;
   return j;
-}
-
-// Rows whose server exports with export_allocation (vk_export.h), so --memory-type applies to them.
-bool takes_memory_type(std::string_view row) {
-  return row == "T1-opaque-fd" || row == "T1-dma-buf" || row == "T1-gles-memobj-fd-same-proc" ||
-         row == "T1-gles-memobj-fd-cross-proc";
 }
 
 // --memory-type as a list of memory type indices to run each exporting row with; -1 = auto (today's row).
@@ -127,12 +105,6 @@ std::string utc_now() {
 
 std::string memory_type_suffix(unsigned index) { return fmt::format("@mt{}", index); }
 
-std::vector<std::string> row_names() {
-  std::vector<std::string> out;
-  for (const RouteDef& r : route_table()) out.emplace_back(r.row);
-  return out;
-}
-
 std::string result_line(const RowResult& r) {
   std::string line = fmt::format("RESULT {} {}", r.row, to_string(r.verdict.status));
   if (!r.legs.empty()) line += " " + trace(r.legs);
@@ -146,43 +118,6 @@ std::string result_line(const RowResult& r) {
   }
   if (!detail.empty()) line += fmt::format(" | {}", fmt::join(detail, "; "));
   return line;
-}
-
-Status validate(const ProbeOptions& o) {
-  if (o.size % 4096 != 0 || o.size < kMinSize)
-    return usage("--size", fmt::format("{} bytes is not accepted: the size must be a multiple of 4096 and at least "
-                                       "{} (8 regions of 4 KiB)", o.size, kMinSize));
-  if (!(o.soak_s >= 0 && o.soak_s <= 3600))
-    return usage("--soak", fmt::format("{:g} is not accepted: seconds, from 0 (off) to 3600", o.soak_s));
-  if (!(o.timeout_s > 0 && o.timeout_s <= 3600))
-    return usage("--timeout", fmt::format("{:g} is not accepted: seconds, greater than 0 and at most 3600", o.timeout_s));
-  for (const std::string& r : o.only)
-    if (!find_route(r)) return usage("--only", fmt::format("unknown row \"{}\"; rows: {}", r, joined_rows()));
-  for (const std::string& g : o.groups)
-    if (g != "t0" && g != "t1" && g != "t3" && g != "gles")
-      return usage("--only-GROUP", fmt::format("unknown group \"{}\"; groups: t0, t1, t3, gles", g));
-  if (!o.json_path.empty()) {
-    // Fail now rather than after a long run: the file must be creatable.
-    if (std::string problem = os::creatable_problem(o.json_path); !problem.empty()) return usage("--json", problem);
-  }
-  if (!o.junit_path.empty()) {
-    if (std::string problem = os::creatable_problem(o.junit_path); !problem.empty()) return usage("--junit", problem);
-  }
-  if (o.measure_size % 4096 != 0 || o.measure_size < (1u << 20) || o.measure_size > (1u << 30))
-    return usage("--measure-size", fmt::format("{} bytes is not accepted: a multiple of 4096 from 1048576 (1 MiB) to "
-                                               "1073741824 (1 GiB)", o.measure_size));
-  if (o.measure_repeats < 1 || o.measure_repeats > 100)
-    return usage("--measure-repeats", fmt::format("{} is not accepted: a whole number from 1 to 100", o.measure_repeats));
-  if (o.jobs > 64)
-    return usage("--jobs", fmt::format("{} is not accepted: a whole number from 1 to 64", o.jobs));
-  if (o.isolate != "none" && o.isolate != "route")
-    return usage("--isolate", fmt::format("\"{}\" is not accepted: route (fresh processes for every route) or none "
-                                          "(warm workers, the default)", o.isolate));
-  if (o.memory_type != "auto" && o.memory_type != "all" &&
-      (o.memory_type.empty() || o.memory_type.size() > 2 || o.memory_type.find_first_not_of("0123456789") != std::string::npos))
-    return usage("--memory-type", fmt::format("\"{}\" is not accepted: auto, all, or a memory type INDEX (0..31)",
-                                              o.memory_type));
-  return {};
 }
 
 int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
@@ -247,22 +182,9 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   params.timeout_s = o.timeout_s;
   params.soak_s = o.soak_s;
 
-  // The plan: one row per route, and per memory type of the plan for exporting rows
-  // (auto: just the row itself); rows this build or the filters rule out are decided here.
-  std::vector<PlannedRow> planned;
-  for (const RouteDef& route : route_table()) {
-    for (int memory_type : takes_memory_type(route.row) ? *plan : std::vector<int>{-1}) {
-      PlannedRow row{std::string(route.row) +
-                         (memory_type >= 0 ? memory_type_suffix(static_cast<unsigned>(memory_type)) : std::string()),
-                     &route, memory_type, std::nullopt};
-      if (!route.skip_reason.empty()) {
-        row.decided = Verdict{RowStatus::skip, std::string(route.skip_reason)};
-      } else if (std::string filtered = filtered_out(route, o); !filtered.empty()) {
-        row.decided = Verdict{RowStatus::skip, filtered};
-      }
-      planned.push_back(std::move(row));
-    }
-  }
+  // The plan: one row per route, and per memory type for the rows whose exporter picks
+  // its memory; the rows phase A can answer are decided here and start no process.
+  std::vector<PlannedRow> planned = plan_rows(o, *plan, PhaseAFacts{&dev, &cuda_info});
   EngineOptions engine;
   engine.base = params;
   engine.measure = o.measure;
@@ -295,7 +217,8 @@ int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
                 {"generated_at", utc_now()},
                 {"options",
                  {{"size", o.size}, {"regions_at_end", o.regions_at_end}, {"timeout_s", o.timeout_s}, {"soak_s", o.soak_s},
-                  {"device", o.device}, {"only", o.only}, {"groups", o.groups}, {"no_gles", o.no_gles},
+                  {"device", o.device}, {"only", o.only}, {"groups", o.groups},
+                  {"no_gles", std::find(o.excluded_groups.begin(), o.excluded_groups.end(), "gles") != o.excluded_groups.end()},
                   {"memory_type", o.memory_type}, {"measure", o.measure}, {"measure_size", o.measure_size},
                   {"measure_repeats", o.measure_repeats}}},
                 {"context", to_json(context)},
