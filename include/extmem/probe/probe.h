@@ -66,10 +66,12 @@ Status parse_option(ProbeOptions& options, std::string_view name, const std::str
 /// option name, detail = what was wrong and what is accepted.
 Status validate(const ProbeOptions& options);
 
-/// Runs the probe: phase A, then each route in its own pair of child processes,
-/// RESULT lines as rows finish, the summary table, and the JSON file. Text goes
-/// to `out`, problems of the probe itself to `err`. Returns an ExitCode. Never
-/// throws; a child that crashes, hangs or sends garbage makes its row FAIL.
+/// What `extmem probe` does: find() (extmem/probe/findings.h) with the text
+/// writer streaming phase A and the RESULT lines as rows finish, then the
+/// summary table, the JSON and the JUnit files (extmem/probe/write.h). Text goes
+/// to `out`, problems of the probe itself to `err` ("extmem probe: <option>:
+/// <what is accepted>"). Returns an ExitCode. Never throws; a child that
+/// crashes, hangs or sends garbage makes its row FAIL.
 int run(const ProbeOptions& options, std::ostream& out, std::ostream& err);
 
 /// Parameters of one route half, as the parent passes them on the command line.

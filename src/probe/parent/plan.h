@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/enumerate.h"
+#include "extmem/cuda/enumerate.h"
 #include "extmem/core/verdict.h"
 #include "extmem/probe/probe.h"
 #include "extmem/vulkan/enumerate.h"
