@@ -218,3 +218,18 @@ TEST(RouteTable, NoCudaDriverStartsNoProcess) {
 }
 
 }  // namespace
+
+namespace {
+
+// A --memory-type twin belongs to its row: what `extmem report` groups by.
+TEST(RouteTable, TwinsBelongToTheirBaseRow) {
+  EXPECT_EQ(extmem::probe::base_row("T1-opaque-fd@mt2"), "T1-opaque-fd");
+  EXPECT_EQ(extmem::probe::twin_memory_type("T1-opaque-fd@mt2"), 2);
+  EXPECT_EQ(extmem::probe::base_row("T1-opaque-fd"), "T1-opaque-fd");
+  EXPECT_EQ(extmem::probe::twin_memory_type("T1-opaque-fd"), -1);
+  EXPECT_EQ(extmem::probe::base_row("T1-opaque-fd@mtx"), "T1-opaque-fd@mtx");  // not a twin suffix
+  EXPECT_EQ(extmem::probe::base_row("T1-opaque-fd@mt"), "T1-opaque-fd@mt");
+  EXPECT_EQ(extmem::probe::twin_memory_type("T1-opaque-fd@mt123"), -1);  // --memory-type takes at most two digits
+}
+
+}  // namespace

@@ -35,6 +35,26 @@ std::vector<GroupInfo> groups() {
   return out;
 }
 
+namespace {
+// Where "@mt<digits>" starts in `row`, or npos.
+std::size_t twin_suffix(const std::string& row) {
+  const std::size_t at = row.rfind("@mt");
+  if (at == std::string::npos || at + 3 == row.size()) return std::string::npos;
+  return row.find_first_not_of("0123456789", at + 3) == std::string::npos ? at : std::string::npos;
+}
+}  // namespace
+
+std::string base_row(const std::string& row) {
+  const std::size_t at = twin_suffix(row);
+  return at == std::string::npos ? row : row.substr(0, at);
+}
+
+int twin_memory_type(const std::string& row) {
+  const std::size_t at = twin_suffix(row);
+  if (at == std::string::npos || row.size() - at > 5) return -1;  // "@mt" and at most two digits, as --memory-type
+  return std::stoi(row.substr(at + 3));
+}
+
 std::string routes_json() {
   nlohmann::json jroutes = nlohmann::json::array(), jgroups = nlohmann::json::array();
   for (const RouteInfo& r : routes()) {

@@ -49,6 +49,13 @@ std::vector<RouteInfo> routes();
 /// Every group, in --help order.
 std::vector<GroupInfo> groups();
 
+/// The route row a printed row belongs to: "T1-opaque-fd@mt2" (a --memory-type
+/// twin) -> "T1-opaque-fd"; any other name is returned unchanged.
+std::string base_row(const std::string& row);
+
+/// The twin's memory type index ("T1-opaque-fd@mt2" -> 2), or -1 for a row that is not a twin.
+int twin_memory_type(const std::string& row);
+
 /// The route table as a JSON document: {"groups": [...], "routes": [...]}, each
 /// route with the fields of RouteInfo (`extmem probe --list-routes=json`).
 std::string routes_json();
