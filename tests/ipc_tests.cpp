@@ -97,7 +97,8 @@ Frame recv_ok(const Channel& ch) {
   return std::move(r).value();
 }
 
-constexpr std::array kAllTypes = {MsgType::step, MsgType::report, MsgType::request, MsgType::reply, MsgType::data};
+constexpr std::array kAllTypes = {MsgType::step, MsgType::report,  MsgType::request, MsgType::reply,
+                                  MsgType::data, MsgType::job, MsgType::done};
 
 // ---------------------------------------------------------------- round trips
 
@@ -291,9 +292,9 @@ TEST(IpcHeader, RejectsUnknownVersion) {
   }
 }
 
-// Types outside 1..5 are rejected (0, 6, 0xffff), while 1..5 are accepted.
+// Types outside 1..7 are rejected (0, 8, 0xffff), while 1..7 are accepted.
 TEST(IpcHeader, RejectsUnknownType) {
-  for (std::uint16_t t : {std::uint16_t{0}, std::uint16_t{6}, std::uint16_t{0xffff}}) {
+  for (std::uint16_t t : {std::uint16_t{0}, std::uint16_t{8}, std::uint16_t{0xffff}}) {
     SCOPED_TRACE(t);
     expect_decode_error(raw_frame(kFrameMagic, kFrameVersion, t, 0, 0, 0), 0);
   }

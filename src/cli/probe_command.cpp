@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "extmem/probe/probe.h"
 #include "extmem/probe/routes.h"
+#include "probe/worker/worker_main.h"
 
 namespace extmem::cli {
 namespace {
@@ -46,6 +47,8 @@ Runner add_probe(CLI::App& app) {
     std::map<std::string, std::string> text;                    // each valued option's text, as given
     std::vector<std::pair<std::string, CLI::Option*>> valued;   // in --help order
     probe::ChildArgs child_args;
+    bool worker = false;
+    std::vector<std::string> warm;
   };
   auto state = std::make_shared<State>();
   CLI::App* cmd = app.add_subcommand("probe", "Which memory-sharing routes work on this device, and do they really alias?");
@@ -90,9 +93,22 @@ Runner add_probe(CLI::App& app) {
   cmd->add_option("--role", state->child_args.role)->group("");
   cmd->add_option("--device-index", state->child_args.device_index)->group("");
   cmd->add_option("--memory-type-index", state->child_args.memory_type)->group("");
+  // Worker mode: a warm process started by the probe itself with its control socket on fd 3.
+  cmd->add_flag("--worker", state->worker)->group("");
+  cmd->add_option("--warm", state->warm)->group("");
 
   return [state]() -> int {
     probe::ProbeOptions& opts = state->options;
+    if (state->worker) {
+      probe::WorkerArgs w;
+      w.role = state->child_args.role;
+      w.device_index = state->child_args.device_index;
+      for (const std::string& d : state->warm) {
+        w.warm_gl = w.warm_gl || d == "gl";
+        w.warm_cuda = w.warm_cuda || d == "cuda";
+      }
+      return probe::run_worker(w);
+    }
     for (const auto& [name, opt] : state->valued) {
       if (opt->count() == 0) continue;
       if (auto s = probe::parse_option(opts, name, state->text[name]); !s) {

@@ -28,6 +28,7 @@ json row_json(const RowResult& r) {
           {"soak", r.soak ? json{{"stale", r.soak->stale}, {"words", r.soak->words}, {"rounds", r.soak->rounds}} : json(nullptr)},
           {"last_step", {{"server", r.server_step}, {"client", r.client_step}}}};
   if (!r.measure.is_null()) j["measure"] = r.measure;
+  if (!r.worker_hygiene.is_null()) j["worker_hygiene"] = r.worker_hygiene;
   return j;
 }
 

@@ -1,12 +1,19 @@
 #include "vulkan/context.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include <fmt/format.h>
 
 #include "extmem/os/library.h"
 
 namespace extmem::vk {
+namespace {
+std::atomic<long> g_live_buffers{0};
+std::atomic<long> g_live_memories{0};
+}  // namespace
+
+LiveObjects live_objects() { return {g_live_buffers.load(), g_live_memories.load()}; }
 
 Result<std::shared_ptr<Instance>> Instance::create() {
   auto lib = open_loader();
@@ -92,8 +99,14 @@ void Buffer::reset() noexcept {
   if (device_ == nullptr) return;
   const DeviceFns& f = device_->fn();
   if (mapped != nullptr) f.vkUnmapMemory(device_->handle(), memory);
-  if (buffer != VK_NULL_HANDLE) f.vkDestroyBuffer(device_->handle(), buffer, nullptr);
-  if (memory != VK_NULL_HANDLE) f.vkFreeMemory(device_->handle(), memory, nullptr);
+  if (buffer != VK_NULL_HANDLE) {
+    f.vkDestroyBuffer(device_->handle(), buffer, nullptr);
+    --g_live_buffers;
+  }
+  if (memory != VK_NULL_HANDLE) {
+    f.vkFreeMemory(device_->handle(), memory, nullptr);
+    --g_live_memories;
+  }
   buffer = VK_NULL_HANDLE;
   memory = VK_NULL_HANDLE;
   mapped = nullptr;
@@ -222,6 +235,7 @@ Result<Buffer> Device::create_buffer(const AllocationRequest& req, AllocationFai
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VkResult r = fn_.vkCreateBuffer(device_, &bci, nullptr, &out.buffer);
   if (r != VK_SUCCESS) return fail(vk_error("vkCreateBuffer", r), false);
+  ++g_live_buffers;
 
   VkMemoryDedicatedRequirements dreq{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_REQUIREMENTS};
   VkMemoryRequirements2 mreq{VK_STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2};
@@ -275,6 +289,7 @@ Result<Buffer> Device::create_buffer(const AllocationRequest& req, AllocationFai
   ai.allocationSize = out.allocation_size;
   ai.memoryTypeIndex = out.memory_type_index;
   r = fn_.vkAllocateMemory(device_, &ai, nullptr, &out.memory);
+  if (r == VK_SUCCESS) ++g_live_memories;
   if (r != VK_SUCCESS) {
     out.memory = VK_NULL_HANDLE;
     return fail(vk_error("vkAllocateMemory", r,

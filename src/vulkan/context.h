@@ -91,6 +91,14 @@ struct AllocationFailure {
   bool memory_allocated = false;  ///< vkAllocateMemory succeeded (an imported fd now belongs to the driver)
 };
 
+/// Buffers and device memories created through Device::create_buffer and not yet
+/// released, in this process (the probe worker's per-route hygiene check).
+struct LiveObjects {
+  long buffers = 0;
+  long memories = 0;
+};
+LiveObjects live_objects();
+
 class Device {
  public:
   /// Creates a logical device on physical device `index` with one queue that

@@ -27,6 +27,8 @@ enum class MsgType : std::uint16_t {
   request = 3,  ///< peer -> peer: a request (payload: JSON)
   reply = 4,    ///< peer -> peer: the answer to a request (payload: JSON)
   data = 5,     ///< peer -> peer: raw bytes
+  job = 6,      ///< parent -> warm worker: run one route half (payload: JSON; fd: its peer socket)
+  done = 7,     ///< warm worker -> parent: the route half returned (payload: JSON exit code, hygiene)
 };
 
 inline constexpr std::uint32_t kFrameMagic = 0x464d5845;

@@ -53,6 +53,9 @@ struct RowResult {
   double seconds = 0;                     ///< wall time of the route, seconds; 0 when decided in phase A
   std::optional<SoakCount> soak;          ///< --soak counts, when the route soaked
   nlohmann::json measure;                 ///< --measure figures; null when not measured
+  /// Warm workers only: what each half left in its worker, {"server": ..., "client": ...}
+  /// (the per-route hygiene check); null with --isolate=route and for rows decided in phase A.
+  nlohmann::json worker_hygiene;
 };
 
 /// The whole run.

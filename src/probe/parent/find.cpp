@@ -1,5 +1,7 @@
 // extmem::probe::find(): phase A, the plan, the rows; nothing printed.
 #include <algorithm>
+#include <future>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -94,13 +96,10 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   auto memory_types = memory_type_plan(o.memory_type, dev);
   if (!memory_types) return std::move(memory_types).error();
 
-  f.phase_a.gles = gles::enumerate();
-  f.phase_a.cuda = cuda::enumerate();
-  if (callbacks.phase_a) callbacks.phase_a(f.phase_a);
-
   // One row per route, and per memory type for the rows whose exporter picks its
   // memory; the rows phase A can answer are decided here and start no process.
-  std::vector<PlannedRow> planned = plan_rows(o, *memory_types, PhaseAFacts{&dev, &f.phase_a.cuda});
+  // CUDA rows wait for the CUDA enumeration, which runs meanwhile.
+  std::vector<PlannedRow> planned = plan_rows(o, *memory_types, PhaseAFacts{&dev, nullptr});
   EngineOptions engine;
   engine.base.exe = o.self_exe;
   engine.base.device_index = *selected;
@@ -112,7 +111,24 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   engine.measure_repeats = o.measure_repeats;
   engine.jobs = o.measure || o.soak_s > 0 ? 1 : (o.jobs == 0 ? default_jobs() : o.jobs);
   engine.isolate_route = o.isolate == "route";
-  auto executed = execute_rows(planned, engine, [&](const RowResult& r) {
+  // EGL and CUDA start up on their own threads while the workers start theirs:
+  // driver start-up, not route work, is most of a run's time.
+  auto gles_future = std::async(std::launch::async, [] { return gles::enumerate(); });
+  auto cuda_future = std::async(std::launch::async, [] { return cuda::enumerate(); });
+  // Start the engine (its warm workers) now unless only CUDA rows are left open:
+  // those may all be decided by the CUDA enumeration, and then nothing is started.
+  const bool only_cuda_open = std::all_of(planned.begin(), planned.end(), [](const PlannedRow& r) {
+    return r.decided || r.route->needs.cuda;
+  });
+  std::optional<Engine> engine_run;
+  if (!only_cuda_open) engine_run.emplace(engine, planned);
+  f.phase_a.gles = gles_future.get();
+  f.phase_a.cuda = cuda_future.get();
+  redecide(planned, o, PhaseAFacts{&dev, &f.phase_a.cuda});
+  if (!engine_run) engine_run.emplace(engine, planned);
+  if (callbacks.phase_a) callbacks.phase_a(f.phase_a);
+
+  auto executed = engine_run->execute(planned, [&](const RowResult& r) {
     if (callbacks.row) callbacks.row(r);
   });
   if (!executed)

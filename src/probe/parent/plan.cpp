@@ -32,6 +32,8 @@ std::optional<Verdict> decided_in_phase_a(const RouteDef& route, const ProbeOpti
   if (route.needs.platform == Platform::android && !kAndroidBuild)
     return Verdict{RowStatus::skip, std::string(kAndroidOnlyReason)};
   if (auto why = filtered_out(route, o)) return Verdict{RowStatus::skip, *why};
+  // Not yet known: decided by redecide(), in this same order, once CUDA has enumerated.
+  if (route.needs.cuda && found.cuda == nullptr) return std::nullopt;
   if (route.needs.cuda && !*found.cuda && found.cuda->error().code == "no CUDA driver")
     return Verdict{RowStatus::skip, no_cuda_driver_reason(found.cuda->error())};
   for (std::string_view wanted : route.needs.extensions) {
@@ -39,6 +41,11 @@ std::optional<Verdict> decided_in_phase_a(const RouteDef& route, const ProbeOpti
       if (name == wanted && !present) return Verdict{RowStatus::unsupported, name + " not exposed by the device"};
   }
   return std::nullopt;
+}
+
+void redecide(std::vector<PlannedRow>& planned, const ProbeOptions& o, const PhaseAFacts& found) {
+  for (PlannedRow& row : planned)
+    if (!row.decided) row.decided = decided_in_phase_a(*row.route, o, found);
 }
 
 std::vector<PlannedRow> plan_rows(const ProbeOptions& o, const std::vector<int>& memory_types, const PhaseAFacts& found) {

@@ -19,7 +19,9 @@ namespace extmem::probe {
 /// What phase A found that decides rows: the selected Vulkan device and the CUDA enumeration.
 struct PhaseAFacts {
   const vk::DeviceInfo* device = nullptr;           ///< never null
-  const Result<cuda::Enumeration>* cuda = nullptr;  ///< never null
+  /// Null while CUDA is still enumerating: rows that need CUDA stay undecided
+  /// (beyond not built, platform and filters) until redecide() is given it.
+  const Result<cuda::Enumeration>* cuda = nullptr;
 };
 
 /// Why `route` is not run in this invocation because of --only, --only-GROUP or
@@ -36,6 +38,9 @@ std::optional<Verdict> decided_in_phase_a(const RouteDef& route, const ProbeOpti
 
 /// One PlannedRow per route in table order, and for a route whose exporter picks
 /// its memory, one per entry of `memory_types` (-1: the row itself; i: "<row>@mt<i>").
+/// Decides the rows `planned` left open now that `found` knows more (the CUDA enumeration).
+void redecide(std::vector<PlannedRow>& planned, const ProbeOptions& options, const PhaseAFacts& found);
+
 std::vector<PlannedRow> plan_rows(const ProbeOptions& options, const std::vector<int>& memory_types,
                                   const PhaseAFacts& found);
 

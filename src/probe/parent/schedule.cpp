@@ -3,42 +3,156 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "probe/parent/measure_row.h"
+#include "probe/parent/worker_pool.h"
 
 namespace extmem::probe {
 namespace {
 
-Result<RowResult> run_row(const PlannedRow& planned, const EngineOptions& o) {
-  RowResult r;
-  if (planned.decided) {
-    r.row = planned.row;
-    r.verdict = *planned.decided;
-    return r;
-  }
-  SuperviseParams p = o.base;
-  p.memory_type = planned.memory_type;
-  auto supervised = supervise(*planned.route, p);
-  if (!supervised) return std::move(supervised).error();
-  r = std::move(*supervised);
-  r.row = planned.row;
-  if (o.measure && has_round_trip(r)) {
-    // A second run that only measures, at --measure-size: the verdict above is already decided.
-    p.measure = true;
-    p.measure_repeats = o.measure_repeats;
-    p.layout.size = o.measure_size;
-    p.soak_s = 0;                                     // the verdict run soaked already
-    p.timeout_s = std::max(o.base.timeout_s, 300.0);  // 64 MiB through slow (uncached) memory takes a while
-    auto measuring = supervise(*planned.route, p);
-    if (!measuring) return std::move(measuring).error();
-    r.measure = row_measure(r, *measuring);
-  }
-  return r;
+constexpr int kAnyLane = -1;
+
+// Which lane a row must run on: GL rows on lane 0 and CUDA rows on lane 1 (0 with one lane),
+// so only those workers load those drivers; the rest go wherever a lane is free.
+int lane_for(const RouteDef& route, unsigned lanes) {
+  if (route.needs.gl) return 0;
+  if (route.needs.cuda) return lanes > 1 ? 1 : 0;
+  return kAnyLane;
 }
 
 }  // namespace
+
+struct Engine::State {
+  EngineOptions options;
+  unsigned lanes = 1;
+  std::vector<std::unique_ptr<Lane>> lane;  // empty with --isolate=route
+  Status started;                            // a worker that could not be started up front
+
+  // One verdict run (and with --measure the measuring run) of a planned row.
+  Result<RowResult> run_row(const PlannedRow& planned, unsigned lane_index) {
+    auto once = [&](const SuperviseParams& p) {
+      return lane.empty() ? supervise(*planned.route, p) : supervise_on_lane(*planned.route, p, *lane[lane_index]);
+    };
+    SuperviseParams p = options.base;
+    p.memory_type = planned.memory_type;
+    auto supervised = once(p);
+    if (!supervised) return std::move(supervised).error();
+    RowResult r = std::move(*supervised);
+    r.row = planned.row;
+    if (options.measure && has_round_trip(r)) {
+      // A second run that only measures, at --measure-size: the verdict above is already decided.
+      p.measure = true;
+      p.measure_repeats = options.measure_repeats;
+      p.layout.size = options.measure_size;
+      p.soak_s = 0;                                           // the verdict run soaked already
+      p.timeout_s = std::max(options.base.timeout_s, 300.0);  // 64 MiB through slow (uncached) memory takes a while
+      auto measuring = once(p);
+      if (!measuring) return std::move(measuring).error();
+      r.measure = row_measure(r, *measuring);
+    }
+    return r;
+  }
+};
+
+Engine::Engine(const EngineOptions& options, const std::vector<PlannedRow>& may_run) : state_(new State) {
+  State& s = *state_;
+  s.options = options;
+  std::size_t runnable = 0;
+  bool client = false, gl = false, cuda = false;
+  for (const PlannedRow& r : may_run) {
+    if (r.decided) continue;
+    ++runnable;
+    client = client || r.route->client.main != nullptr;
+    gl = gl || r.route->needs.gl;
+    cuda = cuda || r.route->needs.cuda;
+  }
+  s.lanes = static_cast<unsigned>(std::clamp<std::size_t>(runnable, 1, std::max(options.jobs, 1u)));
+  if (options.isolate_route || runnable == 0) return;
+  for (unsigned i = 0; i < s.lanes; ++i) {
+    WorkerWarmth warmth{gl && i == 0, cuda && i == (s.lanes > 1 ? 1u : 0u)};
+    s.lane.push_back(std::make_unique<Lane>(options.base.exe, options.base.device_index, warmth));
+    if (auto st = s.lane.back()->start(client); !st && s.started) s.started = std::move(st);
+  }
+}
+
+Engine::~Engine() {
+  // Every worker first sees its control socket close, so they wind down side by side.
+  for (auto& l : state_->lane) l->close();
+}
+
+Result<std::vector<RowResult>> Engine::execute(const std::vector<PlannedRow>& plan, const RowSink& sink) {
+  State& s = *state_;
+  if (!s.started) return s.started.error();
+  std::vector<std::optional<RowResult>> done(plan.size());
+  std::vector<bool> taken(plan.size(), false);
+  std::size_t next_to_emit = 0;
+  std::optional<Error> failure;
+  std::mutex m;
+
+  // Hands rows to the sink in plan order; called with `m` held.
+  auto emit_ready = [&] {
+    while (next_to_emit < plan.size() && done[next_to_emit]) {
+      if (sink) sink(*done[next_to_emit]);
+      ++next_to_emit;
+    }
+  };
+  {
+    std::lock_guard lock(m);
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      if (!plan[i].decided) continue;
+      RowResult r;
+      r.row = plan[i].row;
+      r.verdict = *plan[i].decided;
+      done[i] = std::move(r);
+      taken[i] = true;
+    }
+    emit_ready();
+  }
+  auto lane_loop = [&](unsigned lane_index) {
+    for (;;) {
+      std::size_t pick = plan.size();
+      {
+        std::lock_guard lock(m);
+        if (failure) return;
+        for (std::size_t i = 0; i < plan.size(); ++i) {
+          if (taken[i]) continue;
+          int want = lane_for(*plan[i].route, s.lanes);
+          if (want == kAnyLane || want == static_cast<int>(lane_index)) {
+            pick = i;
+            taken[i] = true;
+            break;
+          }
+        }
+      }
+      if (pick == plan.size()) return;
+      auto r = s.run_row(plan[pick], lane_index);
+      std::lock_guard lock(m);
+      if (!r) {
+        if (!failure) failure = std::move(r).error();
+        return;
+      }
+      done[pick] = std::move(*r);
+      emit_ready();
+    }
+  };
+  if (s.lanes == 1) {
+    lane_loop(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (unsigned i = 0; i < s.lanes; ++i) threads.emplace_back(lane_loop, i);
+    for (std::thread& t : threads) t.join();
+  }
+  if (failure) return std::move(*failure);
+  std::vector<RowResult> rows;
+  rows.reserve(plan.size());
+  for (auto& r : done) rows.push_back(std::move(*r));
+  return rows;
+}
 
 unsigned default_jobs() {
   unsigned jobs = kMaxDefaultJobs;
@@ -59,15 +173,8 @@ unsigned default_jobs() {
 
 Result<std::vector<RowResult>> execute_rows(const std::vector<PlannedRow>& plan, const EngineOptions& options,
                                             const RowSink& sink) {
-  std::vector<RowResult> rows;
-  rows.reserve(plan.size());
-  for (const PlannedRow& planned : plan) {
-    auto r = run_row(planned, options);
-    if (!r) return std::move(r).error();
-    if (sink) sink(*r);
-    rows.push_back(std::move(*r));
-  }
-  return rows;
+  Engine engine(options, plan);
+  return engine.execute(plan, sink);
 }
 
 }  // namespace extmem::probe

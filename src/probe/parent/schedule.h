@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,11 +44,34 @@ inline constexpr unsigned kMaxDefaultJobs = 4;
 /// Called once per row, in plan order, as soon as that row and every row before it are done.
 using RowSink = std::function<void(const RowResult&)>;
 
-/// Runs every planned row that is not `decided` and returns one RowResult per
-/// planned row, in plan order. With `measure`, a row that round-tripped is run a
-/// second time at measure_size; the verdict stays the first run's.
-/// Errors: supervise()'s (a child could not be started); rows already handed to
-/// `sink` stay handed.
+/// Runs the planned rows. Construct it as early as the options are known: with
+/// warm workers it starts them at once, so their driver start-up overlaps the
+/// rest of phase A.
+class Engine {
+ public:
+  /// `may_run`: the rows that may be run (decided rows may be left out), for how
+  /// many lanes to start and which drivers their workers open up front.
+  Engine(const EngineOptions& options, const std::vector<PlannedRow>& may_run);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Runs every planned row that is not `decided` and returns one RowResult per
+  /// planned row, in plan order; `sink` sees each in plan order as soon as it and
+  /// every row before it are done. With `measure`, a row that round-tripped is run
+  /// a second time at measure_size on the same lane; the verdict stays the first
+  /// run's. Up to `jobs` rows run at once; GL rows all go to lane 0 and CUDA rows to
+  /// lane 1 (or 0), so only those lanes' workers open those drivers.
+  /// Errors: a child or worker could not be started (os_error("posix_spawn") …);
+  /// rows already handed to `sink` stay handed.
+  Result<std::vector<RowResult>> execute(const std::vector<PlannedRow>& plan, const RowSink& sink);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+/// Engine(options, plan).execute(plan, sink).
 Result<std::vector<RowResult>> execute_rows(const std::vector<PlannedRow>& plan, const EngineOptions& options,
                                             const RowSink& sink);
 

@@ -1,4 +1,3 @@
-#include "extmem/os/clock.h"
 #include "probe/parent/supervise.h"
 
 #include <poll.h>
@@ -7,23 +6,156 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "extmem/os/child.h"
+#include "extmem/os/clock.h"
 #include "extmem/os/ipc.h"
+#include "probe/parent/worker_pool.h"
 #include "probe/route_report.h"
 
 namespace extmem::probe {
 namespace {
 
+// One half as the event loop sees it, whichever process runs it.
 struct Half {
   Role role;
-  os::ChildProcess child;
-  os::Channel reports;   // our end of its report socket
-  bool open = true;      // report socket not yet at EOF
+  const os::Channel* channel = nullptr;  // steps, the report, and (warm) the done frame
+  bool open = true;     // still running the route
   bool spawned = false;
+  bool warm = false;    // a worker: `done` ends the half, EOF means the worker died
+  bool died = false;    // warm: the control socket closed mid-route
   std::string last_step = "start";
   std::optional<os::ExitInfo> exit;
+  nlohmann::json hygiene;
 };
+
+struct Collected {
+  std::optional<RouteReport> report;
+  std::optional<std::string> fatal;
+  bool timed_out = false;
+};
+
+// Reads frames from the open halves until both have ended, the deadline passes or a
+// frame is malformed. Shared by both modes: the same input gives the same facts.
+Collected collect(std::array<Half, 2>& halves, double deadline) {
+  Collected c;
+  while ((halves[0].open || halves[1].open) && !c.fatal) {
+    std::array<pollfd, 2> fds{};
+    std::array<Half*, 2> which{};
+    nfds_t n = 0;
+    for (Half& h : halves) {
+      if (!h.open) continue;
+      fds[n] = {h.channel->fd(), POLLIN, 0};
+      which[n++] = &h;
+    }
+    const double left = deadline - os::monotonic_seconds();
+    if (left <= 0) {
+      c.timed_out = true;
+      break;
+    }
+    int r = ::poll(fds.data(), n, static_cast<int>(left * 1000) + 1);
+    if (r < 0 && errno != EINTR) {
+      c.fatal = fmt::format("parent: poll failed: {}", errno_code(errno));
+      break;
+    }
+    for (nfds_t i = 0; i < n && r > 0; ++i) {
+      if (fds[i].revents == 0) continue;
+      Half& h = *which[i];
+      auto frame = h.channel->recv(0);
+      if (!frame) {
+        const Error& e = frame.error();
+        if (e.kind == ErrorKind::timeout) continue;
+        if (e.kind == ErrorKind::protocol && e.detail == "peer closed the socket") {
+          h.open = false;
+          h.died = h.warm;
+        } else {
+          c.fatal = fmt::format("malformed message from {} after step \"{}\": {}", to_string(h.role), h.last_step,
+                                e.message());
+        }
+        continue;
+      }
+      if (frame->type == os::MsgType::step) {
+        h.last_step = frame->payload.substr(0, 200);
+      } else if (frame->type == os::MsgType::report) {
+        auto decoded = decode_report(frame->payload);
+        if (!decoded) {
+          c.fatal = fmt::format("malformed report from {}: {}", to_string(h.role), decoded.error().message());
+        } else if (!c.report) {
+          c.report = std::move(*decoded);
+        }
+      } else if (frame->type == os::MsgType::done && h.warm) {
+        auto done = nlohmann::json::parse(frame->payload, nullptr, false);
+        if (done.is_discarded() || !done.contains("exit_code") || !done["exit_code"].is_number_integer()) {
+          c.fatal = fmt::format("malformed done message from {} after step \"{}\"", to_string(h.role), h.last_step);
+        } else {
+          h.open = false;
+          h.exit = os::ExitInfo{true, done["exit_code"].get<int>(), false, 0};
+          h.hygiene = done.value("hygiene", nlohmann::json());
+        }
+      } else {
+        c.fatal = fmt::format("unexpected message type {} from {}", static_cast<int>(frame->type), to_string(h.role));
+      }
+    }
+  }
+  return c;
+}
+
+// The row from what was collected; `still_running` names the halves the timeout cut off.
+RowResult conclude(const RouteDef& route, const std::array<Half, 2>& halves, Collected& c,
+                   const SuperviseParams& params, const std::string& still_running, double start) {
+  RowResult result;
+  result.row = std::string(route.row);
+  result.server_step = halves[0].last_step;
+  result.client_step = halves[1].last_step;
+  result.seconds = os::monotonic_seconds() - start;
+
+  RouteFacts facts;
+  if (c.timed_out) {
+    facts.fatal = fmt::format("timeout after {:g} s in {}", params.timeout_s, still_running.empty() ? "route" : still_running);
+  } else if (c.fatal) {
+    facts.fatal = *c.fatal;
+  } else {
+    for (const Half& h : halves) {
+      if (h.exit && h.exit->signaled) {
+        facts.fatal = fmt::format("child died: {} in {}: {}", h.exit->describe(), to_string(h.role), h.last_step);
+        break;
+      }
+    }
+    if (!facts.fatal && !c.report) {
+      std::string exits;
+      for (const Half& h : halves)
+        if (h.spawned)
+          exits += fmt::format("{}{} {} after \"{}\"", exits.empty() ? "" : ", ", to_string(h.role),
+                               h.exit ? h.exit->describe() : "killed", h.last_step);
+      facts.fatal = "no report from the route (" + exits + ")";
+    }
+  }
+  if (facts.fatal) {
+    result.verdict = decide(facts, {});
+    if (c.report) result.legs = c.report->legs;
+    return result;
+  }
+  result.legs = c.report->legs;
+  result.detail = c.report->detail;
+  result.soak = c.report->facts.soak;
+  result.measure = c.report->measure;
+  for (const Half& h : halves) {
+    if (h.exit && h.exit->exited && h.exit->code != 0)
+      result.detail.push_back(fmt::format("{} exited with code {}", to_string(h.role), h.exit->code));
+  }
+  result.verdict = decide(c.report->facts, c.report->legs);
+  return result;
+}
+
+std::array<Half, 2> two_halves(const RouteDef& route) {
+  std::array<Half, 2> halves{Half{Role::server}, Half{Role::client}};
+  if (route.client.main == nullptr) {
+    halves[1].open = false;  // single-process route: no client half
+    halves[1].last_step = "none (single-process route)";
+  }
+  return halves;
+}
 
 std::vector<std::string> child_argv(const RouteDef& route, Role role, const SuperviseParams& p) {
   std::vector<std::string> argv = {p.exe, "probe", fmt::format("--child={}", route.row),
@@ -40,144 +172,115 @@ std::vector<std::string> child_argv(const RouteDef& route, Role role, const Supe
   return argv;
 }
 
+std::string job_payload(const RouteDef& route, const SuperviseParams& p) {
+  return nlohmann::json{{"row", route.row},
+                        {"size", p.layout.size},
+                        {"regions_at_end", p.layout.regions_at_end},
+                        {"soak_s", p.soak_s},
+                        {"measure", p.measure},
+                        {"measure_repeats", p.measure_repeats},
+                        {"memory_type", p.memory_type}}
+      .dump();
+}
+
 }  // namespace
 
 Result<RowResult> supervise(const RouteDef& route, const SuperviseParams& params) {
-  RowResult result;
-  result.row = std::string(route.row);
   const double start = os::monotonic_seconds();
-
   auto peer = os::Channel::pair();
   if (!peer) return std::move(peer).error();
-  std::array<Half, 2> halves{Half{Role::server, {}, {}}, Half{Role::client, {}, {}}};
-  if (route.client.main == nullptr) {
-    halves[1].open = false;  // single-process route: no client half
-    halves[1].last_step = "none (single-process route)";
-  }
-  for (Half& h : halves) {
+  std::array<Half, 2> halves = two_halves(route);
+  std::array<os::ChildProcess, 2> children;
+  std::array<os::Channel, 2> reports;
+  for (std::size_t i = 0; i < 2; ++i) {
+    Half& h = halves[i];
     if (!h.open) continue;
     auto rep = os::Channel::pair();
     if (!rep) return std::move(rep).error();
     int peer_end = h.role == Role::server ? peer->first.fd() : peer->second.fd();
     auto child = os::ChildProcess::spawn(params.exe, child_argv(route, h.role, params), {peer_end, rep->second.fd()});
     if (!child) return std::move(child).error();
-    h.child = std::move(*child);
+    children[i] = std::move(*child);
     h.spawned = true;
-    h.reports = std::move(rep->first);
+    reports[i] = std::move(rep->first);
+    h.channel = &reports[i];
     // rep->second (the child's end) closes here, so EOF on ours means the child is gone.
   }
   peer->first.owned_fd().reset();
   peer->second.owned_fd().reset();
 
-  std::optional<RouteReport> report;
-  std::optional<std::string> fatal;
-  bool timed_out = false;
-  const double deadline = start + params.timeout_s + params.soak_s;
-
-  while ((halves[0].open || halves[1].open) && !fatal) {
-    std::array<pollfd, 2> fds{};
-    std::array<Half*, 2> which{};
-    nfds_t n = 0;
-    for (Half& h : halves) {
-      if (!h.open) continue;
-      fds[n] = {h.reports.fd(), POLLIN, 0};
-      which[n++] = &h;
-    }
-    const double left = deadline - os::monotonic_seconds();
-    if (left <= 0) {
-      timed_out = true;
-      break;
-    }
-    int r = ::poll(fds.data(), n, static_cast<int>(left * 1000) + 1);
-    if (r < 0 && errno != EINTR) {
-      fatal = fmt::format("parent: poll failed: {}", errno_code(errno));
-      break;
-    }
-    for (nfds_t i = 0; i < n && r > 0; ++i) {
-      if (fds[i].revents == 0) continue;
-      Half& h = *which[i];
-      auto frame = h.reports.recv(0);
-      if (!frame) {
-        const Error& e = frame.error();
-        if (e.kind == ErrorKind::timeout) continue;
-        if (e.kind == ErrorKind::protocol && e.detail == "peer closed the socket") {
-          h.open = false;
-        } else {
-          fatal = fmt::format("malformed message from {} after step \"{}\": {}", to_string(h.role), h.last_step,
-                              e.message());
-        }
-        continue;
-      }
-      if (frame->type == os::MsgType::step) {
-        h.last_step = frame->payload.substr(0, 200);
-      } else if (frame->type == os::MsgType::report) {
-        auto decoded = decode_report(frame->payload);
-        if (!decoded) {
-          fatal = fmt::format("malformed report from {}: {}", to_string(h.role), decoded.error().message());
-        } else if (!report) {
-          report = std::move(*decoded);
-        }
-      } else {
-        fatal = fmt::format("unexpected message type {} from {}", static_cast<int>(frame->type), to_string(h.role));
-      }
-    }
-  }
+  Collected c = collect(halves, start + params.timeout_s + params.soak_s);
 
   // Reap: give halves that closed their sockets a moment to exit, then kill whatever is left.
   std::string still_running;
-  for (Half& h : halves) {
-    if (!timed_out && !fatal && !h.open) {
-      auto info = h.child.wait(2000);
+  for (std::size_t i = 0; i < 2; ++i) {
+    Half& h = halves[i];
+    if (!c.timed_out && !c.fatal && !h.open) {
+      auto info = children[i].wait(2000);
       if (info) {
         h.exit = *info;
         continue;
       }
     }
-    if (h.child.pid() > 0) {
+    if (children[i].pid() > 0) {
       if (h.open) still_running += fmt::format("{}{}: {}", still_running.empty() ? "" : "; ", to_string(h.role), h.last_step);
-      h.child.kill_and_reap();
+      children[i].kill_and_reap();
     }
   }
-  result.server_step = halves[0].last_step;
-  result.client_step = halves[1].last_step;
-  result.seconds = os::monotonic_seconds() - start;
+  return conclude(route, halves, c, params, still_running, start);
+}
 
-  RouteFacts facts;
-  if (timed_out) {
-    facts.fatal = fmt::format("timeout after {:g} s in {}", params.timeout_s, still_running.empty() ? "route" : still_running);
-  } else if (fatal) {
-    facts.fatal = *fatal;
-  } else {
-    for (const Half& h : halves) {
-      if (h.exit && h.exit->signaled) {
-        facts.fatal = fmt::format("child died: {} in {}: {}", h.exit->describe(), to_string(h.role), h.last_step);
-        break;
+Result<RowResult> supervise_on_lane(const RouteDef& route, const SuperviseParams& params, Lane& lane) {
+  const double start = os::monotonic_seconds();
+  std::array<Half, 2> halves = two_halves(route);
+  auto peer = os::Channel::pair();
+  if (!peer) return std::move(peer).error();
+  std::array<WorkerProcess*, 2> workers{};
+  const std::string job = job_payload(route, params);
+  for (std::size_t i = 0; i < 2; ++i) {
+    Half& h = halves[i];
+    if (!h.open) continue;
+    const int peer_end = h.role == Role::server ? peer->first.fd() : peer->second.fd();
+    // A worker that died while idle (killed from outside) fails the send: start another once.
+    for (int attempt = 0; attempt < 2 && workers[i] == nullptr; ++attempt) {
+      auto w = lane.worker(h.role);
+      if (!w) return std::move(w).error();
+      if ((*w)->control.send(os::MsgType::job, job, peer_end).ok()) {
+        workers[i] = *w;
+      } else {
+        lane.drop(h.role);
       }
     }
-    if (!facts.fatal && !report) {
-      std::string exits;
-      for (const Half& h : halves)
-        if (h.spawned)
-          exits += fmt::format("{}{} {} after \"{}\"", exits.empty() ? "" : ", ", to_string(h.role),
-                             h.exit ? h.exit->describe() : "killed", h.last_step);
-      facts.fatal = "no report from the route (" + exits + ")";
+    if (workers[i] == nullptr) return os_error("send the job to a new worker", EPIPE);
+    h.spawned = true;
+    h.warm = true;
+    h.channel = &workers[i]->control;
+  }
+  peer->first.owned_fd().reset();
+  peer->second.owned_fd().reset();
+
+  Collected c = collect(halves, start + params.timeout_s + params.soak_s);
+
+  std::string still_running;
+  for (std::size_t i = 0; i < 2; ++i) {
+    Half& h = halves[i];
+    if (workers[i] == nullptr) continue;
+    if (h.died) {
+      // The worker is gone mid-route: how it ended is the half's exit (a signal, exit(), ...).
+      auto info = workers[i]->child.wait(2000);
+      h.exit = info ? *info : workers[i]->child.kill_and_reap();
+      lane.drop(h.role);
+    } else if (c.timed_out || c.fatal) {
+      // Its route state is unknown (hung, or its peer broke the protocol): replace it.
+      if (h.open) still_running += fmt::format("{}{}: {}", still_running.empty() ? "" : "; ", to_string(h.role), h.last_step);
+      lane.drop(h.role);
     }
   }
-  if (facts.fatal) {
-    result.verdict = decide(facts, {});
-    if (report) result.legs = report->legs;
-    return result;
-  }
-  result.legs = report->legs;
-  result.detail = report->detail;
-  result.soak = report->facts.soak;
-  result.measure = report->measure;
-  for (const Half& h : halves) {
-    if (h.exit && h.exit->exited && h.exit->code != 0)
-      result.detail.push_back(fmt::format("{} exited with code {}", to_string(h.role), h.exit->code));
-  }
-  result.verdict = decide(report->facts, report->legs);
-  return result;
+  RowResult r = conclude(route, halves, c, params, still_running, start);
+  r.worker_hygiene = nlohmann::json::object();
+  for (const Half& h : halves)
+    if (!h.hygiene.is_null()) r.worker_hygiene[to_string(h.role)] = h.hygiene;
+  return r;
 }
 
 }  // namespace extmem::probe

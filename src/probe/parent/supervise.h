@@ -1,12 +1,17 @@
-// Runs one route as two child processes and turns what happens into a RowResult.
+// Runs one route's two halves and turns what happens into a RowResult: in fresh
+// child processes (--isolate=route), or on a lane of warm workers
+// (parent/worker_pool.h). Both modes share the event loop and the conclusion,
+// so a crash, hang or malformed message reads the same in either.
 #pragma once
 
 #include <string>
 
-#include "probe/routes.h"
 #include "probe/parent/row_result.h"
+#include "probe/routes.h"
 
 namespace extmem::probe {
+
+class Lane;
 
 struct SuperviseParams {
   std::string exe;              ///< binary to re-execute
@@ -19,12 +24,20 @@ struct SuperviseParams {
   int memory_type = -1;         ///< --memory-type-index to the halves; -1 = auto
 };
 
-/// Starts the server half and the client half (fd 3: the socket between
-/// them; fd 4: each one's report socket to us), collects step and report
-/// messages until both close their report sockets or the time runs out, and
-/// reaps both. Timeouts, signals, non-zero exits without a report and
+/// Starts the server half and the client half as fresh processes (fd 3: the
+/// socket between them; fd 4: each one's report socket to us), collects step and
+/// report messages until both close their report sockets or the time runs out,
+/// and reaps both. Timeouts, signals, non-zero exits without a report and
 /// malformed messages become FAIL with the half and its last step.
 /// Errors: only when a child cannot be started at all (os_error("posix_spawn")).
 Result<RowResult> supervise(const RouteDef& route, const SuperviseParams& params);
+
+/// The same on `lane`'s warm workers: each half gets a `job` with its end of a
+/// fresh peer socket; a half ends with its worker's `done` frame. A worker that
+/// dies, hangs or breaks the protocol is killed and removed from the lane (the
+/// next route starts a new one); a worker whose half ended normally stays.
+/// RowResult::worker_hygiene holds what each half left in its worker.
+/// Errors: a worker cannot be started (os_error("posix_spawn"), os_error("socketpair")).
+Result<RowResult> supervise_on_lane(const RouteDef& route, const SuperviseParams& params, Lane& lane);
 
 }  // namespace extmem::probe

@@ -8,6 +8,7 @@
 #include "extmem/core/pattern.h"
 #include "extmem/vulkan/enumerate.h"
 #include "probe/routes.h"
+#include "probe/worker/drivers.h"
 #include "probe/worker/route_util.h"
 
 namespace extmem::probe {
@@ -57,11 +58,10 @@ std::optional<CudaSide> open_cuda(ChildContext& ctx, RouteFacts& facts, const st
 }
 
 Result<std::string> selected_vulkan_uuid(const ChildContext& ctx) {
-  auto e = vk::enumerate();
-  if (!e) return std::move(e).error();
-  const std::uint32_t i = ctx.params().device_index;
-  if (i >= e->devices.size()) return Error{"select the Vulkan device", ErrorKind::invalid_argument, {}, "no such index"};
-  return e->devices[i].device_uuid;
+  // The kept device (drivers.h) instead of a fresh enumeration: a second Vulkan instance per route costs more than the route.
+  auto dev = drivers::vulkan_device(ctx.params().device_index, {});
+  if (!dev) return std::move(dev).error();
+  return (*dev)->device_uuid();
 }
 
 void cuda_read_region(ChildContext& ctx, const CudaSide& side, CUdeviceptr base, Region region, Leg& leg) {

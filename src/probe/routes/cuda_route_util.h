@@ -32,7 +32,7 @@ struct CudaSide {
 std::optional<CudaSide> open_cuda(ChildContext& ctx, RouteFacts& facts, const std::string& vulkan_uuid,
                                   std::size_t staging_bytes);
 
-/// deviceUUID (hex) of the Vulkan device the run selected. Errors: vk::enumerate()'s;
+/// deviceUUID (hex) of the Vulkan device the run selected. Errors: drivers::vulkan_device()'s.
 /// invalid_argument when the index is out of range.
 Result<std::string> selected_vulkan_uuid(const ChildContext& ctx);
 

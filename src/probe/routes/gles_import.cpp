@@ -1,6 +1,6 @@
 #include "probe/routes/gles_import.h"
 
-#include "probe/worker/import_dup.h"
+#include <atomic>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,11 +11,20 @@
 
 #include "extmem/core/pattern.h"
 #include "probe/worker/gpu_access.h"
+#include "probe/worker/import_dup.h"
 #include "probe/worker/route_util.h"
 
 namespace extmem::probe {
 
+namespace {
+std::atomic<long> g_live_shared_buffers{0};
+}  // namespace
+
+GlSharedBuffer::GlSharedBuffer(const gles::EglContext& ctx) : ctx_(ctx) { ++g_live_shared_buffers; }
+long GlSharedBuffer::live() { return g_live_shared_buffers.load(); }
+
 GlSharedBuffer::~GlSharedBuffer() {
+  --g_live_shared_buffers;
   const gles::GlFns& gl = ctx_.gl();
   if (buffer != 0) {
     if (map != nullptr) {

@@ -19,8 +19,10 @@ namespace extmem::probe {
 /// then the memory object. `map` is the persistent mapping, or null.
 class GlSharedBuffer {
  public:
-  explicit GlSharedBuffer(const gles::EglContext& ctx) : ctx_(ctx) {}
+  explicit GlSharedBuffer(const gles::EglContext& ctx);
   ~GlSharedBuffer();
+  /// How many exist in this process (the worker's per-route hygiene check).
+  static long live();
   GlSharedBuffer(const GlSharedBuffer&) = delete;
   GlSharedBuffer& operator=(const GlSharedBuffer&) = delete;
 

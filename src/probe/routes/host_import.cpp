@@ -9,7 +9,7 @@
 
 namespace extmem::probe {
 
-std::unique_ptr<vk::Device> open_host_import_device(ChildContext& ctx, RouteReport& rep) {
+std::shared_ptr<vk::Device> open_host_import_device(ChildContext& ctx, RouteReport& rep) {
   auto dev = open_device(ctx, {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME});
   if (!dev) {
     (dev.error().kind == ErrorKind::unsupported ? rep.facts.unsupported : rep.facts.fatal) = "server: " + why_of(dev.error());

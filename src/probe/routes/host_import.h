@@ -21,7 +21,7 @@ std::optional<vk::Buffer> import_host_pointer(const vk::Device& device, void* ho
 /// Opens the device with VK_EXT_external_memory_host for a T3 route. On
 /// failure sets rep.facts (UNSUPPORTED when the extension or device is absent,
 /// else FAIL) and returns null; on success notes minImportedHostPointerAlignment.
-std::unique_ptr<vk::Device> open_host_import_device(ChildContext& ctx, RouteReport& rep);
+std::shared_ptr<vk::Device> open_host_import_device(ChildContext& ctx, RouteReport& rep);
 
 /// The alignment a host-pointer import needs: minImportedHostPointerAlignment, at least a page.
 std::size_t host_import_alignment(const vk::Device& device);

@@ -53,7 +53,7 @@ int client(ChildContext& ctx, const HandleKind& h) {
 
   // (b) the fd imported into our own Vulkan device.
   vki.attempted = true;
-  std::unique_ptr<vk::Device> dev;
+  std::shared_ptr<vk::Device> dev;
   vk::Buffer buf;
   if (auto d = open_device(ctx, export_extensions(h)); !d) {
     fail_leg(vki, d.error());

@@ -10,6 +10,7 @@
 #include "extmem/gles/enumerate.h"
 #include "probe/routes/gles_import.h"
 #include "probe/routes/gles_measure.h"
+#include "probe/worker/drivers.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
@@ -35,11 +36,11 @@ struct Checker {
 // Opens GL, walks the ladder, and runs both GL legs. `region` is F (same-proc) or D (cross-proc).
 void run_gl_legs(ChildContext& ctx, int fd, const nlohmann::json& info, Region region, const Checker& check,
                  RouteReport& rep, Leg& glmap, Leg& glgpu, std::unique_ptr<GlSharedBuffer>& keep,
-                 std::unique_ptr<gles::EglContext>& egl) {
+                 std::shared_ptr<gles::EglContext>& egl) {
   const Layout& layout = ctx.layout();
   glmap.attempted = true;
   ctx.step("create EGL context");
-  auto created = gles::EglContext::create();
+  auto created = drivers::egl_context();
   if (!created) {
     (created.error().kind == ErrorKind::unsupported ? rep.facts.unsupported : rep.facts.fatal) = why_of(created.error());
     return;
@@ -130,7 +131,7 @@ int same_proc(ChildContext& ctx) {
   Exported& ex = std::get<Exported>(exported);
   std::span<std::byte> vk_view(ex.buffer.mapped, layout.size);
   Checker local{[&](Region r, Leg& leg, std::optional<std::uint64_t> seed) { confirm_local(vk_view, layout, r, leg, seed); }};
-  std::unique_ptr<gles::EglContext> egl;
+  std::shared_ptr<gles::EglContext> egl;
   std::unique_ptr<GlSharedBuffer> shared;
   run_gl_legs(ctx, ex.fd.get(), ex.info(), Region::F, local, rep, glmap, glgpu, shared, egl);
   if (shared && shared->map != nullptr && glmap.read_ok && glmap.write_ok) {
@@ -158,7 +159,7 @@ int cross_proc_client(ChildContext& ctx) {
   auto setup = await_setup(ctx, rep, "the server's export");
   if (!setup) return 0;
   Checker remote{[&](Region r, Leg& leg, std::optional<std::uint64_t> seed) { confirm_remote(ctx, r, leg, seed); }};
-  std::unique_ptr<gles::EglContext> egl;
+  std::shared_ptr<gles::EglContext> egl;
   std::unique_ptr<GlSharedBuffer> shared;
   run_gl_legs(ctx, setup->fd.get(), setup->info, Region::D, remote, rep, glmap, glgpu, shared, egl);
   if (shared && shared->map != nullptr) alias_leg(ctx, std::span<std::byte>(shared->map, ctx.layout().size), glmap);

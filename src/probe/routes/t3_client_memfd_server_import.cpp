@@ -28,7 +28,7 @@ int server(ChildContext& ctx) {
   };
   auto setup = await_setup(ctx, rep, "the client's memfd");
   if (!setup) return 0;
-  std::unique_ptr<vk::Device> dev = open_host_import_device(ctx, rep);
+  std::shared_ptr<vk::Device> dev = open_host_import_device(ctx, rep);
   if (!dev) return finish();
   const std::size_t align = host_import_alignment(*dev);
   const std::size_t import_bytes = layout.size / align * align;  // the client's memfd is only page-granular

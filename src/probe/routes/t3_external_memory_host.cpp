@@ -29,7 +29,7 @@ int server(ChildContext& ctx) {
     ctx.report(rep);
     return 0;
   };
-  std::unique_ptr<vk::Device> dev = open_host_import_device(ctx, rep);
+  std::shared_ptr<vk::Device> dev = open_host_import_device(ctx, rep);
   if (!dev) return stop_before_setup();
   const std::size_t align = host_import_alignment(*dev);
   const std::size_t bytes = (layout.size + align - 1) / align * align;

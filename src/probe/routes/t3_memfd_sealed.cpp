@@ -202,7 +202,7 @@ extern const RouteDef kT3MemfdSealed{
     .group = "t3",
     .needs = {},
     .legs = kLegs,
-    .server = {"creates and seals a memfd, serves", server},
-    .client = {"maps the sealed memfd and drives the checks", client}};
+    .server = {"maps the received sealed memfds and drives the checks", server},
+    .client = {"creates and seals two memfds, serves", client}};
 
 }  // namespace extmem::probe

@@ -35,7 +35,7 @@ std::optional<std::string> missing_extension(const vk::Device& device, const Han
 
 /// A live export: the device, the mapped buffer (region A written) and the fd (owned here).
 struct Exported {
-  std::unique_ptr<vk::Device> device;
+  std::shared_ptr<vk::Device> device;
   vk::Buffer buffer;
   os::UniqueFd fd;
   std::size_t fd_size = 0;  ///< bytes, fstat/lseek of the exported fd; 0 when it has no size (ESPIPE)

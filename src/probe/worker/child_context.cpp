@@ -1,5 +1,6 @@
 #include "probe/worker/child_context.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -54,7 +55,8 @@ bool ChildContext::test_fault(std::string_view step, std::string_view action) co
 // EXTMEM_TEST_FAULT=ROW:ROLE:STEP-SUBSTRING:ACTION makes this child misbehave
 // when it reaches a step whose name contains STEP-SUBSTRING. ACTION is one of
 // hang, abort, segv, exit, garbage (a frame with a bad magic), truncate (a frame
-// shorter than its header says), badreport (a report that is not JSON). The
+// shorter than its header says), badreport (a report that is not JSON), leakfd
+// (opens /dev/null and never closes it: the warm worker's hygiene check must name it). The
 // routes themselves honour closefd (the exported fd is closed before its sanity
 // check), nosealing (the sealed memfd is created without MFD_ALLOW_SEALING) and
 // corrupt (a CUDA row's reader overwrites one word of the peer-written region
@@ -78,6 +80,8 @@ void ChildContext::apply_fault(std::string_view step) {
     (void)::send(parent_.fd(), header, sizeof header, MSG_NOSIGNAL);
   } else if (action == "badreport") {
     (void)parent_.send(os::MsgType::report, "{\"legs\": 12");
+  } else if (action == "leakfd") {
+    (void)::open("/dev/null", O_RDONLY | O_CLOEXEC);  // left open on purpose: the worker hygiene check must see it
   }
 }
 

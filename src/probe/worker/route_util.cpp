@@ -1,5 +1,6 @@
 #include "probe/worker/route_util.h"
 
+#include "probe/worker/drivers.h"
 #include "probe/worker/measure.h"
 
 #include <fmt/format.h>
@@ -41,12 +42,12 @@ std::optional<Setup> await_setup(ChildContext& ctx, RouteReport& rep, const std:
   return std::nullopt;
 }
 
-Result<std::unique_ptr<vk::Device>> open_device(ChildContext& ctx, const std::vector<std::string>& wanted) {
+Result<std::shared_ptr<vk::Device>> open_device(ChildContext& ctx, const std::vector<std::string>& wanted) {
+  // Both steps are told even when the device is kept, so a fault hook or a hang
+  // names the same step whether the process is fresh or warm.
   ctx.step("create Vulkan instance");
-  auto instance = vk::Instance::create();
-  if (!instance) return std::move(instance).error();
   ctx.step("create Vulkan device");
-  return vk::Device::create(*instance, ctx.params().device_index, wanted);
+  return drivers::vulkan_device(ctx.params().device_index, wanted);
 }
 
 void read_local(std::span<const std::byte> view, const Layout& layout, Region region, Leg& leg) {

@@ -24,8 +24,11 @@ std::string why_of(const Error& error);
 /// rep.facts, sends the report and returns nullopt (the route is over).
 std::optional<Setup> await_setup(ChildContext& ctx, RouteReport& rep, const std::string& what);
 
-/// Opens the selected Vulkan device with `wanted` extensions (steps reported).
-Result<std::unique_ptr<vk::Device>> open_device(ChildContext& ctx, const std::vector<std::string>& wanted);
+/// The selected Vulkan device with `wanted` extensions enabled where present (steps
+/// "create Vulkan instance" and "create Vulkan device" reported, also when the
+/// process kept it from an earlier route: drivers::vulkan_device()). Shared: the
+/// caller must release every object it made on it before the route ends.
+Result<std::shared_ptr<vk::Device>> open_device(ChildContext& ctx, const std::vector<std::string>& wanted);
 
 /// Compares `region` of a local view with its pattern: sets leg.attempted and
 /// leg.read_ok, and on a mismatch notes where the payload was found.

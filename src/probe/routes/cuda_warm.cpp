@@ -1,0 +1,26 @@
+// drivers::keep_cuda_warm (worker/drivers.h): here because only the cuda_* files see cuda.h.
+#include "probe/worker/drivers.h"
+
+#ifdef EXTMEM_HAVE_CUDA
+#include "cuda/api.h"
+#include "cuda/loader.h"
+#endif
+
+namespace extmem::probe::drivers {
+
+void keep_cuda_warm([[maybe_unused]] const std::string& vulkan_uuid) {
+#ifdef EXTMEM_HAVE_CUDA
+  static std::shared_ptr<const cuda::Api> api;
+  static std::unique_ptr<cuda::PrimaryContext> context;
+  if (context) return;
+  auto loaded = cuda::load();
+  if (!loaded) return;
+  api = std::move(*loaded);
+  auto dev = cuda::device_for_vulkan_uuid(*api, vulkan_uuid);
+  if (!dev) return;
+  auto pc = cuda::PrimaryContext::retain(api, *dev);
+  if (pc) context = std::move(*pc);
+#endif
+}
+
+}  // namespace extmem::probe::drivers

@@ -1,0 +1,140 @@
+#include "probe/worker/worker_main.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "extmem/os/ipc.h"
+#include "extmem/probe/probe.h"
+#include "probe/routes.h"
+#include "probe/worker/child_context.h"
+#include "probe/worker/drivers.h"
+#include "probe/worker/measure.h"
+
+namespace extmem::probe {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kControlFd = 3;
+
+json fd_table() {
+  json fds = json::object();
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return fds;
+  const int own = ::dirfd(dir);
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    const int fd = std::atoi(e->d_name);
+    if (fd == own) continue;
+    char target[512];
+    const std::string link = std::string("/proc/self/fd/") + e->d_name;
+    ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+    fds[e->d_name] = n > 0 ? std::string(target, static_cast<std::size_t>(n)) : std::string("?");
+  }
+  ::closedir(dir);
+  return fds;
+}
+
+// The job's parameters, or an error text naming the field.
+std::optional<ChildParams> job_params(const json& j, Role role, std::uint32_t device_index, std::string& why) {
+  try {
+    ChildParams p;
+    p.row = j.at("row").get<std::string>();
+    p.role = role;
+    p.device_index = device_index;
+    p.layout = Layout{j.at("size").get<std::size_t>(), j.at("regions_at_end").get<bool>()};
+    p.soak_s = j.at("soak_s").get<double>();
+    p.memory_type = j.at("memory_type").get<int>();
+    return p;
+  } catch (const json::exception& e) {
+    why = e.what();
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+HygieneSnapshot HygieneSnapshot::take() {
+  HygieneSnapshot s;
+  s.fds_ = fd_table();
+  drivers::LiveObjects l = drivers::live_objects();
+  s.live_ = {{"vk_buffers", l.vk_buffers}, {"vk_memories", l.vk_memories}, {"gl_shared_buffers", l.gl_buffers}};
+  return s;
+}
+
+json HygieneSnapshot::compare_to(const HygieneSnapshot& later) const {
+  json left_open = json::array(), closed = json::array(), live = json::object();
+  for (const auto& [fd, target] : later.fds_.items())
+    if (!fds_.contains(fd) || fds_.at(fd) != target) left_open.push_back(fd + " -> " + target.get<std::string>());
+  for (const auto& [fd, target] : fds_.items())
+    if (!later.fds_.contains(fd) || later.fds_.at(fd) != target) closed.push_back(fd + " -> " + target.get<std::string>());
+  for (const auto& [name, count] : later.live_.items())
+    if (count != live_.at(name)) live[name] = count.get<long>() - live_.at(name).get<long>();
+  const bool clean = left_open.empty() && closed.empty() && live.empty();
+  json out = {{"clean", clean}, {"fds", fds_.size()}};
+  if (!clean) out.update({{"left_open", left_open}, {"closed", closed}, {"live_delta", live}});
+  return out;
+}
+
+int run_worker(const WorkerArgs& a) {
+  if (a.role != "server" && a.role != "client") {
+    std::fprintf(stderr, "extmem probe --worker: unknown role \"%s\" (server or client)\n", a.role.c_str());
+    return kExitUsage;
+  }
+  struct stat st {};
+  if (::fstat(kControlFd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    std::fprintf(stderr, "extmem probe --worker: fd 3 is not a socket; worker mode is started by extmem probe itself\n");
+    return kExitUsage;
+  }
+  ::fcntl(kControlFd, F_SETFD, FD_CLOEXEC);
+  ::prctl(PR_SET_NAME, a.role == "server" ? "extmem-server" : "extmem-client");
+  const Role role = a.role == "server" ? Role::server : Role::client;
+  os::Channel control{os::UniqueFd(kControlFd)};
+
+  // Warm-up, while the parent finishes phase A. Failures are kept by drivers.h
+  // and met by the first route that needs the driver, as in a fresh child.
+  auto device = drivers::vulkan_device(a.device_index, {});
+  if (a.warm_gl) (void)drivers::egl_context();
+  if (a.warm_cuda && device) drivers::keep_cuda_warm((*device)->device_uuid());
+
+  for (;;) {
+    // Idle state: what every route must leave behind (its peer socket arrives with the job).
+    const HygieneSnapshot before = HygieneSnapshot::take();
+    auto frame = control.recv(-1);
+    if (!frame) return 0;  // the parent closed the control socket (or is gone): the run is over
+    std::string why;
+    json job = json::parse(frame->payload, nullptr, false);
+    std::optional<ChildParams> params;
+    if (frame->type != os::MsgType::job || !frame->fd.valid() || job.is_discarded())
+      why = "expected a job frame with a JSON payload and the peer socket";
+    else
+      params = job_params(job, role, a.device_index, why);
+    const RouteDef* route = params ? find_route(params->row) : nullptr;
+    if (params && (route == nullptr || route->server.main == nullptr ||
+                   (role == Role::client && route->client.main == nullptr)))
+      why = "no " + std::string(to_string(role)) + " half for row \"" + params->row + "\"";
+    if (!why.empty()) {
+      std::fprintf(stderr, "extmem probe --worker: %s\n", why.c_str());
+      return kExitUsage;
+    }
+
+    int code = 0;
+    {
+      os::UniqueFd report(::fcntl(kControlFd, F_DUPFD_CLOEXEC, 0));
+      if (job.value("measure", false)) measure::enable(job.value("measure_repeats", 5u));
+      ChildContext ctx(*params, os::Channel(std::move(frame->fd)), os::Channel(std::move(report)));
+      code = role == Role::server ? route->server.main(ctx) : route->client.main(ctx);
+      measure::disable();
+    }  // the half's peer socket and report channel close here, as a fresh child's would at exit
+    json hygiene = before.compare_to(HygieneSnapshot::take());
+    hygiene["pid"] = ::getpid();  // tells a replaced worker from the one before
+    if (!control.send(os::MsgType::done, json{{"exit_code", code}, {"hygiene", hygiene}}.dump()).ok()) return 0;
+  }
+}
+
+}  // namespace extmem::probe

@@ -1,0 +1,45 @@
+// Worker mode: a warm process that runs one route half after another
+// (`extmem probe --worker --role=...`, started by the parent's worker pool).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace extmem::probe {
+
+struct WorkerArgs {
+  std::string role;               ///< "server" or "client": the half of every route it runs
+  std::uint32_t device_index = 0; ///< the Vulkan device the run selected
+  bool warm_gl = false;           ///< create the EGL context before the first job
+  bool warm_cuda = false;         ///< load CUDA and retain the primary context before the first job
+};
+
+/// Runs the worker: fd 3 is its control socket (SOCK_SEQPACKET) to the parent.
+/// Opens the drivers once (the Vulkan device always; EGL and CUDA when asked),
+/// then for each `job` frame — JSON {row, size, regions_at_end, soak_s, measure,
+/// measure_repeats, memory_type} with the route's peer socket as its fd — runs
+/// that route half with the job's peer socket as fd 3 would be in child mode and
+/// a dup of the control socket as its report channel, then sends a `done` frame:
+/// {"exit_code": N, "hygiene": worker_hygiene()} once the half's sockets are
+/// closed. A route half that calls exit() or dies takes the worker with it; the
+/// parent sees the control socket close and replaces it. Returns 0 when the
+/// parent closes the control socket, 2 for bad arguments or a malformed job.
+int run_worker(const WorkerArgs& args);
+
+/// What a route left behind in this process, comparing two snapshots: fds
+/// opened and not closed (number and readlink target), fds closed that were
+/// open before, and the change in live Vulkan buffers/memories and GL shared
+/// buffers. {"clean": true} when nothing changed.
+class HygieneSnapshot {
+ public:
+  static HygieneSnapshot take();
+  nlohmann::json compare_to(const HygieneSnapshot& later) const;
+
+ private:
+  nlohmann::json fds_;    // fd number (string) -> target
+  nlohmann::json live_;   // counter name -> count
+};
+
+}  // namespace extmem::probe
