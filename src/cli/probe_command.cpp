@@ -57,12 +57,13 @@ Runner add_probe(CLI::App& app) {
   // so a refusal is in the library's words whether the text is not a number or
   // out of range (validate()); CLI11's own conversions would wrap "-4096" around
   // and say only "could not convert" for "abc".
-  auto valued = [&](const std::string& name, const std::string& help, const std::string& shown_default) {
-    CLI::Option* opt = cmd->add_option(name, state->text[name], help);
+  auto valued = [&](const std::string& name, const std::string& type, const std::string& help,
+                    const std::string& shown_default) {
+    CLI::Option* opt = cmd->add_option(name, state->text[name], help)->type_name(type);
     if (!shown_default.empty()) opt->default_str(shown_default);
     state->valued.emplace_back(name, opt);
   };
-  valued("--size", "Shared allocation in bytes: a multiple of 4096, at least 32768, fitting the heap", "65536");
+  valued("--size", "BYTES", "Shared allocation in bytes: a multiple of 4096, at least 32768, fitting the heap", "65536");
   cmd->add_flag("--regions-at-end", o.regions_at_end, "Place the 4 KiB verification regions in the last 32 KiB");
   cmd->add_option("--only", state->only, "Run only these rows (comma-separated row names)")->delimiter(',');
   // The group flags come from the route table's groups: --only-GROUP for each, --no-GROUP where excludable.
@@ -73,19 +74,19 @@ Runner add_probe(CLI::App& app) {
   for (std::size_t i = 0; i < state->groups.size(); ++i)
     if (state->groups[i].excludable)
       cmd->add_flag("--no-" + state->groups[i].name, state->no_group[i], "Skip " + state->groups[i].rows);
-  valued("--timeout", "Per-route limit in seconds (0 < T <= 3600)", "60");
-  valued("--soak", "Repeat each OK route's round trip this many seconds, counting stale words", "");
+  valued("--timeout", "SECONDS", "Per-route limit in seconds (0 < T <= 3600)", "60");
+  valued("--soak", "SECONDS", "Repeat each OK route's round trip this many seconds, counting stale words", "");
   cmd->add_flag("--measure", o.measure,
                 "Per round-tripped leg: CPU and GPU bandwidth vs private/device-local memory, export/import/map latency");
-  valued("--measure-size", "Bytes of the measured allocation: a multiple of 4096, 1 MiB to 1 GiB", "67108864");
-  valued("--measure-repeats", "Samples per figure (1..100); the median and min/max are reported", "7");
-  valued("--memory-type",
+  valued("--measure-size", "BYTES", "Bytes of the measured allocation: a multiple of 4096, 1 MiB to 1 GiB", "67108864");
+  valued("--measure-repeats", "N", "Samples per figure (1..100); the median and min/max are reported", "7");
+  valued("--memory-type", "auto|all|INDEX",
          "Memory type the exporting rows allocate from: auto, all (one row per HOST_VISIBLE type), or INDEX", "auto");
-  valued("--junit", "Write one JUnit testcase per row to FILE", "");
-  valued("--json", "Write the whole run as JSON (schema docs/probe-result.schema.json)", "");
-  valued("--device", "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)", "");
-  valued("--jobs", "Routes run side by side, 1..64 (default: from the cores and memory available)", "");
-  valued("--isolate", "route: fresh processes for every route; none: warm workers (default)", "none");
+  valued("--junit", "FILE", "Write one JUnit testcase per row to FILE", "");
+  valued("--json", "FILE", "Write the whole run as JSON (schema docs/probe-result.schema.json)", "");
+  valued("--device", "DEVICE", "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)", "");
+  valued("--jobs", "N", "Routes run side by side, 1..64; 0 or absent: from the cores and memory available", "");
+  valued("--isolate", "none|route", "route: fresh processes for every route; none: warm workers (default)", "none");
   cmd->add_flag("--list-devices", o.list_devices, "List the Vulkan physical devices and exit");
   cmd->add_option("--list-routes", state->list_routes)->group("");
   // Child mode: started by the probe itself with its sockets on fds 3 and 4.
