@@ -366,7 +366,9 @@ TEST_F(ProbeIntegration, DefaultRunT3RowsOk) {
 
 // The T0 (Android-only) rows SKIP on Linux, each with a reason.
 TEST_F(ProbeIntegration, DefaultRunT0RowsSkipWithReason) {
-  for (const char* row : {"T0-ahb-blob-transfer", "T0S-sustained-lock"}) {
+  for (const extmem::probe::RouteInfo& route : extmem::probe::routes()) {
+    if (route.platform != "android") continue;
+    const std::string& row = route.row;
     std::string line = result_line(default_run().out, row);
     EXPECT_EQ(status_of(default_run().out, row), "SKIP") << line;
     EXPECT_NE(why_of(line).find("Android"), std::string::npos) << "no reason: " << line;

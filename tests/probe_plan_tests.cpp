@@ -53,7 +53,9 @@ TEST(ProbePlan, NoCudaDriverIsSkipOnceKnown) {
   auto plan = probe::plan_rows({}, {-1}, probe::PhaseAFacts{&dev, nullptr});
   EXPECT_FALSE(row(plan, "T1-cuda-vmm-fd").decided);  // CUDA still enumerating: not decided yet
   probe::redecide(plan, {}, probe::PhaseAFacts{&dev, &kNoDriver});
-  for (const char* name : {"T1-opaque-fd-cuda", "T1-cuda-vmm-fd", "T3-cuda-host-register"}) {
+  for (const probe::RouteDef& route : probe::route_table()) {
+    if (!route.needs.cuda) continue;
+    const std::string name(route.row);
     const auto& r = row(plan, name);
     ASSERT_TRUE(r.decided) << name;
     EXPECT_EQ(r.decided->status, RowStatus::skip) << name;
