@@ -98,7 +98,7 @@ Frame recv_ok(const Channel& ch) {
 }
 
 constexpr std::array kAllTypes = {MsgType::step, MsgType::report,  MsgType::request, MsgType::reply,
-                                  MsgType::data, MsgType::job, MsgType::done};
+                                  MsgType::data, MsgType::job, MsgType::done, MsgType::findings};
 
 // ---------------------------------------------------------------- round trips
 
@@ -292,9 +292,9 @@ TEST(IpcHeader, RejectsUnknownVersion) {
   }
 }
 
-// Types outside 1..7 are rejected (0, 8, 0xffff), while 1..7 are accepted.
+// Types outside 1..8 are rejected (0, 9, 0xffff), while 1..8 are accepted.
 TEST(IpcHeader, RejectsUnknownType) {
-  for (std::uint16_t t : {std::uint16_t{0}, std::uint16_t{8}, std::uint16_t{0xffff}}) {
+  for (std::uint16_t t : {std::uint16_t{0}, std::uint16_t{9}, std::uint16_t{0xffff}}) {
     SCOPED_TRACE(t);
     expect_decode_error(raw_frame(kFrameMagic, kFrameVersion, t, 0, 0, 0), 0);
   }

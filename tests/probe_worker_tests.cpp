@@ -80,6 +80,16 @@ TEST(ProbeWorkers, DefaultAndIsolateRouteAgreeOnEveryRow) {
   EXPECT_EQ(answers(warm.doc).size(), 13u);
 }
 
+// Phase A as the warm worker sends it (the parent loads no driver) reads the same as
+// phase A found in the parent itself (--isolate=route): Vulkan, EGL/GLES and CUDA.
+TEST(ProbeWorkers, PhaseAFromTheWorkerEqualsPhaseAInTheParent) {
+  ProbeRun warm = probe("--only=T3-memfd-cross-process"), isolated = probe("--only=T3-memfd-cross-process --isolate=route");
+  ASSERT_FALSE(warm.doc.is_discarded()) << warm.out;
+  ASSERT_FALSE(isolated.doc.is_discarded()) << isolated.out;
+  for (const char* part : {"vulkan", "gles", "cuda"}) EXPECT_EQ(warm.doc[part], isolated.doc[part]) << part;
+  EXPECT_FALSE(warm.doc["vulkan"]["devices"].empty());
+}
+
 // Under the fault hooks — a hang, an abort, a crash, an exit, a malformed frame, and
 // the faults routes inject themselves — both modes still agree, row by row.
 TEST(ProbeWorkers, ModesAgreeUnderFaultHooks) {

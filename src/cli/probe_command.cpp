@@ -3,6 +3,7 @@
 #include <deque>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,9 @@ Runner add_probe(CLI::App& app) {
     probe::ChildArgs child_args;
     bool worker = false;
     std::vector<std::string> warm;
+    std::string worker_device;
+    bool worker_select = false;
+    bool phase_a = false;
   };
   auto state = std::make_shared<State>();
   CLI::App* cmd = app.add_subcommand("probe", "Which memory-sharing routes work on this device, and do they really alias?");
@@ -97,13 +101,17 @@ Runner add_probe(CLI::App& app) {
   // Worker mode: a warm process started by the probe itself with its control socket on fd 3.
   cmd->add_flag("--worker", state->worker)->group("");
   cmd->add_option("--warm", state->warm)->group("");
+  cmd->add_flag("--worker-select", state->worker_select)->group("");
+  cmd->add_option("--worker-device", state->worker_device)->group("");
+  cmd->add_flag("--phase-a", state->phase_a)->group("");
 
   return [state]() -> int {
     probe::ProbeOptions& opts = state->options;
     if (state->worker) {
       probe::WorkerArgs w;
-      w.role = state->child_args.role;
       w.device_index = state->child_args.device_index;
+      if (state->worker_select) w.select = state->worker_device;
+      w.phase_a = state->phase_a;
       for (const std::string& d : state->warm) {
         w.warm_gl = w.warm_gl || d == "gl";
         w.warm_cuda = w.warm_cuda || d == "cuda";

@@ -1,6 +1,8 @@
 // A headless EGL context with GLES 3.x, loaded at run time (libEGL.so.1 through glvnd).
 #pragma once
 
+#include "extmem/gles/enumerate.h"
+
 #include <EGL/egl.h>
 #include <EGL/eglext.h>
 #include <GLES3/gl32.h>
@@ -102,5 +104,8 @@ class EglContext {
   PFNEGLTERMINATEPROC terminate_ = nullptr;
   PFNEGLRELEASETHREADPROC release_thread_ = nullptr;
 };
+
+/// Phase A's description (extmem/gles/enumerate.h) of a context the caller keeps.
+GlesInfo describe(const EglContext& context);
 
 }  // namespace extmem::gles

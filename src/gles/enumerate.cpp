@@ -9,7 +9,10 @@ namespace extmem::gles {
 Result<GlesInfo> enumerate() {
   auto ctx = EglContext::create();
   if (!ctx) return std::move(ctx).error();
-  const EglContext& c = **ctx;
+  return describe(**ctx);
+}
+
+GlesInfo describe(const EglContext& c) {
   GlesInfo info;
   info.platform = c.platform;
   info.egl_vendor = c.egl_vendor;

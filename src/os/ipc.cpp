@@ -28,7 +28,7 @@ Error protocol(std::string detail) {
   return Error{"decode frame", ErrorKind::protocol, {}, std::move(detail)};
 }
 
-bool known_type(std::uint16_t t) { return t >= 1 && t <= 7; }
+bool known_type(std::uint16_t t) { return t >= 1 && t <= 8; }
 
 }  // namespace
 

@@ -24,6 +24,7 @@ using RoleMain = int (*)(ChildContext&);
 struct RouteHalf {
   std::string_view does;   ///< one line, for the README's route table ("allocates, exports an fd, serves")
   RoleMain main = nullptr; ///< null: the route has no such half (single-process route) or is not in this build
+  bool gl = false;         ///< this half opens GL: a lane runs every such half on the worker that keeps EGL
 };
 
 /// Where a route can run at all.

@@ -1,6 +1,8 @@
 // A Vulkan instance and one logical device with a transfer-capable queue.
 #pragma once
 
+#include "extmem/vulkan/enumerate.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -41,6 +43,10 @@ class Instance {
   InstanceFns fn_{};
   std::uint32_t loader_version_ = VK_API_VERSION_1_0;
 };
+
+/// Phase A's enumeration (extmem/vulkan/enumerate.h) on an instance the caller
+/// keeps, so a process that goes on to use the driver creates one instance, not two.
+Result<VulkanEnumeration> enumerate(const Instance& instance);
 
 class Device;
 

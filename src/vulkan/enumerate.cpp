@@ -79,7 +79,10 @@ std::string memory_property_names(std::uint32_t flags) {
 Result<VulkanEnumeration> enumerate() {
   auto instance = Instance::create();
   if (!instance) return std::move(instance).error();
-  const Instance& inst = **instance;
+  return enumerate(**instance);
+}
+
+Result<VulkanEnumeration> enumerate(const Instance& inst) {
   const InstanceFns& f = inst.fn();
   auto pds = inst.physical_devices();
   if (!pds) return std::move(pds).error();

@@ -29,6 +29,7 @@ enum class MsgType : std::uint16_t {
   data = 5,     ///< peer -> peer: raw bytes
   job = 6,      ///< parent -> warm worker: run one route half (payload: JSON; fd: its peer socket)
   done = 7,     ///< warm worker -> parent: the route half returned (payload: JSON exit code, hygiene)
+  findings = 8, ///< warm worker -> parent: phase A as the worker found it (payload: JSON)
 };
 
 inline constexpr std::uint32_t kFrameMagic = 0x464d5845;

@@ -9,6 +9,7 @@
 #include "extmem/probe/findings.h"
 #include "extmem/probe/probe.h"
 #include "probe/layout.h"
+#include "probe/phase_a_wire.h"
 #include "probe/parent/phase_a.h"
 #include "probe/parent/plan.h"
 #include "probe/parent/schedule.h"
@@ -61,6 +62,20 @@ Status fits_the_heap(const ProbeOptions& o, const vk::DeviceInfo& dev) {
   return {};
 }
 
+// Phase A in this process: what the warm worker would have sent, found here
+// (--isolate=route, --list-devices, or nothing to run). EGL and CUDA start up on
+// their own threads while Vulkan enumerates.
+PhaseAFindings local_phase_a(const std::string& device) {
+  auto gles_future = std::async(std::launch::async, [] { return gles::enumerate(); });
+  auto cuda_future = std::async(std::launch::async, [] { return cuda::enumerate(); });
+  PhaseAFindings f;
+  f.vulkan = vk::enumerate();
+  if (f.vulkan) f.selected = vk::select_device(f.vulkan->devices, device);
+  f.gles = gles_future.get();
+  f.cuda = cuda_future.get();
+  return f;
+}
+
 }  // namespace
 
 int Findings::exit_code() const {
@@ -79,56 +94,57 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   if (auto v = validate(o); !v) return std::move(v).error();
   Findings f;
   f.phase_a.context = read_run_context();
-  auto vulkan = vk::enumerate();
-  if (!vulkan) return Error{"cannot run", ErrorKind::unsupported, {}, vulkan.error().message()};
-  f.phase_a.vulkan = std::move(*vulkan);
-  auto selected = vk::select_device(f.phase_a.vulkan.devices, o.device);
-  if (!selected) {
-    // Kept whole: the message is the device list; the kind says usage or cannot-run.
-    const Error& e = selected.error();
-    return Error{{}, e.kind == ErrorKind::invalid_argument ? ErrorKind::invalid_argument : ErrorKind::unsupported, {},
-                 e.message()};
-  }
-  f.phase_a.selected = *selected;
-  if (o.list_devices) return f;
-  const vk::DeviceInfo& dev = f.phase_a.device();
-  if (auto fits = fits_the_heap(o, dev); !fits) return std::move(fits).error();
-  auto memory_types = memory_type_plan(o.memory_type, dev);
-  if (!memory_types) return std::move(memory_types).error();
 
-  // One row per route, and per memory type for the rows whose exporter picks its
-  // memory; the rows phase A can answer are decided here and start no process.
-  // CUDA rows wait for the CUDA enumeration, which runs meanwhile.
-  std::vector<PlannedRow> planned = plan_rows(o, *memory_types, PhaseAFacts{&dev, nullptr});
   EngineOptions engine;
   engine.base.exe = o.self_exe;
-  engine.base.device_index = *selected;
   engine.base.layout = Layout{o.size, o.regions_at_end};
   engine.base.timeout_s = o.timeout_s;
   engine.base.soak_s = o.soak_s;
   engine.measure = o.measure;
   engine.measure_size = o.measure_size;
   engine.measure_repeats = o.measure_repeats;
-  engine.jobs = o.measure || o.soak_s > 0 ? 1 : (o.jobs == 0 ? default_jobs() : o.jobs);
+  engine.jobs = o.measure || o.soak_s > 0 ? 1 : (o.jobs == 0 ? default_jobs() : std::min(o.jobs, jobs_limit()));
   engine.isolate_route = o.isolate == "route";
-  // EGL and CUDA start up on their own threads while the workers start theirs:
-  // driver start-up, not route work, is most of a run's time.
-  auto gles_future = std::async(std::launch::async, [] { return gles::enumerate(); });
-  auto cuda_future = std::async(std::launch::async, [] { return cuda::enumerate(); });
-  // Start the engine (its warm workers) now unless only CUDA rows are left open:
-  // those may all be decided by the CUDA enumeration, and then nothing is started.
-  const bool only_cuda_open = std::all_of(planned.begin(), planned.end(), [](const PlannedRow& r) {
-    return r.decided || r.route->needs.cuda;
-  });
-  std::optional<Engine> engine_run;
-  if (!only_cuda_open) engine_run.emplace(engine, planned);
-  f.phase_a.gles = gles_future.get();
-  f.phase_a.cuda = cuda_future.get();
-  redecide(planned, o, PhaseAFacts{&dev, &f.phase_a.cuda});
-  if (!engine_run) engine_run.emplace(engine, planned);
+  // Warm workers start first and the first one enumerates phase A, so this process
+  // loads no driver: driver start-up, not route work, is most of a run's time and memory.
+  // Before phase A only the filters decide rows (which drivers the workers open up front).
+  std::optional<Engine> warm;
+  std::optional<PhaseAFindings> found;
+  if (!o.list_devices && !engine.isolate_route) {
+    EngineOptions early = engine;
+    early.select_device = o.device;
+    warm.emplace(early, plan_rows(o, {-1}, PhaseAFacts{}));
+    if (warm->finds_phase_a()) {
+      auto a = warm->phase_a(o.timeout_s);
+      if (!a) return Error{"cannot run", ErrorKind::unsupported, {}, a.error().message()};
+      found = std::move(*a);
+    }
+  }
+  if (!found) found = local_phase_a(o.device);
+  if (!found->vulkan) return Error{"cannot run", ErrorKind::unsupported, {}, found->vulkan.error().message()};
+  f.phase_a.vulkan = std::move(*found->vulkan);
+  if (!found->selected) {
+    // Kept whole: the message is the device list; the kind says usage or cannot-run.
+    const Error& e = found->selected.error();
+    return Error{{}, e.kind == ErrorKind::invalid_argument ? ErrorKind::invalid_argument : ErrorKind::unsupported, {},
+                 e.message()};
+  }
+  f.phase_a.selected = *found->selected;
+  if (o.list_devices) return f;
+  const vk::DeviceInfo& dev = f.phase_a.device();
+  if (auto fits = fits_the_heap(o, dev); !fits) return std::move(fits).error();
+  auto memory_types = memory_type_plan(o.memory_type, dev);
+  if (!memory_types) return std::move(memory_types).error();
+  engine.base.device_index = *found->selected;
+  f.phase_a.gles = std::move(found->gles);
+  f.phase_a.cuda = std::move(found->cuda);
   if (callbacks.phase_a) callbacks.phase_a(f.phase_a);
 
-  auto executed = engine_run->execute(planned, [&](const RowResult& r) {
+  // One row per route, and per memory type for the rows whose exporter picks its
+  // memory; the rows phase A can answer are decided here and start no process.
+  const std::vector<PlannedRow> planned = plan_rows(o, *memory_types, PhaseAFacts{&dev, &f.phase_a.cuda});
+  if (!warm) warm.emplace(engine, planned);
+  auto executed = warm->execute(planned, [&](const RowResult& r) {
     if (callbacks.row) callbacks.row(r);
   });
   if (!executed)

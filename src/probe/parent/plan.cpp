@@ -32,6 +32,7 @@ std::optional<Verdict> decided_in_phase_a(const RouteDef& route, const ProbeOpti
   if (route.needs.platform == Platform::android && !kAndroidBuild)
     return Verdict{RowStatus::skip, std::string(kAndroidOnlyReason)};
   if (auto why = filtered_out(route, o)) return Verdict{RowStatus::skip, *why};
+  if (found.device == nullptr) return std::nullopt;  // before phase A
   // Not yet known: decided by redecide(), in this same order, once CUDA has enumerated.
   if (route.needs.cuda && found.cuda == nullptr) return std::nullopt;
   if (route.needs.cuda && !*found.cuda && found.cuda->error().code == "no CUDA driver")

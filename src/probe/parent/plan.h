@@ -18,7 +18,9 @@ namespace extmem::probe {
 
 /// What phase A found that decides rows: the selected Vulkan device and the CUDA enumeration.
 struct PhaseAFacts {
-  const vk::DeviceInfo* device = nullptr;           ///< never null
+  /// Null before phase A (the engine's early plan): then only not built,
+  /// platform and the filters decide rows.
+  const vk::DeviceInfo* device = nullptr;
   /// Null while CUDA is still enumerating: rows that need CUDA stay undecided
   /// (beyond not built, platform and filters) until redecide() is given it.
   const Result<cuda::Enumeration>* cuda = nullptr;

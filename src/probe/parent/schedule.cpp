@@ -12,6 +12,10 @@
 #include "probe/parent/measure_row.h"
 #include "probe/parent/worker_pool.h"
 
+#include <fmt/format.h>
+
+#include "extmem/os/clock.h"
+
 namespace extmem::probe {
 namespace {
 
@@ -75,7 +79,13 @@ Engine::Engine(const EngineOptions& options, const std::vector<PlannedRow>& may_
   if (options.isolate_route || runnable == 0) return;
   for (unsigned i = 0; i < s.lanes; ++i) {
     WorkerWarmth warmth{gl && i == 0, cuda && i == (s.lanes > 1 ? 1u : 0u)};
-    s.lane.push_back(std::make_unique<Lane>(options.base.exe, options.base.device_index, warmth));
+    std::vector<std::string> device_args = {fmt::format("--device-index={}", options.base.device_index)};
+    if (options.select_device) {
+      device_args = {"--worker-select"};  // an empty --device is the default device: no "--worker-device=" then
+      if (!options.select_device->empty()) device_args.push_back("--worker-device=" + *options.select_device);
+      if (i == 0) device_args.emplace_back("--phase-a");
+    }
+    s.lane.push_back(std::make_unique<Lane>(options.base.exe, device_args, warmth));
     if (auto st = s.lane.back()->start(client); !st && s.started) s.started = std::move(st);
   }
 }
@@ -83,6 +93,43 @@ Engine::Engine(const EngineOptions& options, const std::vector<PlannedRow>& may_
 Engine::~Engine() {
   // Every worker first sees its control socket close, so they wind down side by side.
   for (auto& l : state_->lane) l->close();
+}
+
+bool Engine::finds_phase_a() const {
+  return state_->options.select_device && !state_->lane.empty() && state_->lane[0]->existing(Slot::a) != nullptr;
+}
+
+Result<PhaseAFindings> Engine::phase_a(double timeout_s) {
+  State& s = *state_;
+  if (!s.started) return s.started.error();
+  WorkerProcess* w = s.lane.empty() ? nullptr : s.lane[0]->existing(Slot::a);
+  if (w == nullptr) return Error{"phase A", ErrorKind::invalid_argument, {}, "no worker started to enumerate"};
+  const double deadline = os::monotonic_seconds() + timeout_s;
+  for (;;) {
+    const double left = deadline - os::monotonic_seconds();
+    if (left <= 0)
+      return Error{"phase A", ErrorKind::timeout, {}, fmt::format("no findings from the worker within {:g} s", timeout_s)};
+    auto frame = w->control.recv(static_cast<int>(left * 1000) + 1);
+    if (!frame) {
+      if (frame.error().kind == ErrorKind::timeout) continue;
+      if (frame.error().kind == ErrorKind::protocol && frame.error().detail == "peer closed the socket") {
+        auto info = w->child.wait(2000);
+        const std::string how = info ? info->describe() : "no exit seen";
+        s.lane[0]->drop(Slot::a);
+        return Error{"phase A in the worker", ErrorKind::driver, how, "the worker ended before it sent phase A"};
+      }
+      return std::move(frame).error();
+    }
+    if (frame->type == os::MsgType::step) continue;
+    if (frame->type != os::MsgType::findings)
+      return Error{"phase A", ErrorKind::protocol, {}, fmt::format("unexpected message type {}", static_cast<int>(frame->type))};
+    auto found = decode_phase_a(frame->payload);
+    if (found && found->selected) {
+      s.options.base.device_index = *found->selected;
+      for (auto& l : s.lane) l->set_device_index(*found->selected);
+    }
+    return found;
+  }
 }
 
 Result<std::vector<RowResult>> Engine::execute(const std::vector<PlannedRow>& plan, const RowSink& sink) {
@@ -154,8 +201,10 @@ Result<std::vector<RowResult>> Engine::execute(const std::vector<PlannedRow>& pl
   return rows;
 }
 
-unsigned default_jobs() {
-  unsigned jobs = kMaxDefaultJobs;
+unsigned default_jobs() { return 1; }
+
+unsigned jobs_limit() {
+  unsigned jobs = 64;
   cpu_set_t set;
   if (::sched_getaffinity(0, sizeof set, &set) == 0) jobs = std::min<unsigned>(jobs, CPU_COUNT(&set));
   std::ifstream meminfo("/proc/meminfo");

@@ -13,6 +13,7 @@
 #include "extmem/core/verdict.h"
 #include "probe/parent/row_result.h"
 #include "probe/parent/supervise.h"
+#include "probe/phase_a_wire.h"
 #include "probe/routes.h"
 
 namespace extmem::probe {
@@ -32,14 +33,22 @@ struct EngineOptions {
   unsigned measure_repeats = 7;         ///< samples per figure
   unsigned jobs = 1;                    ///< routes side by side (1 with measure or soak: figures run alone)
   bool isolate_route = false;           ///< fresh processes for every route instead of warm workers
+  /// Set (warm workers only): the device is not chosen yet; workers choose it with
+  /// vk::select_device(…, *select_device) and lane 0's first worker enumerates phase A
+  /// for the parent (Engine::phase_a), so the parent loads no driver itself.
+  std::optional<std::string> select_device;
 };
 
-/// The default --jobs: the CPUs this process may run on (sched_getaffinity), at most
-/// kMaxDefaultJobs, and at most one per 512 MiB of MemAvailable (/proc/meminfo), so a
-/// phone-sized machine runs few workers: a lane is two warm workers of ~100-200 MiB RSS
-/// each (a driver loaded). Never less than 1.
+/// The default --jobs: one lane. Measured (bench/probe_ab.py, docs/probe-engine.md):
+/// a lane costs a worker pair's driver start-up (lavapipe +0.15 s, NVIDIA H200 +0.3 s
+/// of wall time, the H200's serialised across processes) while a route on warm
+/// workers takes 3-40 ms, so a second lane has made every default run slower.
 unsigned default_jobs();
-inline constexpr unsigned kMaxDefaultJobs = 4;
+
+/// The most lanes an explicit --jobs is given: the CPUs this process may run on
+/// (sched_getaffinity), and one per 512 MiB of MemAvailable (/proc/meminfo), since a
+/// lane is two workers of 65-200 MiB RSS each with a driver loaded. At least 1.
+unsigned jobs_limit();
 
 /// Called once per row, in plan order, as soon as that row and every row before it are done.
 using RowSink = std::function<void(const RowResult&)>;
@@ -65,6 +74,14 @@ class Engine {
   /// Errors: a child or worker could not be started (os_error("posix_spawn") …);
   /// rows already handed to `sink` stay handed.
   Result<std::vector<RowResult>> execute(const std::vector<PlannedRow>& plan, const RowSink& sink);
+
+  /// Whether phase_a() has a worker to ask (select_device set and a lane started).
+  bool finds_phase_a() const;
+  /// Waits at most `timeout_s` for lane 0's first worker to send phase A, then tells
+  /// every lane the selected device (when phase A selected one). Errors: that worker
+  /// could not be started, died (its exit named), sent no findings in time, or sent a
+  /// malformed frame (protocol).
+  Result<PhaseAFindings> phase_a(double timeout_s);
 
  private:
   struct State;

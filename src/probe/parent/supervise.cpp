@@ -172,8 +172,9 @@ std::vector<std::string> child_argv(const RouteDef& route, Role role, const Supe
   return argv;
 }
 
-std::string job_payload(const RouteDef& route, const SuperviseParams& p) {
+std::string job_payload(const RouteDef& route, Role role, const SuperviseParams& p) {
   return nlohmann::json{{"row", route.row},
+                        {"role", to_string(role)},
                         {"size", p.layout.size},
                         {"regions_at_end", p.layout.regions_at_end},
                         {"soak_s", p.soak_s},
@@ -236,19 +237,22 @@ Result<RowResult> supervise_on_lane(const RouteDef& route, const SuperviseParams
   auto peer = os::Channel::pair();
   if (!peer) return std::move(peer).error();
   std::array<WorkerProcess*, 2> workers{};
-  const std::string job = job_payload(route, params);
+  // The GL half runs on slot A, the worker that keeps EGL; otherwise the server half does.
+  const bool client_on_a = route.client.main != nullptr && route.client.gl;
+  const std::array<Slot, 2> slots{client_on_a ? Slot::b : Slot::a, client_on_a ? Slot::a : Slot::b};
   for (std::size_t i = 0; i < 2; ++i) {
     Half& h = halves[i];
     if (!h.open) continue;
     const int peer_end = h.role == Role::server ? peer->first.fd() : peer->second.fd();
+    const std::string job = job_payload(route, h.role, params);
     // A worker that died while idle (killed from outside) fails the send: start another once.
     for (int attempt = 0; attempt < 2 && workers[i] == nullptr; ++attempt) {
-      auto w = lane.worker(h.role);
+      auto w = lane.worker(slots[i]);
       if (!w) return std::move(w).error();
       if ((*w)->control.send(os::MsgType::job, job, peer_end).ok()) {
         workers[i] = *w;
       } else {
-        lane.drop(h.role);
+        lane.drop(slots[i]);
       }
     }
     if (workers[i] == nullptr) return os_error("send the job to a new worker", EPIPE);
@@ -269,11 +273,11 @@ Result<RowResult> supervise_on_lane(const RouteDef& route, const SuperviseParams
       // The worker is gone mid-route: how it ended is the half's exit (a signal, exit(), ...).
       auto info = workers[i]->child.wait(2000);
       h.exit = info ? *info : workers[i]->child.kill_and_reap();
-      lane.drop(h.role);
+      lane.drop(slots[i]);
     } else if (c.timed_out || c.fatal) {
       // Its route state is unknown (hung, or its peer broke the protocol): replace it.
       if (h.open) still_running += fmt::format("{}{}: {}", still_running.empty() ? "" : "; ", to_string(h.role), h.last_step);
-      lane.drop(h.role);
+      lane.drop(slots[i]);
     }
   }
   RowResult r = conclude(route, halves, c, params, still_running, start);

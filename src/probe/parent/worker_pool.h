@@ -1,6 +1,8 @@
 // Warm workers: processes that start the drivers once and run one route half
-// after another (worker/worker_main.h). A lane is one server worker and one
-// client worker; lanes run routes side by side (--jobs).
+// after another (worker/worker_main.h). A lane is two workers, slot A and slot
+// B; each route's two halves run one on each, the half that opens GL always on
+// A (so only A starts EGL), otherwise the server half on A. Lanes run routes side
+// by side (--jobs).
 #pragma once
 
 #include <optional>
@@ -15,29 +17,37 @@ namespace extmem::probe {
 
 /// One warm worker process and the parent's end of its control socket.
 struct WorkerProcess {
-  Role role = Role::server;
   os::ChildProcess child;
   os::Channel control;
 };
 
 /// What the workers of a lane open before their first job.
 struct WorkerWarmth {
-  bool gl = false;
-  bool cuda = false;
+  bool gl = false;    ///< slot A starts EGL (it runs every GL half)
+  bool cuda = false;  ///< both slots load CUDA (a CUDA route may use it on both sides)
 };
+
+enum class Slot { a = 0, b = 1 };
 
 class Lane {
  public:
-  Lane(std::string exe, unsigned device_index, WorkerWarmth warmth)
-      : exe_(std::move(exe)), device_index_(device_index), warmth_(warmth) {}
+  /// `device_args`: how a new worker learns the device, "--device-index=N", or before
+  /// phase A "--worker-select" [+ "--worker-device=SPEC"] (+ "--phase-a": slot A only).
+  Lane(std::string exe, std::vector<std::string> device_args, WorkerWarmth warmth)
+      : exe_(std::move(exe)), device_args_(std::move(device_args)), warmth_(warmth) {}
 
-  /// The lane's worker for `role`, started now when it has none.
+  /// Workers started from now on are told this device index.
+  void set_device_index(unsigned index);
+
+  /// The lane's worker in `slot`, started now when it has none.
   /// Errors: os_error("socketpair"), os_error("posix_spawn").
-  Result<WorkerProcess*> worker(Role role);
-  /// Forgets the worker for `role`, killing and reaping it if it still runs.
-  void drop(Role role);
-  /// Starts both workers ahead of the first job (their warm-up overlaps phase A).
-  Status start(bool with_client);
+  Result<WorkerProcess*> worker(Slot slot);
+  /// The worker in `slot` if it has one (none is started).
+  WorkerProcess* existing(Slot slot) { return workers_[static_cast<int>(slot)] ? &*workers_[static_cast<int>(slot)] : nullptr; }
+  /// Forgets the worker in `slot`, killing and reaping it if it still runs.
+  void drop(Slot slot);
+  /// Starts slot A, and B when `both`, ahead of the first job (their warm-up overlaps phase A).
+  Status start(bool both);
   /// Closes the control sockets: idle workers see EOF and exit.
   void close();
   /// close(), then reaps each worker, killing one that has not exited within 2 s.
@@ -47,9 +57,9 @@ class Lane {
 
  private:
   std::string exe_;
-  unsigned device_index_;
+  std::vector<std::string> device_args_;
   WorkerWarmth warmth_;
-  std::optional<WorkerProcess> server_, client_;
+  std::optional<WorkerProcess> workers_[2];
 };
 
 }  // namespace extmem::probe

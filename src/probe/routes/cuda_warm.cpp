@@ -10,16 +10,15 @@ namespace extmem::probe::drivers {
 
 void keep_cuda_warm([[maybe_unused]] const std::string& vulkan_uuid) {
 #ifdef EXTMEM_HAVE_CUDA
-  static std::shared_ptr<const cuda::Api> api;
-  static std::unique_ptr<cuda::PrimaryContext> context;
-  if (context) return;
-  auto loaded = cuda::load();
-  if (!loaded) return;
-  api = std::move(*loaded);
-  auto dev = cuda::device_for_vulkan_uuid(*api, vulkan_uuid);
+  // Never released, like the kept Vulkan device (drivers.cpp says why).
+  static cuda::PrimaryContext* context = nullptr;
+  if (context != nullptr) return;
+  auto api = cuda::load();
+  if (!api) return;
+  auto dev = cuda::device_for_vulkan_uuid(**api, vulkan_uuid);
   if (!dev) return;
-  auto pc = cuda::PrimaryContext::retain(api, *dev);
-  if (pc) context = std::move(*pc);
+  auto pc = cuda::PrimaryContext::retain(*api, *dev);
+  if (pc) context = pc->release();
 #endif
 }
 

@@ -186,7 +186,7 @@ extern const RouteDef kT1GlesSameProc{
     .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdExport, .gl = true},
     .legs = kGlLegs,
     .memory_types = MemoryTypes::exporter_picks,
-    .server = {"exports Vulkan memory and imports a dup of its own fd into GLES", same_proc},
+    .server = {"exports Vulkan memory and imports a dup of its own fd into GLES", same_proc, true},
     .client = {}};
 extern const RouteDef kT1GlesCrossProc{
     .row = "T1-gles-memobj-fd-cross-proc",
@@ -196,6 +196,6 @@ extern const RouteDef kT1GlesCrossProc{
     .memory_types = MemoryTypes::exporter_picks,
     .server = {"allocates Vulkan memory, exports an opaque fd, serves",
                [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }},
-    .client = {"imports the fd into GLES, drives", cross_proc_client}};
+    .client = {"imports the fd into GLES, drives", cross_proc_client, true}};
 
 }  // namespace extmem::probe

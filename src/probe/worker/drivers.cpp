@@ -15,29 +15,26 @@ namespace {
 template <typename T>
 using Kept = std::optional<Result<std::shared_ptr<T>>>;
 
+// Never destroyed: tearing a driver down from a static destructor at exit runs after
+// the driver's own exit handlers, and NVIDIA's then crashes (SIGSEGV at exit of every
+// fresh child, measured on the H200 with driver 580.159.04). The kernel reclaims it all.
 Kept<vk::Instance>& kept_instance() {
-  static Kept<vk::Instance> k;
-  return k;
+  static auto* k = new Kept<vk::Instance>();
+  return *k;
 }
 
 std::map<std::uint32_t, Result<std::shared_ptr<vk::Device>>>& kept_devices() {
-  static std::map<std::uint32_t, Result<std::shared_ptr<vk::Device>>> k;
-  return k;
+  static auto* k = new std::map<std::uint32_t, Result<std::shared_ptr<vk::Device>>>();
+  return *k;
 }
 
 Kept<gles::EglContext>& kept_egl() {
-  static Kept<gles::EglContext> k;
-  return k;
-}
-
-Result<std::shared_ptr<vk::Instance>> instance() {
-  Kept<vk::Instance>& k = kept_instance();
-  if (!k) k.emplace(vk::Instance::create());
+  static auto* k = new Kept<gles::EglContext>();
   return *k;
 }
 
 Result<std::shared_ptr<vk::Device>> open(std::uint32_t index, const std::vector<std::string>& extensions) {
-  auto inst = instance();
+  auto inst = vulkan_instance();
   if (!inst) return std::move(inst).error();
   auto dev = vk::Device::create(*inst, index, extensions);
   if (!dev) return std::move(dev).error();
@@ -45,6 +42,12 @@ Result<std::shared_ptr<vk::Device>> open(std::uint32_t index, const std::vector<
 }
 
 }  // namespace
+
+Result<std::shared_ptr<vk::Instance>> vulkan_instance() {
+  Kept<vk::Instance>& k = kept_instance();
+  if (!k) k.emplace(vk::Instance::create());
+  return *k;
+}
 
 const std::vector<std::string>& route_device_extensions() {
   static const std::vector<std::string> list = {

@@ -18,6 +18,9 @@
 
 namespace extmem::probe::drivers {
 
+/// The process's Vulkan instance, created on first use and kept (its error too).
+Result<std::shared_ptr<vk::Instance>> vulkan_instance();
+
 /// Device extensions every route may ask for; the kept device enables those the device has.
 /// A route wanting one outside this list gets a device of its own (not kept).
 const std::vector<std::string>& route_device_extensions();

@@ -10,6 +10,7 @@
 
 #include "extmem/os/ipc.h"
 #include "extmem/probe/probe.h"
+#include "probe/phase_a_wire.h"
 #include "probe/routes.h"
 #include "probe/worker/child_context.h"
 #include "probe/worker/drivers.h"
@@ -41,11 +42,16 @@ json fd_table() {
 }
 
 // The job's parameters, or an error text naming the field.
-std::optional<ChildParams> job_params(const json& j, Role role, std::uint32_t device_index, std::string& why) {
+std::optional<ChildParams> job_params(const json& j, std::uint32_t device_index, std::string& why) {
   try {
     ChildParams p;
     p.row = j.at("row").get<std::string>();
-    p.role = role;
+    const std::string role = j.at("role").get<std::string>();
+    if (role != "server" && role != "client") {
+      why = "role \"" + role + "\" is neither server nor client";
+      return std::nullopt;
+    }
+    p.role = role == "server" ? Role::server : Role::client;
     p.device_index = device_index;
     p.layout = Layout{j.at("size").get<std::size_t>(), j.at("regions_at_end").get<bool>()};
     p.soak_s = j.at("soak_s").get<double>();
@@ -82,24 +88,34 @@ json HygieneSnapshot::compare_to(const HygieneSnapshot& later) const {
 }
 
 int run_worker(const WorkerArgs& a) {
-  if (a.role != "server" && a.role != "client") {
-    std::fprintf(stderr, "extmem probe --worker: unknown role \"%s\" (server or client)\n", a.role.c_str());
-    return kExitUsage;
-  }
   struct stat st {};
   if (::fstat(kControlFd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
     std::fprintf(stderr, "extmem probe --worker: fd 3 is not a socket; worker mode is started by extmem probe itself\n");
     return kExitUsage;
   }
   ::fcntl(kControlFd, F_SETFD, FD_CLOEXEC);
-  ::prctl(PR_SET_NAME, a.role == "server" ? "extmem-server" : "extmem-client");
-  const Role role = a.role == "server" ? Role::server : Role::client;
+  ::prctl(PR_SET_NAME, "extmem-worker");
   os::Channel control{os::UniqueFd(kControlFd)};
 
-  // Warm-up, while the parent finishes phase A. Failures are kept by drivers.h
-  // and met by the first route that needs the driver, as in a fresh child.
-  auto device = drivers::vulkan_device(a.device_index, {});
-  if (a.warm_gl) (void)drivers::egl_context();
+  // Warm-up, while the parent waits for phase A or finishes its own. Failures are
+  // kept by drivers.h and met by the first route that needs the driver, as in a fresh child.
+  std::uint32_t device_index = a.device_index;
+  PhaseAFindings found;
+  if (a.select || a.phase_a) {
+    auto instance = drivers::vulkan_instance();
+    found.vulkan = instance ? vk::enumerate(**instance) : Result<vk::VulkanEnumeration>(instance.error());
+    if (found.vulkan) found.selected = vk::select_device(found.vulkan->devices, a.select.value_or(""));
+    if (found.selected) device_index = *found.selected;
+  }
+  auto device = drivers::vulkan_device(device_index, {});
+  if (a.warm_gl || a.phase_a) {
+    auto egl = drivers::egl_context();
+    found.gles = egl ? Result<gles::GlesInfo>(gles::describe(**egl)) : Result<gles::GlesInfo>(egl.error());
+  }
+  if (a.phase_a) {
+    found.cuda = cuda::enumerate();
+    if (!control.send(os::MsgType::findings, encode_phase_a(found)).ok()) return 0;
+  }
   if (a.warm_cuda && device) drivers::keep_cuda_warm((*device)->device_uuid());
 
   for (;;) {
@@ -113,11 +129,11 @@ int run_worker(const WorkerArgs& a) {
     if (frame->type != os::MsgType::job || !frame->fd.valid() || job.is_discarded())
       why = "expected a job frame with a JSON payload and the peer socket";
     else
-      params = job_params(job, role, a.device_index, why);
+      params = job_params(job, device_index, why);
     const RouteDef* route = params ? find_route(params->row) : nullptr;
     if (params && (route == nullptr || route->server.main == nullptr ||
-                   (role == Role::client && route->client.main == nullptr)))
-      why = "no " + std::string(to_string(role)) + " half for row \"" + params->row + "\"";
+                   (params->role == Role::client && route->client.main == nullptr)))
+      why = "no " + std::string(to_string(params->role)) + " half for row \"" + params->row + "\"";
     if (!why.empty()) {
       std::fprintf(stderr, "extmem probe --worker: %s\n", why.c_str());
       return kExitUsage;
@@ -128,7 +144,10 @@ int run_worker(const WorkerArgs& a) {
       os::UniqueFd report(::fcntl(kControlFd, F_DUPFD_CLOEXEC, 0));
       if (job.value("measure", false)) measure::enable(job.value("measure_repeats", 5u));
       ChildContext ctx(*params, os::Channel(std::move(frame->fd)), os::Channel(std::move(report)));
-      code = role == Role::server ? route->server.main(ctx) : route->client.main(ctx);
+      // Named for the half it runs now, so ps, top and extmem watch tell them apart.
+      ::prctl(PR_SET_NAME, params->role == Role::server ? "extmem-server" : "extmem-client");
+      code = params->role == Role::server ? route->server.main(ctx) : route->client.main(ctx);
+      ::prctl(PR_SET_NAME, "extmem-worker");
       measure::disable();
     }  // the half's peer socket and report channel close here, as a fresh child's would at exit
     json hygiene = before.compare_to(HygieneSnapshot::take());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -10,15 +11,19 @@
 namespace extmem::probe {
 
 struct WorkerArgs {
-  std::string role;               ///< "server" or "client": the half of every route it runs
-  std::uint32_t device_index = 0; ///< the Vulkan device the run selected
+  std::uint32_t device_index = 0; ///< the Vulkan device the run selected, unless `select` is set
+  /// Set: pick the device with vk::select_device(devices, *select) (--device's text; "" = default).
+  std::optional<std::string> select;
+  bool phase_a = false;           ///< enumerate Vulkan, EGL and CUDA and send them as a `findings` frame first
   bool warm_gl = false;           ///< create the EGL context before the first job
   bool warm_cuda = false;         ///< load CUDA and retain the primary context before the first job
 };
 
 /// Runs the worker: fd 3 is its control socket (SOCK_SEQPACKET) to the parent.
-/// Opens the drivers once (the Vulkan device always; EGL and CUDA when asked),
-/// then for each `job` frame — JSON {row, size, regions_at_end, soak_s, measure,
+/// With `phase_a`, first sends phase A (phase_a_wire.h) as a `findings` frame,
+/// enumerated on the drivers it keeps. Opens the drivers once (the Vulkan device
+/// always; EGL and CUDA when asked),
+/// then for each `job` frame — JSON {row, role, size, regions_at_end, soak_s, measure,
 /// measure_repeats, memory_type} with the route's peer socket as its fd — runs
 /// that route half with the job's peer socket as fd 3 would be in child mode and
 /// a dup of the control socket as its report channel, then sends a `done` frame:

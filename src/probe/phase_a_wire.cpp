@@ -1,0 +1,66 @@
+#include "probe/phase_a_wire.h"
+
+#include <nlohmann/json.hpp>
+
+namespace extmem {
+// Field by field, so a renamed member is a compile error here, not a silent gap.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Error, step, kind, code, detail)
+namespace vk {
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MemoryHeapInfo, size, flags, flag_names)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MemoryTypeInfo, index, heap_index, flags, flag_names)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ExternalBufferInfo, handle_type, handle_type_bit, features, exportable, importable,
+                                   dedicated_only, export_from, compatible)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceInfo, index, name, vendor_id, device_id, device_type, api_version,
+                                   driver_version, driver_name, driver_info, device_uuid, driver_uuid, heaps, types,
+                                   extensions, external_buffers, min_imported_host_pointer_alignment)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(VulkanEnumeration, loader_version, devices)
+}  // namespace vk
+namespace gles {
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GlesInfo, platform, egl_vendor, egl_version, gl_vendor, gl_renderer, gl_version,
+                                   extensions, device_uuid, driver_uuid)
+}  // namespace gles
+namespace cuda {
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceInfo, ordinal, name, uuid, total_mem, posix_fd, vmm, host_register, dma_buf)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Enumeration, library, driver_version, devices)
+}  // namespace cuda
+}  // namespace extmem
+
+namespace extmem::probe {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+json part(const Result<T>& r) {
+  return r ? json{{"value", *r}} : json{{"error", r.error()}};
+}
+
+template <typename T>
+Result<T> unpart(const json& j) {
+  if (j.contains("value")) return j.at("value").get<T>();
+  return j.at("error").get<Error>();
+}
+
+}  // namespace
+
+std::string encode_phase_a(const PhaseAFindings& f) {
+  return json{{"vulkan", part(f.vulkan)}, {"selected", part(f.selected)}, {"gles", part(f.gles)}, {"cuda", part(f.cuda)}}
+      .dump();
+}
+
+Result<PhaseAFindings> decode_phase_a(std::string_view text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return Error{"decode phase A", ErrorKind::protocol, {}, "not JSON"};
+  try {
+    PhaseAFindings f;
+    f.vulkan = unpart<vk::VulkanEnumeration>(j.at("vulkan"));
+    f.selected = unpart<std::uint32_t>(j.at("selected"));
+    f.gles = unpart<gles::GlesInfo>(j.at("gles"));
+    f.cuda = unpart<cuda::Enumeration>(j.at("cuda"));
+    return f;
+  } catch (const json::exception& e) {
+    return Error{"decode phase A", ErrorKind::protocol, {}, e.what()};
+  }
+}
+
+}  // namespace extmem::probe

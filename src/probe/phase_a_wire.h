@@ -1,0 +1,32 @@
+// Phase A as the warm worker finds it and sends it to the parent: the parent
+// then loads no driver of its own (docs/probe-engine.md, "Phase A in the worker").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "extmem/cuda/enumerate.h"
+#include "extmem/core/error.h"
+#include "extmem/gles/enumerate.h"
+#include "extmem/vulkan/enumerate.h"
+
+namespace extmem::probe {
+
+/// What phase A found: each part a value or the error that part met.
+struct PhaseAFindings {
+  Result<vk::VulkanEnumeration> vulkan = Error{"phase A", ErrorKind::protocol, {}, "not enumerated"};
+  Result<std::uint32_t> selected = Error{"phase A", ErrorKind::protocol, {}, "no device selected"};  ///< vk::select_device
+  Result<gles::GlesInfo> gles = Error{"phase A", ErrorKind::protocol, {}, "not enumerated"};
+  Result<cuda::Enumeration> cuda = Error{"phase A", ErrorKind::protocol, {}, "not enumerated"};
+};
+
+/// JSON text of `f` (under os::kMaxPayload for any device count a machine has).
+std::string encode_phase_a(const PhaseAFindings& f);
+
+/// The findings from encode_phase_a's text. Errors: protocol (step "decode phase A")
+/// naming what is missing or mistyped.
+Result<PhaseAFindings> decode_phase_a(std::string_view text);
+
+}  // namespace extmem::probe
