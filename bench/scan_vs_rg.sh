@@ -13,6 +13,9 @@
 # SIZE_MIB (noise and zero pages, the 6-byte pattern at page offset 0x59c three
 # times per 8 MiB and twice elsewhere); it is written to $TMPDIR (default
 # /tmp), read once to be in the page cache for every command, and deleted at exit.
+# EXTMEM_BASELINE=PATH adds a row for another extmem binary's --page-offset
+# (e.g. one built from the commit before a change), run in the same rounds, for
+# an A/B ratio measured side by side.
 # Columns: wall-clock median/min/max, GiB/s from the median, and the median CPU
 # seconds (user + system, all threads; extmem maps pages on helper threads, so
 # on a loaded machine its wall time depends on getting a second core).
@@ -84,6 +87,11 @@ declare -a commands=(
   "sh -c \"$rg_page_offset\""
 )
 
+if [[ -n ${EXTMEM_BASELINE:-} ]]; then
+  [[ -x $EXTMEM_BASELINE ]] || { echo "scan_vs_rg: EXTMEM_BASELINE=$EXTMEM_BASELINE is not executable" >&2; exit 2; }
+  labels+=("baseline extmem --page-offset=0x59c")
+  commands+=("$EXTMEM_BASELINE scan $img --hex=b17e55edc0de --page-offset=0x59c")
+fi
 echo "image: $size_mib MiB in $tmp; $runs runs each after one warm-up; $(nproc) cores; $(uname -r)"
 echo "counts: extmem --hex $($extmem scan "$img" --hex=b17e55edc0de 2>/dev/null | wc -l) hits," \
      "rg -c $(rg -c -a "$rg_pattern" "$img") lines," \
@@ -103,4 +111,6 @@ import sys
 m = [float(x) for x in sys.argv[1:]]
 print(f"extmem --hex vs rg: {m[1] / m[0]:.2f}x; vs GNU grep: {m[2] / m[0]:.2f}x; "
       f"--page-offset vs rg + offset filter: {m[4] / m[3]:.1f}x")
+if len(m) > 5:
+    print(f"--page-offset, baseline binary / this one: {m[5] / m[3]:.2f}x; baseline vs rg + offset filter: {m[4] / m[5]:.1f}x")
 EOF

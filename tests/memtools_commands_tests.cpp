@@ -235,7 +235,8 @@ bool own_cap_sys_admin() {
 }
 
 std::vector<std::string> poll_args(const Waiter& w, const fs::path& audit) {
-  return {kBinary, "poll", "--comm=memtools_waiter", "--match=" + w.spec(), "--offset=0x80", "--when===0", "--set=1",
+  // By the waiter's own tag: another test's waiter (ctest runs two at a time) must not match.
+  return {kBinary, "poll", "--comm=memtools_waiter", "--cmdline=memtools_waiter " + w.tag, "--match=" + w.spec(), "--offset=0x80", "--when===0", "--set=1",
           "--period=0.05", "--audit=" + audit.string()};
 }
 
@@ -258,7 +259,8 @@ TEST_F(MemtoolsCommands, PollReleasesOneWaiterWithOneAuditedWrite) {
   EXPECT_NE(poll.out.find("poll: - pid " + w.pid() + " gone"), std::string::npos) << poll.out;
 }
 
-// Two waiters at once: both released, one write each.
+// Two waiters at once with --max-processes=2: a preview of both words before
+// the first write, then both released, one write each.
 TEST_F(MemtoolsCommands, PollReleasesTwoWaitersAtOnce) {
   Waiter a, b;
   const fs::path audit = dir_ / "audit.log";
@@ -266,14 +268,39 @@ TEST_F(MemtoolsCommands, PollReleasesTwoWaitersAtOnce) {
   const std::string prefix = a.tag.substr(0, a.tag.rfind('-') + 1);
   const Output poll = run({kBinary, "poll", "--cmdline=memtools_waiter " + prefix, "--match=perms=rw-s,path^=/memfd:" + prefix,
                            "--offset=0x80", "--when===0", "--set=1", "--period=0.05", "--max-writes=2",
-                           "--duration=15", "--audit=" + audit.string()});
+                           "--max-processes=2", "--duration=15", "--audit=" + audit.string()});
   EXPECT_EQ(poll.code, 0) << describe(poll);
+  const std::size_t preview = poll.out.find("poll: 2 processes are served; before any write");
+  EXPECT_NE(preview, std::string::npos) << poll.out;
+  EXPECT_NE(poll.out.find("poll: preview: pid " + a.pid() + " "), std::string::npos) << poll.out;
+  EXPECT_NE(poll.out.find("poll: preview: pid " + b.pid() + " "), std::string::npos) << poll.out;
+  EXPECT_LT(preview, poll.out.find("poll: write pid")) << poll.out;
   EXPECT_EQ(a.cmd.finish(5).code, 0) << "poll: " << describe(poll);
   EXPECT_EQ(b.cmd.finish(5).code, 0) << "poll: " << describe(poll);
   const std::string log = read_file(audit);
   ASSERT_EQ(lines_of(log).size(), 2u) << log << "\npoll: " << describe(poll);
   EXPECT_NE(log.find("pid=" + a.pid() + " "), std::string::npos) << log;
   EXPECT_NE(log.find("pid=" + b.pid() + " "), std::string::npos) << log;
+}
+
+// Two matching waiters and no --max-processes: only one is written, the other
+// is named as left alone, and the exit status says a match was refused.
+TEST_F(MemtoolsCommands, PollWritesOneProcessUnlessToldMore) {
+  Waiter a, b;
+  const fs::path audit = dir_ / "audit.log";
+  const std::string prefix = a.tag.substr(0, a.tag.rfind('-') + 1);
+  const Output poll = run({kBinary, "poll", "--cmdline=memtools_waiter " + prefix, "--match=perms=rw-s,path^=/memfd:" + prefix,
+                           "--offset=0x80", "--when===0", "--set=1", "--period=0.05", "--duration=1",
+                           "--audit=" + audit.string()});
+  EXPECT_EQ(poll.code, 3) << describe(poll);
+  EXPECT_NE(poll.err.find("matches too, but --max-processes=1 processes were served already in this run"), std::string::npos) << describe(poll);
+  EXPECT_EQ(lines_of(read_file(audit)).size(), 1u) << read_file(audit);
+  EXPECT_EQ(poll.out.find("poll: preview:"), std::string::npos) << poll.out;  // one process served: nothing to preview
+  // Release whichever was left alone by hand.
+  for (Waiter* w : {&a, &b})
+    (void)run({kBinary, "poke", "--pid=" + w->pid(), "--expect=0", w->word(), "1", "--audit=" + audit.string()});
+  EXPECT_EQ(a.cmd.finish(5).code, 0);
+  EXPECT_EQ(b.cmd.finish(5).code, 0);
 }
 
 // A process that starts after poll is picked up and released.
@@ -389,18 +416,25 @@ TEST_F(MemtoolsCommands, FileModeAndPastEnd) {
   EXPECT_EQ(bytes.substr(0x100, 4), "liat");  // 0x7461696c, little-endian
   EXPECT_NE(read_file(audit).find("write file=\"" + file.string() + "\" offset=0x100 width=4 old=0x0 new=0x7461696c"),
             std::string::npos) << read_file(audit);
-  o = run({kBinary, "peek", "--file=" + file.string(), "--width=2", "256", "0x102"});
+  // A file offset is hexadecimal like every address ("256" is 0x256); decimal only when asked for with 0n.
+  o = run({kBinary, "peek", "--file=" + file.string(), "--width=2", "0n256", "0x102", "256"});
   EXPECT_EQ(o.code, 0) << describe(o);
   EXPECT_NE(o.out.find("@0x100 u16 = 0x696c"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("@0x102 u16 = 0x7461"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("@0x256 u16 = 0x0000"), std::string::npos) << o.out;
   // With --ram-map the address is guest-physical: GPA 0x100100 lies at file offset 0x100.
   o = run({kBinary, "peek", "--file=" + file.string(), "--ram-map=0x100000:0:8K", "0x100100"});
   EXPECT_EQ(o.code, 0) << describe(o);
   EXPECT_NE(o.out.find("@0x100 (gpa 0x100100) u32 = 0x7461696c"), std::string::npos) << o.out;
   o = run({kBinary, "poke", "--file=" + file.string(), "--ram-map=0x100000:0:8K", "0x200000", "1", "--audit=" + audit.string()});
   EXPECT_EQ(o.code, 3) << describe(o);
-  o = run({kBinary, "peek", "--file=" + file.string(), "--width=8", "8K"});
+  o = run({kBinary, "peek", "--file=" + file.string(), "--width=8", "0x2000"});
   EXPECT_EQ(o.code, 7) << describe(o);
+  // Someone still writing offsets in decimal is told how addresses are read now.
+  o = run({kBinary, "peek", "--file=" + file.string(), "8192"});
+  EXPECT_EQ(o.code, 7) << describe(o);
+  EXPECT_NE(o.err.find("offsets are hexadecimal, as every address: if 8192 was meant in decimal, write 0n8192"), std::string::npos)
+      << o.err;
   o = run({kBinary, "poke", "--file=" + file.string(), "--width=4", "0x1ffe", "1", "--audit=" + audit.string()});
   EXPECT_EQ(o.code, 7) << describe(o);
   EXPECT_NE(o.err.find("PAST_END"), std::string::npos) << o.err;

@@ -232,6 +232,16 @@ TEST(MemtoolsRamMap, MalformedPointsAtColumn) {
   EXPECT_EQ(ram_column("0:0x1z:4K"), 5);                 // bad digit
   EXPECT_EQ(ram_column("::"), 0);
   EXPECT_EQ(ram_column("0:0:4K,0x1000:0x1000:4K"), -1);  // adjacent is fine
+  EXPECT_EQ(ram_column("4G:0:4K"), 1);                    // a GPA is an address: no size suffix
+}
+
+// The GPA follows the address grammar (hexadecimal unless 0n), FILEOFF and SIZE keep K/M/G.
+TEST(MemtoolsRamMap, GpaIsAnAddressFileOffsetAndSizeAreQuantities) {
+  auto map = RamMap::parse("100000000:4M:4M,0n4096:0:4K");
+  ASSERT_TRUE(map) << map.error().message();
+  EXPECT_EQ(map->ranges()[0].gpa, 4096u);
+  EXPECT_EQ(map->ranges()[1].gpa, 0x100000000u);
+  EXPECT_EQ(map->ranges()[1].file_offset, 4u << 20);
 }
 
 // Conditions: every operator, values bound by the width, the caret on errors.

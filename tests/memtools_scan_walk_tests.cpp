@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace {
@@ -257,6 +258,64 @@ TEST_F(ScanWalk, X86WalkStepsShowEachLevelInOrder) {
   // The root table is in the second ram-map range: file 4M + 0x10000.
   EXPECT_EQ(num(steps[0]["file_offset"]), 0x410000u + 8 * 254);
   EXPECT_EQ(steps[3]["decision"], "leaf");
+}
+
+// The same tables under a PML5 (x86-64-la57): every walk ends where the 4-level one does.
+TEST_F(ScanWalk, La57WalksThroughTheFifthLevelToTheSamePages) {
+  const json& x = planted()["x86"];
+  for (const json& w : x["walks"]) {
+    SCOPED_TRACE(w.dump());
+    const bool valid = w.contains("pa");
+    json r = walk_json(image(), ram_map(), "x86-64-la57", x["la57_root"], w["va"], false, valid ? 0 : 1);
+    const json& steps = r["chains"][0]["steps"];
+    EXPECT_EQ(steps[0]["level"], "PML5");
+    if (valid) {
+      EXPECT_EQ(num(r["pa"]), num(w["pa"]));
+      EXPECT_EQ(steps.size(), w["page_size"] == 4096 ? 5u : 4u);
+    } else {
+      EXPECT_EQ(steps.back()["level"], w["invalid_level"]);
+    }
+  }
+}
+
+// A 5-level root walked as 4-level fails at the top; the output names 5-level paging as the likely cause.
+TEST_F(ScanWalk, FourLevelWalkFailingAtTheTopHintsAt5LevelPaging) {
+  const json& x = planted()["x86"];
+  Output o = run({kBinary, "walk", "--image=" + image(), ram_map(), "--format=x86-64",
+                  "--root=" + x["la57_root"].get<std::string>(), x["walks"][0]["va"].get<std::string>()});
+  EXPECT_EQ(o.code, 1) << o.out << o.err;
+  EXPECT_NE(o.out.find("invalid entry at level PML4"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("hint: the root may use 5-level paging (CR4.LA57): try --format=x86-64-la57"),
+            std::string::npos) << o.out;
+  // Negative control: a walk that fails lower down gives no such hint.
+  o = run({kBinary, "walk", "--image=" + image(), ram_map(), "--format=x86-64", "--root=" + x["root"].get<std::string>(),
+           x["walks"][3]["va"].get<std::string>()});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.out.find("invalid entry at level PT"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("hint:"), std::string::npos) << o.out;
+}
+
+// CR3 pasted as QEMU prints it: 16 hex digits, no 0x, with a PCID in its low
+// 12 bits and the no-flush bit 63: read as hex, flags dropped with a note, same walk.
+TEST_F(ScanWalk, RootTakesACr3AsPrintedAndDropsItsFlagBits) {
+  const json& x = planted()["x86"];
+  const std::uint64_t root = num(x["root"]);
+  const std::string cr3 = fmt::format("{:016x}", root | 0x8000000000000005ull);
+  Output o = run({kBinary, "walk", "--image=" + image(), ram_map(), "--format=x86-64", "--root=" + cr3, "--json",
+                  x["walks"][0]["va"].get<std::string>()});
+  EXPECT_EQ(o.code, 0) << o.out << o.err;
+  auto lines = json_lines(o.out);
+  ASSERT_EQ(lines.size(), 1u) << o.out;
+  EXPECT_EQ(num(lines[0]["pa"]), num(x["walks"][0]["pa"]));
+  EXPECT_EQ(num(lines[0]["root"]), root);
+  EXPECT_EQ(num(lines[0]["root_given"]), root | 0x8000000000000005ull);
+  EXPECT_NE(o.err.find(fmt::format("dropped {:#x}", 0x8000000000000005ull)), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("PCID"), std::string::npos) << o.err;
+  // Zero-padded hex, as printed, with no flags: no note.
+  o = run({kBinary, "walk", "--image=" + image(), ram_map(), "--format=x86-64", "--root=" + fmt::format("{:016x}", root),
+           x["walks"][0]["va"].get<std::string>()});
+  EXPECT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_EQ(o.err.find("note:"), std::string::npos) << o.err;
 }
 
 TEST_F(ScanWalk, GmmuWalksTakeTheFirstValidHalfOrEveryHalfWithAllChains) {

@@ -352,6 +352,54 @@ TEST(WatchRun, PidModeFollowsDescendants) {
   EXPECT_GE(lines, 6);
 }
 
+// The command starts a grandchild and exits at once, before the first sample
+// can see the tree: with --until=tree the grandchild, orphaned to the watch
+// (a child subreaper), is sampled until it ends, and only then does the watch stop.
+TEST(WatchRun, UntilTreeFollowsAGrandchildOrphanedBeforeTheFirstSample) {
+  TempDir dir;
+  Proc w(watch_args({"--period=50ms", "--until=tree", "--summary=" + dir / "s.json", "--", "sh", "-c",
+                     "sleep 0.5 & exit 0"}),
+         dir / "out", dir / "err");
+  ASSERT_TRUE(w.wait(20)) << w.err();
+  EXPECT_EQ(w.exit_code(), 0) << w.err();
+  const json s = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["stop_reason"], "the command and every descendant are gone");
+  const json* sleeper = find_process(s, "sleep");
+  ASSERT_NE(sleeper, nullptr) << s.dump(1);
+  // Sampled again and again after sh had gone (sh exits at once; the sleep lives 0.5 s).
+  EXPECT_GE((*sleeper)["samples"].get<int>(), 3) << s.dump(1);
+}
+
+// Negative control: the same command with the default --until=command stops
+// when sh exits, whatever it left running.
+TEST(WatchRun, UntilCommandStopsWhenTheCommandExits) {
+  TempDir dir;
+  Proc w(watch_args({"--period=50ms", "--summary=" + dir / "s.json", "--", "sh", "-c", "sleep 2 & exit 0"}),
+         dir / "out", dir / "err");
+  ASSERT_TRUE(w.wait(20)) << w.err();
+  EXPECT_EQ(w.exit_code(), 0) << w.err();
+  EXPECT_EQ(json::parse(slurp(dir / "s.json"))["stop_reason"], "command exited");
+}
+
+// Descendants that run on after the command exits: --until=tree samples the
+// longer-lived one after the command's last sample.
+TEST(WatchRun, UntilTreeOutlastsTheCommandWhileADescendantRuns) {
+  TempDir dir;
+  Proc w(watch_args({"--period=50ms", "--until=tree", "--summary=" + dir / "s.json", "--", "sh", "-c",
+                     "sleep 0.9 & sleep 0.2; exit 0"}),
+         dir / "out", dir / "err");
+  ASSERT_TRUE(w.wait(20)) << w.err();
+  EXPECT_EQ(w.exit_code(), 0) << w.err();
+  const json s = json::parse(slurp(dir / "s.json"));
+  EXPECT_EQ(s["stop_reason"], "the command and every descendant are gone");
+  const json* shell = find_process(s, "sh");
+  ASSERT_NE(shell, nullptr) << s.dump(1);
+  double last_sleep = 0;
+  for (const json& p : s["processes"])
+    if (p["comm"] == "sleep") last_sleep = std::max(last_sleep, p["last_s"].get<double>());
+  EXPECT_GT(last_sleep, (*shell)["last_s"].get<double>()) << s.dump(1);
+}
+
 // Usage errors exit 2 and name the option and what is accepted; a missing command is 127.
 TEST(WatchRun, UsageErrors) {
   TempDir dir;

@@ -29,7 +29,7 @@ struct Target {
 
   void add_to(CLI::App* cmd) {
     pid_option = cmd->add_option("--pid", pid, "Process whose memory is accessed (through /proc/PID/mem)");
-    file_option = cmd->add_option("--file", file, "File accessed instead, e.g. a guest RAM image; ADDR is then a byte offset");
+    file_option = cmd->add_option("--file", file, "File accessed instead, e.g. a guest RAM image; ADDR is then a byte offset (hex, like every address)");
     pid_option->excludes(file_option);
     cmd->add_option("--width", width, "Word size in bytes: 1, 2, 4 or 8")->capture_default_str();
     match_option = cmd->add_option("--match", match, "The address must lie in a mapping matching SPEC (docs/memtools.md)");
@@ -78,10 +78,8 @@ struct Target {
     return std::nullopt;
   }
 
-  // A process address is hexadecimal; a file offset is a quantity (decimal, 0x-hex, K/M/G).
-  memtools::NumberStyle address_style() const {
-    return file_option->count() > 0 ? memtools::NumberStyle::quantity : memtools::NumberStyle::address;
-  }
+  // Every address is hexadecimal, a file offset or GPA too (file offsets were decimal once; "0n4096" asks for that).
+  memtools::NumberStyle address_style() const { return memtools::NumberStyle::address; }
   const char* address_subject() const {
     return ram_map_option->count() > 0 ? "guest-physical address" : file_option->count() > 0 ? "offset" : "address";
   }
@@ -95,7 +93,7 @@ Runner add_peek(CLI::App& app) {
   auto s = std::make_shared<State>();
   CLI::App* cmd = app.add_subcommand("peek", "Read 1/2/4/8-byte words of a process (no ptrace) or a file");
   s->target.add_to(cmd);
-  cmd->add_option("ADDR", s->addresses, "Addresses (hex) or, with --file, byte offsets")->required();
+  cmd->add_option("ADDR", s->addresses, "Addresses, hex (0x optional; 0n for decimal), or with --file byte offsets, hex too")->required();
   return [s]() -> int {
     memtools::WordOptions o;
     if (auto code = s->target.parse("peek", o)) return *code;
@@ -128,7 +126,7 @@ Runner add_poke(CLI::App& app) {
             return v.empty() ? "the path is empty; accepted: a file to append to, in an existing, writable directory" : "";
           },
           "FILE"));
-  cmd->add_option("ADDR", s->address, "Address (hex) or, with --file, byte offset")->required();
+  cmd->add_option("ADDR", s->address, "Address, hex (0x optional; 0n for decimal), or with --file a byte offset, hex too")->required();
   cmd->add_option("VALUE", s->value, "Value to write: decimal or 0x-hex, fitting the width")->required();
   return [s]() -> int {
     memtools::WordOptions o;

@@ -36,17 +36,19 @@ CLI::Validator seconds(double max) {
 
 Runner add_poll(CLI::App& app) {
   struct State {
-    std::string comm, cmdline, match, offset, width = "4", when, set, audit;
+    std::string comm, cmdline, match, offset, width = "4", when, set, audit, max_processes;
     std::vector<std::string> pids;
     double period = 0.1;
     double duration = 0;
     std::uint64_t max_writes = 0;
-    bool dry_run = false;
-    CLI::Option *comm_option, *cmdline_option, *pid_option, *duration_option, *max_option;
+    bool dry_run = false, all = false;
+    CLI::Option *comm_option, *cmdline_option, *pid_option, *duration_option, *max_option, *max_processes_option,
+        *all_option;
   };
   auto s = std::make_shared<State>();
   CLI::App* cmd = app.add_subcommand(
-      "poll", "Write --set to the word at --offset of every matching mapping of every matching process when --when holds");
+      "poll", "Write --set to the word at --offset of every matching mapping of the matching process (--max-processes, --all) "
+      "when --when holds");
   s->comm_option = cmd->add_option("--comm", s->comm, "Processes whose name (/proc/PID/comm) is exactly this");
   s->cmdline_option = cmd->add_option("--cmdline", s->cmdline, "Processes whose command line matches this POSIX extended regex");
   s->pid_option = cmd->add_option("--pid", s->pids, "These processes (repeat or separate with commas)")->delimiter(',');
@@ -67,6 +69,11 @@ Runner add_poll(CLI::App& app) {
       "COUNT"));
   s->duration_option = cmd->add_option("--duration", s->duration, "Stop after this many seconds")->check(seconds(1e9));
   cmd->add_flag("--dry-run", s->dry_run, "Show what would be written; write nothing");
+  s->max_processes_option =
+      cmd->add_option("--max-processes", s->max_processes,
+                      "Write to at most N of the matching processes (default 1; later matches are left alone)");
+  s->all_option = cmd->add_flag("--all", s->all, "Write to every matching process (no --max-processes bound)");
+  s->all_option->excludes(s->max_processes_option);
   cmd->add_option("--audit", s->audit, "Append audit lines to FILE (default: standard error)")
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
@@ -111,6 +118,17 @@ Runner add_poll(CLI::App& app) {
     if (s->max_option->count() > 0) o.max_writes = s->max_writes;
     if (s->duration_option->count() > 0) o.duration_s = s->duration;
     o.dry_run = s->dry_run;
+    if (s->all) {
+      o.max_processes.reset();
+    } else if (s->max_processes_option->count() > 0) {
+      auto n = memtools::parse_number(s->max_processes, memtools::NumberStyle::value, "count", &bad);
+      if (!n) return memtools::print_syntax_error(std::cerr, "poll", "--max-processes", bad);
+      if (*n == 0) {
+        std::cerr << "extmem poll: --max-processes: 0 would write nothing; accepted: a count from 1 (or --all)\n";
+        return memtools::kExitUsage;
+      }
+      o.max_processes = *n;
+    }
 
     auto audit = memtools::AuditLog::open(s->audit);
     if (!audit) return memtools::audit_usage_error(std::cerr, "poll", audit.error());
@@ -123,7 +141,8 @@ Runner add_poll(CLI::App& app) {
       std::cerr << "extmem poll: " << summary.error().message() << '\n';
       return memtools::exit_code_for(summary.error());
     }
-    return memtools::kExitOk;
+    // A match left alone is a refusal the caller should see (nothing was written to it).
+    return summary->left_out > 0 ? memtools::kExitRefused : memtools::kExitOk;
   };
 }
 

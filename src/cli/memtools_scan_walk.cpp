@@ -28,7 +28,8 @@ int usage(const char* command, const std::string& message) {
 Runner add_scan(CLI::App& app) {
   struct State {
     std::string file, pid, match, hex, page_offset, page_size = "4K", u16, u32, u64, record, order = "little",
-                                                                               context = "0", ram_map, max = "0";
+                                                                               context = "0", ram_map, max = "0", entropy, block;
+    bool twins = false;
     bool json = false;
     CLI::App* cmd = nullptr;
   };
@@ -51,8 +52,15 @@ Runner add_scan(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--context", s->context, "With --u16/--u32/--u64: words shown on each side of a hit (0-64)")
       ->capture_default_str();
+  cmd->add_option("--entropy", s->entropy,
+                  "Blocks whose byte entropy is at least BITS per byte: BITS[/BLOCK] (block default 32 bytes), e.g. 4.5");
+  cmd->add_flag("--twins", s->twins, "Blocks (pages by default) with identical content at different offsets; "
+                                     "zero and constant blocks left out");
+  cmd->add_option("--block", s->block, "With --twins: block size, a power of two from 64 to 1G (default 4K)");
   cmd->add_option("--ram-map", s->ram_map, "With FILE: print guest-physical addresses, GPA:FILEOFF:SIZE[,...]");
-  cmd->add_option("--max", s->max, "Stop after this many hits (0: no limit)")->capture_default_str();
+  cmd->add_option("--max", s->max, "Stop after this many hits (0: no limit); with --twins: after this many distinct "
+                                   "blocks are held (a memory bound)")
+      ->capture_default_str();
   cmd->add_flag("--json", s->json, "One JSON object per hit (JSON lines)");
   return [s]() -> int {
     const char* c = "scan";
@@ -74,8 +82,47 @@ Runner add_scan(CLI::App& app) {
       if (!spec) return memtools::print_syntax_error(std::cerr, c, "--match", bad);
       o.match = std::move(*spec);
     }
-    const int kinds = given("--hex") + given("--u16") + given("--u32") + given("--u64") + given("--record");
-    if (kinds != 1) return usage(c, "give exactly one of --hex, --u16, --u32, --u64, --record");
+    // The options every search form shares, then the search.
+    auto finish = [&]() -> int {
+      if (given("--ram-map")) {
+        if (has_pid) return usage(c, "--ram-map goes with a FILE (a process has virtual addresses)");
+        auto map = memtools::RamMap::parse(s->ram_map, &bad);
+        if (!map) return memtools::print_syntax_error(std::cerr, c, "--ram-map", bad);
+        o.ram_map = std::move(*map);
+      }
+      auto max = memtools::parse_number(s->max, memtools::NumberStyle::value, "max", &bad);
+      if (!max) return memtools::print_syntax_error(std::cerr, c, "--max", bad);
+      o.query.max_hits = *max;
+      if (o.twins) o.twins->max_distinct = *max;
+      o.json = s->json;
+      return memtools::run_scan(o, std::cout, std::cerr);
+    };
+    const int kinds = given("--hex") + given("--u16") + given("--u32") + given("--u64") + given("--record") +
+                      given("--entropy") + s->twins;
+    if (kinds != 1) return usage(c, "give exactly one of --hex, --u16, --u32, --u64, --record, --entropy, --twins");
+    if (given("--block") && !s->twins) return usage(c, "--block goes with --twins (--entropy takes BITS/BLOCK)");
+    if (given("--entropy") || s->twins) {
+      const char* which = s->twins ? "--twins" : "--entropy";
+      if (has_pid) return usage(c, std::string(which) + " searches a FILE (a RAM image), not --pid");
+      for (const char* other : {"--page-offset", "--context", "--byte-order"})
+        if (given(other)) return usage(c, std::string(other) + " does not go with " + which);
+      if (given("--entropy")) {
+        auto e = memtools::parse_entropy(s->entropy, &bad);
+        if (!e) return memtools::print_syntax_error(std::cerr, c, "--entropy", bad);
+        o.entropy = *e;
+      } else {
+        memtools::TwinQuery t;
+        if (given("--block")) {
+          auto b = memtools::parse_number(s->block, memtools::NumberStyle::quantity, "block size", &bad);
+          if (!b) return memtools::print_syntax_error(std::cerr, c, "--block", bad);
+          if (*b < 64 || (*b & (*b - 1)) != 0 || *b > (std::uint64_t{1} << 30))
+            return usage(c, "--block: accepted: a power of two from 64 to 1G (bytes; K/M/G allowed)");
+          t.block = static_cast<std::size_t>(*b);
+        }
+        o.twins = t;
+      }
+      return finish();
+    }
     auto order = memtools::parse_byte_order(s->order, &bad);
     if (!order) return memtools::print_syntax_error(std::cerr, c, "--byte-order", bad);
     memtools::ScanQuery& q = o.query;
@@ -121,17 +168,7 @@ Runner add_scan(CLI::App& app) {
         return usage(c, "--page-offset: must be below the page size (" + memtools::format_size(q.page_size) + ")");
       q.page_offset = *off;
     }
-    if (given("--ram-map")) {
-      if (has_pid) return usage(c, "--ram-map goes with a FILE (a process has virtual addresses)");
-      auto map = memtools::RamMap::parse(s->ram_map, &bad);
-      if (!map) return memtools::print_syntax_error(std::cerr, c, "--ram-map", bad);
-      o.ram_map = std::move(*map);
-    }
-    auto max = memtools::parse_number(s->max, memtools::NumberStyle::value, "max", &bad);
-    if (!max) return memtools::print_syntax_error(std::cerr, c, "--max", bad);
-    q.max_hits = *max;
-    o.json = s->json;
-    return memtools::run_scan(o, std::cout, std::cerr);
+    return finish();
   };
 }
 
@@ -148,8 +185,12 @@ Runner add_walk(CLI::App& app) {
   cmd->add_option("--image", s->image, "The RAM image file")->required();
   cmd->add_option("--ram-map", s->ram_map, "GPA:FILEOFF:SIZE[,...]: where physical addresses are in the file "
                                            "(default: physical address = file offset)");
-  cmd->add_option("--root", s->root, "Physical address of the root table")->required();
-  cmd->add_option("--format", s->format, "x86-64, gmmu, or FILE.json (docs/memtools.md, \"Formats\")")->required();
+  cmd->add_option("--root", s->root,
+                  "Physical address of the root table, hex (0x optional; 0n for decimal); a CR3 value as printed "
+                  "(its PCID/flag bits are dropped with a note)")
+      ->required();
+  cmd->add_option("--format", s->format, "x86-64, x86-64-la57, gmmu, or FILE.json (docs/memtools.md, \"Formats\")")
+      ->required();
   cmd->add_flag("--all-chains", s->all_chains, "Walk both halves of dual (big/small) entries, not the first valid one");
   cmd->add_flag("--json", s->json, "One JSON object per VA");
   cmd->add_option("VA", s->addresses, "Virtual addresses (hex)")->required();
@@ -163,7 +204,8 @@ Runner add_walk(CLI::App& app) {
       if (!map) return memtools::print_syntax_error(std::cerr, c, "--ram-map", bad);
       o.ram_map = std::move(*map);
     }
-    auto root = memtools::parse_number(s->root, memtools::NumberStyle::quantity, "root", &bad);
+    // An address like every other (hex by default, as QEMU's "info registers" prints CR3).
+    auto root = memtools::parse_number(s->root, memtools::NumberStyle::address, "root", &bad);
     if (!root) return memtools::print_syntax_error(std::cerr, c, "--root", bad);
     o.root = *root;
     if (auto builtin = memtools::WalkFormat::builtin(s->format)) {
@@ -172,7 +214,7 @@ Runner add_walk(CLI::App& app) {
       std::ifstream in(s->format, std::ios::binary);
       if (!in) {
         std::cerr << "extmem walk: --format: \"" << s->format
-                  << "\" is neither a built-in format (x86-64, gmmu) nor a readable JSON file\n";
+                  << "\" is neither a built-in format (x86-64, x86-64-la57, gmmu) nor a readable JSON file\n";
         return memtools::kExitUsage;
       }
       const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

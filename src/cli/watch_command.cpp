@@ -30,7 +30,7 @@ Runner add_watch(CLI::App& app) {
   struct State {
     watch::WatchOptions options;
     std::vector<std::string> pids, command;
-    std::string period = "100ms", duration, format = "tsv", budget = "1", warmup = "20%";
+    std::string period = "100ms", duration, format = "tsv", budget = "1", warmup = "20%", until = "command";
   };
   auto st = std::make_shared<State>();
   CLI::App* cmd = app.add_subcommand(
@@ -101,6 +101,10 @@ Runner add_watch(CLI::App& app) {
                   "Left out of the slope fits: a share of each process's time (20%) or a duration (5s)")
       ->check(warmup)
       ->capture_default_str();
+  cmd->add_option("--until", st->until,
+                  "With a COMMAND: stop when it exits (command), or when it and every descendant are gone (tree)")
+      ->check(CLI::IsMember({"command", "tree"}))
+      ->capture_default_str();
   // The COMMAND: after "--", or from the first word that is not an option of
   // ours on (then its own options stay its own).
   cmd->add_option("command", st->command, "The command to run and watch (after --)");
@@ -114,6 +118,12 @@ Runner add_watch(CLI::App& app) {
       return 2;
     }
     o.command = st->command;
+    if (st->until == "tree" && o.command.empty()) {
+      std::cerr << "extmem watch: --until=tree goes with a COMMAND (with --pid the watch already follows every "
+                   "descendant until all are gone)\n";
+      return 2;
+    }
+    o.until_tree = st->until == "tree";
     for (const std::string& p : st->pids) o.pids.push_back(static_cast<pid_t>(std::stol(p)));
     o.period = *watch::parse_duration(st->period);
     if (!st->duration.empty()) o.duration = *watch::parse_duration(st->duration);

@@ -277,6 +277,7 @@ int run_poke(const WordOptions& o, std::uint64_t address, std::uint64_t value, s
   PokeRequest request{*offset, o.width, value, expect, o.match ? &*o.match : nullptr};
   auto r = o.file.empty() ? poke_process(o.pid, request) : poke_file(o.file, request);
   if (!r) return report(err, "poke", r.error());
+  if (!o.file.empty() && o.ram_map) r->gpa = address;  // the audit line names the guest-physical address too
   int code = kExitOk;
   if (auto st = audit->record(*r); !st) code = report(err, "poke", st.error());
   out << fmt::format("{} u{} {} -> {} ({})", where(o, address, *offset), 8 * o.width, word_hex(r->old_value, o.width),

@@ -1,5 +1,6 @@
 #include "extmem/memtools/poll.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <ostream>
@@ -18,6 +19,7 @@ using Clock = std::chrono::steady_clock;
 // What the poller remembers about one live process between rounds.
 struct Tracked {
   bool given_up = false;                 // its maps or memory could not be read (reported once)
+  bool left_out = false;                 // beyond --max-processes: never written (reported once)
   std::set<std::uint64_t> reported;      // mapping starts whose problem was reported already
   std::set<std::uint64_t> dry_pending;   // dry run: mapping starts whose hit was shown and still holds
 };
@@ -36,8 +38,21 @@ class Poller {
     std::set<pid_t> live;
     for (const ProcessInfo& p : *procs) {
       live.insert(p.pid);
-      if (known_.emplace(p.pid, Tracked{}).second) {
-        ++summary_.processes_seen;
+      if (known_.count(p.pid) > 0) continue;
+      // The bound is on the run, not on one moment: a process served and gone still counts.
+      Tracked t;
+      t.left_out = o_.max_processes && served_ >= *o_.max_processes;
+      if (!t.left_out) ++served_;
+      known_.emplace(p.pid, t);
+      ++summary_.processes_seen;
+      if (t.left_out) {
+        ++summary_.left_out;
+        err_ << fmt::format("poll: pid {} comm={} matches too, but --max-processes={} processes were served already "
+                            "in this run: it is not "
+                            "written (give --max-processes=N or --all to write to more)\n",
+                            p.pid, p.comm, *o_.max_processes);
+        err_.flush();
+      } else {
         say(fmt::format("poll: + pid {} comm={}", p.pid, p.comm));
       }
     }
@@ -49,6 +64,7 @@ class Poller {
         ++it;
       }
     }
+    if (!previewed_ && summary_.writes == 0) preview(*procs);
     for (const ProcessInfo& p : *procs) {
       if (auto st = serve(p, known_.at(p.pid)); !st) return st;
       if (done()) break;
@@ -70,9 +86,37 @@ class Poller {
     err_.flush();
   }
 
+  // Once, before anything is written, when more than one process is served:
+  // every word that would be written now, read but not written.
+  void preview(const std::vector<ProcessInfo>& procs) {
+    std::vector<std::string> lines;
+    std::size_t served = 0;
+    for (const ProcessInfo& p : procs) {
+      if (known_.at(p.pid).left_out) continue;
+      ++served;
+      auto maps = os::read_maps(p.pid);
+      if (!maps) continue;
+      auto target = WordTarget::open_process(p.pid, false);
+      for (const os::MapEntry& m : *maps) {
+        if (!o_.match.matches(m) || m.size() < o_.width || o_.offset > m.size() - o_.width) continue;
+        const std::uint64_t address = m.start + o_.offset;
+        auto value = target ? target->read(address, o_.width) : Result<std::uint64_t>(target.error());
+        lines.push_back(fmt::format("poll: preview: pid {} comm={} {:#x} now {} -> {:#x} {} in {}", p.pid, p.comm,
+                                    address, value ? fmt::format("{:#x}", *value) : "unreadable", o_.set,
+                                    value && o_.when.holds(*value) ? "(condition holds: would write)"
+                                                                   : "(condition does not hold yet)",
+                                    format_mapping(m)));
+      }
+    }
+    if (served < 2) return;
+    previewed_ = true;
+    say(fmt::format("poll: {} processes are served; before any write, what would be written now:", served));
+    for (const std::string& l : lines) say(l);
+  }
+
   // Every matching mapping of one process: read the word, write when the condition holds.
   Status serve(const ProcessInfo& p, Tracked& t) {
-    if (t.given_up) return {};
+    if (t.given_up || t.left_out) return {};
     auto maps = os::read_maps(p.pid);
     if (!maps) {
       if (!process_gone(maps.error())) {
@@ -154,6 +198,8 @@ class Poller {
   std::ostream& err_;
   std::map<pid_t, Tracked> known_;
   PollSummary summary_;
+  bool previewed_ = false;
+  std::uint64_t served_ = 0;  // processes admitted for writing so far in this run
 };
 
 }  // namespace
@@ -200,11 +246,11 @@ Result<PollSummary> run_poll(const PollOptions& options, const AuditLog& audit, 
     }
   }
   const PollSummary& s = poller.summary();
-  out << fmt::format("poll: {} {} in {} round{}, {} process{} seen, {} failure{}\n", s.writes,
+  out << fmt::format("poll: {} {} in {} round{}, {} process{} seen{}, {} failure{}\n", s.writes,
                      options.dry_run ? (s.writes == 1 ? "would-be write" : "would-be writes")
                                      : (s.writes == 1 ? "write" : "writes"),
                      s.rounds, s.rounds == 1 ? "" : "s", s.processes_seen, s.processes_seen == 1 ? "" : "es",
-                     s.failures, s.failures == 1 ? "" : "s");
+                     s.left_out > 0 ? fmt::format(" ({} left out by --max-processes)", s.left_out) : "", s.failures, s.failures == 1 ? "" : "s");
   out.flush();
   return s;
 }

@@ -10,8 +10,9 @@ namespace extmem::memtools {
 namespace {
 
 constexpr std::string_view kGrammar =
-    "GPA:FILEOFF:SIZE[,GPA:FILEOFF:SIZE...], each a number (decimal or 0x-hex, K/M/G), SIZE > 0, "
-    "ranges not overlapping in guest-physical space nor in the file";
+    "GPA:FILEOFF:SIZE[,GPA:FILEOFF:SIZE...], GPA an address (hexadecimal, 0x optional, 0n for decimal, no K/M/G), "
+    "FILEOFF and SIZE numbers (decimal or 0x-hex, K/M/G), SIZE > 0, ranges not overlapping in guest-physical space "
+    "nor in the file";
 
 // [a, a + an) and [b, b + bn) share a byte (sizes > 0, no wrap).
 bool overlap(std::uint64_t a, std::uint64_t an, std::uint64_t b, std::uint64_t bn) {
@@ -38,7 +39,8 @@ Result<RamMap> RamMap::parse(std::string_view text, SyntaxError* syntax) {
         return fail(pos, fmt::format("expected {} (a number), found {}", kNames[f], detail::quote_char(text, pos)));
       columns[f] = pos;
       detail::ScanFailure failure;
-      auto n = detail::scan_number(text, pos, end, NumberStyle::quantity, failure);
+      // The GPA is an address like every other; FILEOFF and SIZE are quantities (4M into the file, 4M long).
+      auto n = detail::scan_number(text, pos, end, f == 0 ? NumberStyle::address : NumberStyle::quantity, failure);
       if (!n) return fail(failure.column, fmt::format("{}: {}", kNames[f], failure.problem));
       fields[f] = *n;
       pos = end;

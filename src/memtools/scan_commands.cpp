@@ -150,6 +150,74 @@ int chain_code(const WalkChain& c) {
   return kExitFailed;
 }
 
+// "offset=0x... gpa=0x..." of a file offset, or the JSON members.
+std::string file_place_text(const ScanOptions& o, std::uint64_t offset) {
+  std::string line = fmt::format("offset={:#x}", offset);
+  if (o.ram_map) {
+    const auto gpa = o.ram_map->to_gpa(offset);
+    line += gpa ? fmt::format(" gpa={:#x}", *gpa) : " gpa=none";
+  }
+  return line;
+}
+nlohmann::json gpa_json(const ScanOptions& o, std::uint64_t offset) {
+  const auto gpa = o.ram_map->to_gpa(offset);
+  return gpa ? nlohmann::json(hex(*gpa)) : nlohmann::json(nullptr);
+}
+
+int run_entropy(const ScanOptions& o, std::ostream& out, std::ostream& err) {
+  std::uint64_t runs = 0;
+  EntropySink sink = [&](const EntropyRun& r) {
+    ++runs;
+    if (o.json) {
+      nlohmann::json j = {{"match", "entropy"},   {"offset", hex(r.offset)},       {"bytes", r.bytes},
+                          {"blocks", r.bytes / o.entropy->block}, {"min_bits", r.min_bits}, {"max_bits", r.max_bits}};
+      if (o.ram_map) j["gpa"] = gpa_json(o, r.offset);
+      out << j.dump() << std::endl;
+    } else {
+      out << fmt::format("{} bytes={:#x} blocks={} entropy={:.2f}..{:.2f} bits/byte", file_place_text(o, r.offset),
+                         r.bytes, r.bytes / o.entropy->block, r.min_bits, r.max_bits)
+          << std::endl;
+    }
+    return o.query.max_hits == 0 || runs < o.query.max_hits;
+  };
+  auto stats = scan_entropy(o.file, *o.entropy, sink);
+  if (!stats) return report(err, "scan", stats.error());
+  err << fmt::format("extmem scan: {} run{} of {}-byte blocks with at least {:g} bits/byte in {}{}\n", runs,
+                     runs == 1 ? "" : "s", o.entropy->block, o.entropy->bits, size_text(stats->bytes),
+                     stats->stopped ? fmt::format(", stopped at --max={}", o.query.max_hits) : "");
+  return kExitOk;
+}
+
+int run_twins(const ScanOptions& o, std::ostream& out, std::ostream& err) {
+  auto r = find_twins(o.file, *o.twins);
+  if (!r) return report(err, "scan", r.error());
+  constexpr std::size_t kShown = 16;  // offsets per text line; JSON lists them all
+  for (const TwinGroup& g : r->groups) {
+    if (o.json) {
+      nlohmann::json j = {{"match", "twins"}, {"hash", hex(g.hash)}, {"block", o.twins->block}, {"count", g.offsets.size()}};
+      nlohmann::json offs = nlohmann::json::array(), gpas = nlohmann::json::array();
+      for (std::uint64_t off : g.offsets) {
+        offs.push_back(hex(off));
+        if (o.ram_map) gpas.push_back(gpa_json(o, off));
+      }
+      j["offsets"] = std::move(offs);
+      if (o.ram_map) j["gpas"] = std::move(gpas);
+      out << j.dump() << '\n';
+      continue;
+    }
+    std::string line = fmt::format("twins count={} block={} hash={:#018x}:", g.offsets.size(), format_size(o.twins->block), g.hash);
+    for (std::size_t i = 0; i < g.offsets.size() && i < kShown; ++i) line += " " + file_place_text(o, g.offsets[i]);
+    if (g.offsets.size() > kShown) line += fmt::format(" ... {} more (--json lists all)", g.offsets.size() - kShown);
+    out << line << '\n';
+  }
+  out.flush();
+  err << fmt::format("extmem scan: {} twin group{} among {} blocks of {} ({} constant, left out; {} distinct) in {}{}\n",
+                     r->groups.size(), r->groups.size() == 1 ? "" : "s", r->blocks, format_size(o.twins->block),
+                     r->constant_blocks, r->distinct, size_text(r->bytes),
+                     r->stopped ? fmt::format(", stopped at --max={} distinct contents", o.twins->max_distinct) : "");
+  return kExitOk;
+}
+
 }  // namespace
 
 int run_scan(const ScanOptions& o, std::ostream& out, std::ostream& err) {
@@ -159,6 +227,8 @@ int run_scan(const ScanOptions& o, std::ostream& out, std::ostream& err) {
     auto image = PhysicalImage::open(o.file, o.ram_map);
     if (!image) return report(err, "scan", image.error());
   }
+  if (o.entropy) return run_entropy(o, out, err);
+  if (o.twins) return run_twins(o, out, err);
   HitSink sink = [&](const ScanHit& h) {
     out << (o.json ? hit_json(o, h) : hit_text(o, h)) << std::endl;  // streamed: flushed per hit
     return true;
@@ -171,9 +241,17 @@ int run_scan(const ScanOptions& o, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
-int run_walk(const WalkOptions& o, std::ostream& out, std::ostream& err) {
-  auto image = PhysicalImage::open(o.image, o.ram_map);
+int run_walk(const WalkOptions& options, std::ostream& out, std::ostream& err) {
+  auto image = PhysicalImage::open(options.image, options.ram_map);
   if (!image) return report(err, "walk", image.error());
+  // A register pasted as printed (CR3 with PCID or flag bits) walks from its address bits; say what was dropped.
+  WalkOptions o = options;
+  if (const std::uint64_t dropped = o.root & o.format.root_flags; dropped != 0) {
+    o.root &= ~o.format.root_flags;
+    err << fmt::format("extmem walk: note: --root {:#x}: dropped {:#x} (bits the {} format treats as flags, not "
+                       "address: for CR3, the PCID or PWT/PCD in bits 0-11 and the no-flush bit 63); walking from {:#x}\n",
+                       options.root, dropped, o.format.name, o.root);
+  }
   int code = kExitOk;
   auto fail = [&code](int c) {
     if (code == kExitOk) code = c;
@@ -186,6 +264,7 @@ int run_walk(const WalkOptions& o, std::ostream& out, std::ostream& err) {
     }
     if (o.json) {
       nlohmann::json j = {{"va", hex(va)}, {"format", o.format.name}, {"root", hex(o.root)}};
+      if (o.root != options.root) j["root_given"] = hex(options.root);
       nlohmann::json chains = nlohmann::json::array();
       for (const WalkChain& c : r->chains) {
         nlohmann::json jc = {{"steps", nlohmann::json::array()}};
@@ -197,6 +276,7 @@ int run_walk(const WalkOptions& o, std::ostream& out, std::ostream& err) {
           jc["file_offset"] = c.file_offset ? nlohmann::json(hex(*c.file_offset)) : nlohmann::json(nullptr);
         }
         if (c.error) jc["error"] = c.error->message();
+        if (!c.physical && !c.error && c.steps.size() == 1 && !o.format.root_hint.empty()) jc["hint"] = o.format.root_hint;
         chains.push_back(std::move(jc));
       }
       j["chains"] = std::move(chains);
@@ -216,6 +296,8 @@ int run_walk(const WalkOptions& o, std::ostream& out, std::ostream& err) {
         } else {
           out << fmt::format("  => no translation: invalid entry at level {}\n", c.steps.back().level);
         }
+        if (!c.physical && !c.error && c.steps.size() == 1 && !o.format.root_hint.empty())
+          out << "  hint: " << o.format.root_hint << '\n';
       }
     }
     for (const WalkChain& c : r->chains)

@@ -56,6 +56,11 @@ std::optional<std::uint64_t> scan_number(std::string_view input, std::size_t beg
   if (end - pos >= 2 && input[pos] == '0' && (input[pos + 1] == 'x' || input[pos + 1] == 'X')) {
     base = 16;
     pos += 2;
+  } else if (style == NumberStyle::address && end - pos >= 2 && input[pos] == '0' &&
+             (input[pos + 1] == 'n' || input[pos + 1] == 'N')) {
+    // An address is hexadecimal unless asked for in decimal, and 'n' is no hex digit: "0n4096" cannot be misread.
+    base = 10;
+    pos += 2;
   }
   const std::size_t first_digit = pos;
   std::uint64_t value = 0;
@@ -134,7 +139,8 @@ Error SyntaxError::to_error() const {
 
 std::string_view describe(NumberStyle style) {
   switch (style) {
-    case NumberStyle::address: return "a hexadecimal address, with or without 0x (e.g. 0x7f1c2a400080)";
+    case NumberStyle::address:
+      return "a hexadecimal address, with or without 0x (e.g. 0x7f1c2a400080); 0n for decimal (0n4096); no K/M/G";
     case NumberStyle::quantity:
       return "a number, decimal or 0x-hexadecimal, optionally followed by K, M or G (x1024; KiB, MiB, GiB too)";
     case NumberStyle::value: return "a number, decimal or 0x-hexadecimal";

@@ -5,6 +5,7 @@
 namespace extmem::memtools::detail {
 
 extern const std::string_view kX86_64FormatJson;
+extern const std::string_view kX86_64La57FormatJson;
 extern const std::string_view kGmmuFormatJson;
 
 const std::string_view kX86_64FormatJson = R"json(
@@ -15,7 +16,47 @@ const std::string_view kX86_64FormatJson = R"json(
   "sign_extended": true,
   "byte_order": "little",
   "root": "PML4",
+  "root_flags": "0x8000000000000fff",
+  "root_hint": "the root may use 5-level paging (CR4.LA57): try --format=x86-64-la57",
   "levels": [
+    {"name": "PML4", "shift": 39, "index_bits": 9, "entry_bytes": 8,
+     "valid": {"mask": "0x1", "value": "0x1"},
+     "address": {"low": 12, "high": 51, "shift": 12},
+     "next": "PDPT"},
+    {"name": "PDPT", "shift": 30, "index_bits": 9, "entry_bytes": 8,
+     "valid": {"mask": "0x1", "value": "0x1"},
+     "leaf_if": {"mask": "0x80", "value": "0x80"},
+     "address": {"low": 12, "high": 51, "shift": 12},
+     "leaf_address": {"low": 30, "high": 51, "shift": 30},
+     "next": "PD"},
+    {"name": "PD", "shift": 21, "index_bits": 9, "entry_bytes": 8,
+     "valid": {"mask": "0x1", "value": "0x1"},
+     "leaf_if": {"mask": "0x80", "value": "0x80"},
+     "address": {"low": 12, "high": 51, "shift": 12},
+     "leaf_address": {"low": 21, "high": 51, "shift": 21},
+     "next": "PT"},
+    {"name": "PT", "shift": 12, "index_bits": 9, "entry_bytes": 8,
+     "valid": {"mask": "0x1", "value": "0x1"},
+     "address": {"low": 12, "high": 51, "shift": 12}}
+  ]
+}
+)json";
+
+const std::string_view kX86_64La57FormatJson = R"json(
+{
+  "name": "x86-64-la57",
+  "description": "x86-64 5-level paging, CR4.LA57 set (Intel SDM vol. 3A, section 4.5): 57-bit canonical virtual addresses; PML5, PML4, PDPT, PD and PT of 512 8-byte entries; P (bit 0) marks an entry valid; PS (bit 7) in a PDPT or PD entry maps a 1 GiB or 2 MiB page; the address is bits 12-51",
+  "va_bits": 57,
+  "sign_extended": true,
+  "byte_order": "little",
+  "root": "PML5",
+  "root_flags": "0x8000000000000fff",
+  "root_hint": "the root may use 4-level paging (CR4.LA57 clear): try --format=x86-64",
+  "levels": [
+    {"name": "PML5", "shift": 48, "index_bits": 9, "entry_bytes": 8,
+     "valid": {"mask": "0x1", "value": "0x1"},
+     "address": {"low": 12, "high": 51, "shift": 12},
+     "next": "PML4"},
     {"name": "PML4", "shift": 39, "index_bits": 9, "entry_bytes": 8,
      "valid": {"mask": "0x1", "value": "0x1"},
      "address": {"low": 12, "high": 51, "shift": 12},

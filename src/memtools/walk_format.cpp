@@ -10,6 +10,7 @@
 namespace extmem::memtools {
 namespace detail {
 extern const std::string_view kX86_64FormatJson;
+extern const std::string_view kX86_64La57FormatJson;
 extern const std::string_view kGmmuFormatJson;
 }  // namespace detail
 
@@ -135,7 +136,8 @@ EntryPart entry_part(const json& j, const std::string& path, unsigned entry_byte
 }
 
 WalkFormat load(const json& doc) {
-  only_keys(doc, "", {"name", "description", "va_bits", "sign_extended", "byte_order", "root", "levels"});
+  only_keys(doc, "",
+            {"name", "description", "va_bits", "sign_extended", "byte_order", "root", "root_flags", "root_hint", "levels"});
   WalkFormat f;
   const json& name = required(doc, "", "name");
   if (!name.is_string() || name.get_ref<const std::string&>().empty()) problem("/name", "expected a non-empty string");
@@ -149,6 +151,11 @@ WalkFormat load(const json& doc) {
   if (auto it = doc.find("sign_extended"); it != doc.end()) {
     if (!it->is_boolean()) problem("/sign_extended", "expected true or false");
     f.sign_extended = it->get<bool>();
+  }
+  if (auto it = doc.find("root_flags"); it != doc.end()) f.root_flags = number(*it, "/root_flags", ~std::uint64_t{0});
+  if (auto it = doc.find("root_hint"); it != doc.end()) {
+    if (!it->is_string()) problem("/root_hint", "expected a string");
+    f.root_hint = it->get<std::string>();
   }
   if (auto it = doc.find("byte_order"); it != doc.end()) {
     auto order = it->is_string() ? parse_byte_order(it->get<std::string>()) : Result<ByteOrder>(Error{});
@@ -272,6 +279,7 @@ Result<WalkFormat> WalkFormat::from_json(std::string_view text, SyntaxError* syn
 
 std::string_view WalkFormat::builtin_json(std::string_view name) {
   if (name == "x86-64") return detail::kX86_64FormatJson;
+  if (name == "x86-64-la57") return detail::kX86_64La57FormatJson;
   if (name == "gmmu") return detail::kGmmuFormatJson;
   return {};
 }
@@ -284,6 +292,6 @@ std::optional<WalkFormat> WalkFormat::builtin(std::string_view name) {
   return std::move(*f);
 }
 
-std::vector<std::string> WalkFormat::builtin_names() { return {"x86-64", "gmmu"}; }
+std::vector<std::string> WalkFormat::builtin_names() { return {"x86-64", "x86-64-la57", "gmmu"}; }
 
 }  // namespace extmem::memtools

@@ -16,6 +16,16 @@
 namespace extmem::memtools {
 namespace {
 
+// Offsets were decimal before every address became hexadecimal: an offset
+// past the end whose hex digits read as a decimal number may be one of those.
+std::string decimal_hint(std::uint64_t address) {
+  const std::string digits = fmt::format("{:x}", address);
+  if (digits.find_first_not_of("0123456789") != std::string::npos) return {};
+  return fmt::format("; offsets are hexadecimal, as every address: if {} was meant in decimal, write 0n{}", digits,
+                     digits);
+}
+
+
 // The low `width` bytes of `value` in this machine's byte order, and back.
 void to_bytes(std::uint64_t value, unsigned width, unsigned char* out) {
   switch (width) {
@@ -88,7 +98,8 @@ Result<std::uint64_t> WordTarget::read(std::uint64_t address, unsigned width) co
   const std::string step = fmt::format("pread {} at {:#x}", name_, address);
   if (pid_ == 0 && (address > size_ || size_ - address < width))
     return Error{step, ErrorKind::invalid_argument, kCodePastEnd,
-                 fmt::format("the {}-byte word runs past the end of the file ({} bytes)", width, size_)};
+                 fmt::format("the {}-byte word runs past the end of the file ({} bytes){}", width, size_,
+                             decimal_hint(address))};
   unsigned char buf[8];
   ssize_t n;
   do {
@@ -110,7 +121,8 @@ Status WordTarget::write(std::uint64_t address, unsigned width, std::uint64_t va
   const std::string step = fmt::format("pwrite {} at {:#x}", name_, address);
   if (pid_ == 0 && (address > size_ || size_ - address < width))
     return Error{step, ErrorKind::invalid_argument, kCodePastEnd,
-                 fmt::format("the {}-byte word runs past the end of the file ({} bytes)", width, size_)};
+                 fmt::format("the {}-byte word runs past the end of the file ({} bytes){}", width, size_,
+                             decimal_hint(address))};
   unsigned char buf[8];
   to_bytes(value, width, buf);
   ssize_t n;
@@ -237,10 +249,12 @@ std::string format_audit_line(const WriteRecord& r, std::chrono::system_clock::t
   ::gmtime_r(&secs, &tm);
   std::string out = fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z write ", tm.tm_year + 1900,
                                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, micros);
-  if (r.pid != 0)
+  if (r.pid != 0) {
     out += fmt::format("pid={} comm=\"{}\" addr={:#x}", r.pid, escaped(r.comm), r.address);
-  else
+  } else {
     out += fmt::format("file=\"{}\" offset={:#x}", escaped(r.file), r.address);
+    if (r.gpa) out += fmt::format(" gpa={:#x}", *r.gpa);
+  }
   out += fmt::format(" width={} old={:#x} new={:#x} readback={}", r.width, r.old_value, r.written,
                      r.read_back ? fmt::format("{:#x}", *r.read_back) : "ended");
   if (r.mapping) out += " mapping=" + escaped(format_mapping(*r.mapping));

@@ -216,8 +216,12 @@ int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
         write_failed = true;
       }
     }
-    if (ev.command_ended) {
+    if (ev.command_ended && !o.until_tree) {
       stop_reason = "command exited";
+      break;
+    }
+    if (ev.command_ended && rows.empty()) {
+      stop_reason = "the command and every descendant are gone";
       break;
     }
     if (ev.stop_signal != 0) {
@@ -238,7 +242,7 @@ int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
     auto deadline = next;
     if (o.duration) deadline = std::min(deadline, t0 + *o.duration);
     wait_until(deadline, blocked.set(), cmdp, ev);
-    if (ev.command_ended) {  // nothing left to sample of the command itself
+    if (ev.command_ended && !o.until_tree) {  // nothing left to sample of the command itself
       stop_reason = "command exited";
       break;
     }

@@ -13,7 +13,7 @@
 //  - {pa, va} u64 pairs in both orders, and a misaligned copy of the va;
 //  - 0x40-byte records (va, size, zero, 32-bit marker 0x7461696c), a decoy whose
 //    zero field is 1, and the marker's bytes at a misaligned offset;
-//  - x86-64 4-level tables and GMMU-style tables (dual big/small entry,
+//  - x86-64 4-level tables (and a 5-level root above them) and GMMU-style tables (dual big/small entry,
 //    invalid entries), written here bit by bit, independently of the format
 //    descriptions the walker loads;
 //  - a payload u64 at the physical address each mapped VA lands on.
@@ -116,11 +116,18 @@ int main(int argc, char** argv) {
   put64(off(pd_hi) + 8 * 0, x86_table(pt_hi));
   put64(off(pt_hi) + 8 * 3, x86_table(p3));        // va3 -> p3
   // va5: PML4 entry 32 is zero -> invalid at PML4.
+  // A PML5 above the same PML4, for 5-level paging (CR4.LA57): entry 0 (VAs
+  // below 2^48) and entry 511 (VAs sign-extended from bit 56) both lead to it,
+  // so every walk above gives the same result from this root.
+  const std::uint64_t pml5 = kHighGpa + 0x17000;
+  zero_page(pml5);
+  put64(off(pml5) + 8 * 0, x86_table(pml4));
+  put64(off(pml5) + 8 * 511, x86_table(pml4));
   const std::uint64_t payload1 = 0x5041594c4f414431, payload2 = 0x5041594c4f414432, payload3 = 0x5041594c4f414433;
   put64(off(p1 + 0x10), payload1);
   put64(off(large + 0x1234), payload2);
   put64(off(p3 + 0x40), payload3);
-  j += "  \"x86\": {\"root\": " + hex(pml4) + ", \"walks\": [\n";
+  j += "  \"x86\": {\"root\": " + hex(pml4) + ", \"la57_root\": " + hex(pml5) + ", \"walks\": [\n";
   j += "    {\"va\": " + hex(va1 + 0x10) + ", \"pa\": " + hex(p1 + 0x10) + ", \"page_size\": 4096, \"payload\": " + hex(payload1) + "},\n";
   j += "    {\"va\": " + hex(va2) + ", \"pa\": " + hex(large + 0x1234) + ", \"page_size\": 2097152, \"payload\": " + hex(payload2) + "},\n";
   j += "    {\"va\": " + hex(va3 + 0x40) + ", \"pa\": " + hex(p3 + 0x40) + ", \"page_size\": 4096, \"payload\": " + hex(payload3) + "},\n";

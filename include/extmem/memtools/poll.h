@@ -41,6 +41,10 @@ struct PollOptions {
   std::optional<std::uint64_t> max_writes;  ///< stop after this many writes (dry run: would-be writes)
   std::optional<double> duration_s;    ///< stop after this many seconds
   bool dry_run = false;                ///< report what would be written, write nothing
+  /// Most processes served in the run (the first that match, in pid order
+  /// within a round; a served process that has gone still counts; later
+  /// matches are left alone and reported once each); nullopt: every match (--all).
+  std::optional<std::uint64_t> max_processes = 1;
 };
 
 /// What a poll run did.
@@ -49,6 +53,7 @@ struct PollSummary {
   std::uint64_t rounds = 0;          ///< passes over the process list
   std::uint64_t processes_seen = 0;  ///< distinct processes that matched at some point
   std::uint64_t failures = 0;        ///< writes or reads that failed (each reported on `err`)
+  std::uint64_t left_out = 0;        ///< matching processes not served: beyond max_processes
 };
 
 /// Runs rounds until `max_writes`, `duration_s`, or `*stop` becoming true
@@ -58,6 +63,10 @@ struct PollSummary {
 /// the word at start + offset; when `when` holds it writes `set` with
 /// compare-then-write (expecting the value just read), reads it back, and
 /// appends an audit line to `audit`; each write also prints a line on `out`.
+/// At most `max_processes` processes are served; each further match is
+/// reported once on `err` and never written. Before the first write of a run
+/// that serves more than one process, a preview lists on `out` every word it
+/// would write now ("poll: preview: ..."), so the blast radius is on record.
 /// A mapping too small for the word, a process we may not read, a failed
 /// write: reported once on `err`, and the run goes on. Never writes a range:
 /// one word per mapping per round at most. Returns the summary; errors only

@@ -24,8 +24,9 @@ struct RamRange {
 /// guest-physical space nor in the file, none wrapping past 2^64.
 class RamMap {
  public:
-  /// Parses "GPA:FILEOFF:SIZE[,GPA:FILEOFF:SIZE...]"; each number is
-  /// NumberStyle::quantity (decimal, 0x-hex, K/M/G). Errors: invalid_argument,
+  /// Parses "GPA:FILEOFF:SIZE[,GPA:FILEOFF:SIZE...]"; GPA is
+  /// NumberStyle::address (hexadecimal, "0n" for decimal, no unit), FILEOFF
+  /// and SIZE are NumberStyle::quantity (decimal, 0x-hex, K/M/G). Errors: invalid_argument,
   /// step "parse ram-map"; `syntax`, when not null, points at the bad
   /// character (for an overlap: the start of the later range, naming the other).
   static Result<RamMap> parse(std::string_view text, SyntaxError* syntax = nullptr);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "extmem/memtools/block_scan.h"
 #include "extmem/memtools/map_spec.h"
 #include "extmem/memtools/ram_map.h"
 #include "extmem/memtools/scanner.h"
@@ -23,13 +24,16 @@ struct ScanOptions {
   std::string file;               ///< file mode when not empty
   pid_t pid = 0;                  ///< process mode otherwise
   std::optional<MapSpec> match;   ///< process mode: only mappings matching this
-  ScanQuery query;
+  ScanQuery query;                ///< used unless `entropy` or `twins` is set
+  std::optional<EntropyQuery> entropy;  ///< file mode: --entropy instead of `query`
+  std::optional<TwinQuery> twins;       ///< file mode: --twins instead of `query`
   std::optional<RamMap> ram_map;  ///< file mode: print guest-physical addresses too
   bool json = false;              ///< one JSON object per line instead of text
 };
 
 /// Prints each hit as it is found (one line, flushed), then a summary line on
-/// `err`. Returns kExitOk after a complete (or --max-bounded) scan, whether or
+/// `err`; --twins prints its groups at the end (largest first), as a twin is
+/// known only once the whole file has been seen. Returns kExitOk after a complete (or --max-bounded) scan, whether or
 /// not anything was found; kExitPastEnd when the file is shorter than the
 /// ram-map says (nothing scanned); else the code of the error (exit_code_for).
 int run_scan(const ScanOptions& options, std::ostream& out, std::ostream& err);

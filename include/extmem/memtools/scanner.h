@@ -71,10 +71,12 @@ struct ScanStats {
 
 /// Scans all of file `path` (regular file or block device), mmap()ed read-only
 /// with MADV_SEQUENTIAL, in 16 MiB pieces searched by up to 7 threads besides
-/// the calling one (one fewer than the cores; the page-offset form enters each
-/// piece's pages in the page tables in one MADV_POPULATE_READ call); the
-/// calling thread hands hits to `sink` in address order. Errors: os_error("open PATH"|"fstat PATH"|"mmap PATH");
-/// invalid_argument for another kind of file. An empty file has no hits.
+/// the calling one (one fewer than the cores); the calling thread hands hits
+/// to `sink` in address order. The page-offset form of a byte pattern that
+/// fits in its page (pages up to 64 KiB) is not mapped: it reads each page's
+/// few bytes with preadv, which skips the page-table work a mapping costs.
+/// Errors: os_error("open PATH"|"fstat PATH"|"mmap PATH"|"preadv PATH at
+/// OFFSET"); invalid_argument for another kind of file. An empty file has no hits.
 Result<ScanStats> scan_file(const std::string& path, const ScanQuery& query, const HitSink& sink);
 
 /// Scans every readable mapping of process `pid` (that matches `match`, when

@@ -35,7 +35,7 @@ struct SyntaxError {
 
 /// How a number is written.
 enum class NumberStyle {
-  address,   ///< hexadecimal, with or without "0x" (as /proc/PID/maps prints addresses)
+  address,   ///< hexadecimal, with or without "0x" (as /proc/PID/maps and QEMU print addresses); "0n" prefix: decimal; no unit
   quantity,  ///< decimal or 0x-hexadecimal, optionally followed by K, M or G (x1024, x1024^2, x1024^3; "KiB" etc. too)
   value,     ///< decimal or 0x-hexadecimal, no unit
 };

@@ -68,6 +68,13 @@ struct WalkFormat {
   bool sign_extended = false;           ///< VAs are canonical: bits va_bits-1..63 all equal (x86-64)
   ByteOrder order = ByteOrder::little;  ///< of entry words
   std::size_t root = 0;                 ///< index of the root level
+  /// Bits of a root value that are flags, not address, dropped before the walk
+  /// with a note (x86-64: CR3 bits 0-11, PCID or PWT/PCD, and bit 63, the
+  /// no-flush bit of a MOV to CR3), so a register value can be pasted as printed.
+  std::uint64_t root_flags = 0;
+  /// One line shown when a walk finds the root level's entry invalid, naming
+  /// a likely reason (x86-64: the guest may use 5-level paging); may be empty.
+  std::string root_hint;
   std::vector<WalkLevel> levels;
 
   /// Loads a JSON description (docs/memtools.md, "Formats"). Checks: known
@@ -78,7 +85,7 @@ struct WalkFormat {
   /// ("/levels/2/shift: ...").
   static Result<WalkFormat> from_json(std::string_view text, SyntaxError* syntax = nullptr);
 
-  /// A built-in format by name ("x86-64", "gmmu"); nullopt for another name.
+  /// A built-in format by name ("x86-64", "x86-64-la57", "gmmu"); nullopt for another name.
   static std::optional<WalkFormat> builtin(std::string_view name);
   /// The JSON text of a built-in format; empty for another name.
   static std::string_view builtin_json(std::string_view name);

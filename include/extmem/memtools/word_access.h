@@ -71,6 +71,7 @@ struct WriteRecord {
   std::string comm;                     ///< its /proc/PID/comm at the time ("" in file mode or when gone)
   std::string file;                     ///< file mode: the file's path
   std::uint64_t address = 0;            ///< virtual address, or byte offset in file mode
+  std::optional<std::uint64_t> gpa;     ///< file mode with a ram-map: the guest-physical address written
   unsigned width = 4;                   ///< bytes
   std::uint64_t old_value = 0;          ///< read just before writing
   std::uint64_t written = 0;            ///< value written
@@ -139,7 +140,7 @@ std::string format_mapping(const os::MapEntry& mapping);
 /// The audit line of `record` (no trailing newline), e.g.
 /// "2026-11-29T10:00:00.123456Z write pid=42 comm=waiter addr=0x7f0000000080 width=4 old=0x0 new=0x1
 ///  readback=0x1 mapping=7f0000000000-7f0000004000 rw-s 00000000 /memfd:x (deleted)"
-/// (one line; "readback=ended" when the process ended right after the write). File mode has "file=PATH offset=0x..." instead of pid/comm/addr/mapping.
+/// (one line; "readback=ended" when the process ended right after the write). File mode has "file=PATH offset=0x..." (and "gpa=0x..." with a ram-map) instead of pid/comm/addr/mapping.
 std::string format_audit_line(const WriteRecord& record, std::chrono::system_clock::time_point when);
 
 /// Where audit lines go: a file opened for appending (created 0644) or stderr.

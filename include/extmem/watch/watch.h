@@ -42,10 +42,16 @@ struct WatchOptions {
   /// wait for the command before writing the summary without its exit status;
   /// the watch still waits for the command before exiting.
   std::chrono::milliseconds grace = std::chrono::milliseconds(3000);
+  /// With a command: stop when the command exits (false), or only once every
+  /// process of its tree is gone (true, --until=tree): descendants that outlive
+  /// it, and those orphaned before the first sample, which the child subreaper
+  /// makes children of the watch.
+  bool until_tree = false;
 };
 
 /// Runs the watch: starts the command (or checks the pids), samples every
-/// `period` until the command exits / every watched process is gone /
+/// `period` until the command exits (with until_tree: until the command and
+/// every descendant are gone) / every watched process is gone /
 /// `duration` passes / SIGINT or SIGTERM arrives, then prints the summary to
 /// `out`, writes --summary, --plot and the rest of --out, and returns the
 /// exit status: the command's (128 + N when a signal N ended it), 0 in --pid

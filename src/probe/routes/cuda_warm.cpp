@@ -6,7 +6,21 @@
 #include "cuda/loader.h"
 #endif
 
+#include <optional>
+
+#include "cuda/enumerate.h"
+
 namespace extmem::probe::drivers {
+
+Result<cuda::Enumeration> cuda_enumeration() {
+#ifdef EXTMEM_HAVE_CUDA
+  // One more reference to the library, never dropped: enumerate() closes its own,
+  // and an unloaded libcuda would have to run cuInit again.
+  static auto* loaded = new std::optional<Result<std::shared_ptr<const cuda::Api>>>();
+  if (!*loaded) loaded->emplace(cuda::load());
+#endif
+  return cuda::enumerate();
+}
 
 void keep_cuda_warm([[maybe_unused]] const std::string& vulkan_uuid) {
 #ifdef EXTMEM_HAVE_CUDA

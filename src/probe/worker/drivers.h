@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "extmem/core/error.h"
+#include "cuda/enumerate.h"
 #include "gles/egl_context.h"
 #include "vulkan/context.h"
 
@@ -36,6 +37,11 @@ Result<std::shared_ptr<vk::Device>> vulkan_device(std::uint32_t index, const std
 /// handed out, so a route never reads an error left by the previous one.
 /// Errors: gles::EglContext::create()'s, kept like vulkan_device()'s.
 Result<std::shared_ptr<gles::EglContext>> egl_context();
+
+/// Phase A's CUDA enumeration (cuda::enumerate), leaving the driver library loaded
+/// and initialised for keep_cuda_warm() and the routes, so cuInit runs once per process.
+/// Safe to run on a thread of its own beside the Vulkan and EGL start-up.
+Result<cuda::Enumeration> cuda_enumeration();
 
 /// Keeps the CUDA driver loaded and the primary context of the device matching
 /// `vulkan_uuid` retained for the process's life, so a route's own retain and

@@ -6,7 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
+#include <future>
+#include <thread>
 
 #include "extmem/os/ipc.h"
 #include "extmem/probe/probe.h"
@@ -101,6 +104,10 @@ int run_worker(const WorkerArgs& a) {
   // kept by drivers.h and met by the first route that needs the driver, as in a fresh child.
   std::uint32_t device_index = a.device_index;
   PhaseAFindings found;
+  // CUDA's start-up (dlopen, cuInit: a large share of phase A on the H200) runs on its
+  // own thread while Vulkan and EGL start on this one.
+  std::future<Result<cuda::Enumeration>> cuda_found;
+  if (a.phase_a) cuda_found = std::async(std::launch::async, drivers::cuda_enumeration);
   if (a.select || a.phase_a) {
     auto instance = drivers::vulkan_instance();
     found.vulkan = instance ? vk::enumerate(**instance) : Result<vk::VulkanEnumeration>(instance.error());
@@ -113,14 +120,31 @@ int run_worker(const WorkerArgs& a) {
     found.gles = egl ? Result<gles::GlesInfo>(gles::describe(**egl)) : Result<gles::GlesInfo>(egl.error());
   }
   if (a.phase_a) {
-    found.cuda = cuda::enumerate();
+    found.cuda = cuda_found.get();
     if (!control.send(os::MsgType::findings, encode_phase_a(found)).ok()) return 0;
   }
-  if (a.warm_cuda && device) drivers::keep_cuda_warm((*device)->device_uuid());
+  // The primary context is retained beside the first routes (the CUDA rows come last);
+  // a CUDA route that starts sooner retains it itself, the driver is thread-safe.
+  std::thread cuda_warm;
+  std::atomic<bool> warming{false};
+  if (a.warm_cuda && device) {
+    warming = true;
+    cuda_warm = std::thread([&warming, uuid = (*device)->device_uuid()] {
+      drivers::keep_cuda_warm(uuid);
+      warming = false;
+    });
+  }
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join{cuda_warm};
 
   for (;;) {
     // Idle state: what every route must leave behind (its peer socket arrives with the job).
     const HygieneSnapshot before = HygieneSnapshot::take();
+    const bool overlapped_warm_up = warming;  // the CUDA warm-up may open fds of its own meanwhile
     auto frame = control.recv(-1);
     if (!frame) return 0;  // the parent closed the control socket (or is gone): the run is over
     std::string why;
@@ -150,7 +174,9 @@ int run_worker(const WorkerArgs& a) {
       ::prctl(PR_SET_NAME, "extmem-worker");
       measure::disable();
     }  // the half's peer socket and report channel close here, as a fresh child's would at exit
+    if (overlapped_warm_up && cuda_warm.joinable()) cuda_warm.join();
     json hygiene = before.compare_to(HygieneSnapshot::take());
+    if (overlapped_warm_up) hygiene["overlapped_warm_up"] = true;  // a difference may be the warm-up's, not the route's
     hygiene["pid"] = ::getpid();  // tells a replaced worker from the one before
     if (!control.send(os::MsgType::done, json{{"exit_code", code}, {"hygiene", hygiene}}.dump()).ok()) return 0;
   }
