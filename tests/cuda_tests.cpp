@@ -11,17 +11,30 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cuda/loader.h"
 #include "extmem/core/error.h"
+#include "extmem/probe/routes.h"
 #include "support/run_shell.h"
 
 namespace {
 
-const char* const kCudaRows[] = {"T1-opaque-fd-cuda", "T1-cuda-vmm-fd", "T3-cuda-host-register"};
-const std::string kOnly = "--only=T1-opaque-fd-cuda,T1-cuda-vmm-fd,T3-cuda-host-register";
+// The rows that need CUDA, from the route table, and --only naming just them.
+std::vector<std::string> cuda_rows() {
+  std::vector<std::string> rows;
+  for (const extmem::probe::RouteInfo& r : extmem::probe::routes())
+    if (r.cuda) rows.push_back(r.row);
+  return rows;
+}
+const std::vector<std::string> kCudaRows = cuda_rows();
+const std::string kOnly = [] {
+  std::string only = "--only=";
+  for (const std::string& row : kCudaRows) only += (only.back() == '=' ? "" : ",") + row;
+  return only;
+}();
 const std::string kMissing = "/nonexistent/extmem-test/libcuda.so.1";
 
 using CmdRun = extmem::test::ShellRun;
@@ -94,13 +107,13 @@ TEST(CudaRows, SkipWithoutTheDriver) {
   CmdRun r = extmem("probe " + kOnly, "EXTMEM_CUDA_LIBRARY=" + kMissing);
   EXPECT_EQ(r.code, 0) << r.out;
   const std::string reason = "why: no CUDA driver (dlopen(" + kMissing + "):";
-  for (const char* row : kCudaRows) {
+  for (const std::string& row : kCudaRows) {
     std::string line = line_of(r.out, row);
-    EXPECT_TRUE(has(line, std::string(row) + " SKIP")) << line;
+    EXPECT_TRUE(has(line, row + " SKIP")) << line;
     EXPECT_TRUE(has(line, reason)) << line;
     // The summary line gives the reason, not the legs that never ran.
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(r.out, m, std::regex("\n" + std::string(row) + " +SKIP +([^\n]*)"))) << r.out;
+    ASSERT_TRUE(std::regex_search(r.out, m, std::regex("\n" + row + " +SKIP +([^\n]*)"))) << r.out;
     EXPECT_FALSE(has(m.str(1), "notrun")) << m.str();
     EXPECT_TRUE(has(m.str(1), reason.substr(5))) << m.str();
   }
@@ -110,9 +123,9 @@ TEST(CudaRows, SkipWithoutTheDriver) {
 TEST(CudaRows, LibraryMissingASymbolIsUnsupportedNamingIt) {
   CmdRun r = extmem("probe " + kOnly, std::string("EXTMEM_CUDA_LIBRARY=") + EXTMEM_FAKE_CUDA_LIBRARY);
   EXPECT_EQ(r.code, 0) << r.out;
-  for (const char* row : kCudaRows) {
+  for (const std::string& row : kCudaRows) {
     std::string line = line_of(r.out, row);
-    EXPECT_TRUE(has(line, std::string(row) + " UNSUPPORTED")) << line;
+    EXPECT_TRUE(has(line, row + " UNSUPPORTED")) << line;
     EXPECT_TRUE(has(line, "dlsym(cuMemExportToShareableHandle) -> missing symbol")) << line;
   }
   EXPECT_TRUE(has(r.out, "no CUDA information: dlsym(cuMemExportToShareableHandle): missing symbol")) << r.out;

@@ -33,6 +33,8 @@
 
 #include "extmem/os/fd.h"
 #include "extmem/probe/probe.h"
+#include "extmem/probe/routes.h"
+#include "support/row_names.h"
 
 extern char** environ;
 
@@ -44,14 +46,8 @@ using nlohmann::json;
 const std::string kBinary = EXTMEM_BINARY;
 const std::string kSchema = std::string(EXTMEM_SOURCE_DIR) + "/docs/probe-result.schema.json";
 
-// Every row the probe prints, in print order (spec/probe.md "Routes (rows)").
-const std::vector<std::string> kRows = {
-    "T0-ahb-blob-transfer",        "T0S-sustained-lock",          "T1-opaque-fd",
-    "T1-dma-buf",                  "T1-gles-memobj-fd-same-proc", "T1-gles-memobj-fd-cross-proc",
-    "T3-memfd-cross-process",      "T3-external-memory-host",     "T3-client-memfd-server-import",
-    "T3-memfd-sealed",
-    "T1-opaque-fd-cuda",           "T1-cuda-vmm-fd",              "T3-cuda-host-register",
-};
+// Every row the probe prints, in print order (the literal list: support/row_names.h).
+const std::vector<std::string>& kRows = extmem::test::kRowNames;
 
 double now_s() {
   timespec t{};
@@ -220,11 +216,15 @@ int exit_code_for(const std::string& out) {
   return extmem::probe::kExitOk;
 }
 
-const std::vector<std::string> kGlesRows = {"T1-gles-memobj-fd-same-proc", "T1-gles-memobj-fd-cross-proc"};
-const std::vector<std::string> kNonGlesRows = {"T0-ahb-blob-transfer", "T0S-sustained-lock", "T1-opaque-fd", "T1-dma-buf",
-                                               "T3-memfd-cross-process", "T3-external-memory-host",
-                                               "T3-client-memfd-server-import", "T3-memfd-sealed",
-                                               "T1-opaque-fd-cuda", "T1-cuda-vmm-fd", "T3-cuda-host-register"};
+// The rows of one group, or of every other group, from the route table.
+std::vector<std::string> rows_where(bool in_group, const std::string& group) {
+  std::vector<std::string> out;
+  for (const extmem::probe::RouteInfo& r : extmem::probe::routes())
+    if ((r.group == group) == in_group) out.push_back(r.row);
+  return out;
+}
+const std::vector<std::string> kGlesRows = rows_where(true, "gles");
+const std::vector<std::string> kNonGlesRows = rows_where(false, "gles");
 
 std::string describe(const Proc& p) {
   return "exit=" + std::to_string(p.code) + " signal=" + std::to_string(p.signal) +
@@ -366,7 +366,9 @@ TEST_F(ProbeIntegration, DefaultRunT3RowsOk) {
 
 // The T0 (Android-only) rows SKIP on Linux, each with a reason.
 TEST_F(ProbeIntegration, DefaultRunT0RowsSkipWithReason) {
-  for (const char* row : {"T0-ahb-blob-transfer", "T0S-sustained-lock"}) {
+  for (const extmem::probe::RouteInfo& route : extmem::probe::routes()) {
+    if (route.platform != "android") continue;
+    const std::string& row = route.row;
     std::string line = result_line(default_run().out, row);
     EXPECT_EQ(status_of(default_run().out, row), "SKIP") << line;
     EXPECT_NE(why_of(line).find("Android"), std::string::npos) << "no reason: " << line;

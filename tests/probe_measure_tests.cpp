@@ -21,6 +21,7 @@
 #include "support/temp_files.h"
 
 #include "extmem/probe/probe.h"
+#include "extmem/probe/routes.h"
 #include "probe/parent/junit.h"
 #include "probe/worker/measure.h"
 #include "probe/parent/measure_row.h"
@@ -241,7 +242,9 @@ TEST(ProbeMemoryType, AllAddsOneRowPerHostVisibleTypeAndKeepsTheAutoRow) {
   for (const json& t : dev["memory_types"])
     if (t["flags"].get<unsigned>() & 0x2) host_visible.push_back(t["index"]);
   ASSERT_FALSE(host_visible.empty());
-  for (const char* base : {"T1-opaque-fd", "T1-dma-buf", "T1-gles-memobj-fd-same-proc", "T1-gles-memobj-fd-cross-proc"}) {
+  for (const extmem::probe::RouteInfo& route : extmem::probe::routes()) {
+    if (!route.memory_type_twins) continue;
+    const char* base = route.row.c_str();
     std::vector<std::string> names;
     for (const json& row : doc["rows"])
       if (row["row"].get<std::string>().rfind(base, 0) == 0 &&

@@ -1,11 +1,16 @@
 // `extmem probe`: option parsing only; the work is in extmem::probe.
 #include <cstdlib>
+#include <deque>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/commands.h"
 #include "extmem/probe/probe.h"
+#include "extmem/probe/routes.h"
 #include "probe/worker/worker_main.h"
 
 namespace extmem::cli {
@@ -36,8 +41,12 @@ Runner add_probe(CLI::App& app) {
   struct State {
     probe::ProbeOptions options;
     std::vector<std::string> only;
-    bool only_t0 = false, only_t1 = false, only_t3 = false, only_gles = false;
+    std::vector<probe::GroupInfo> groups = probe::groups();
+    std::deque<bool> only_group, no_group;  // one flag each per group, in groups() order (deque: real bool&)
     std::string child;
+    std::string list_routes;  // hidden --list-routes=json|markdown: the route table (tests, README)
+    std::map<std::string, std::string> text;                    // each valued option's text, as given
+    std::vector<std::pair<std::string, CLI::Option*>> valued;   // in --help order
     probe::ChildArgs child_args;
     bool worker = false;
     std::vector<std::string> warm;
@@ -48,93 +57,42 @@ Runner add_probe(CLI::App& app) {
   auto state = std::make_shared<State>();
   CLI::App* cmd = app.add_subcommand("probe", "Which memory-sharing routes work on this device, and do they really alias?");
   probe::ProbeOptions& o = state->options;
-  // CLI11 would wrap "-4096" around to a huge unsigned value and say only "could not convert" for "abc".
-  const CLI::Validator bytes(
-      [](std::string& v) -> std::string {
-        if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 19)
-          return "\"" + v + "\" is not accepted: a number of bytes, a multiple of 4096 and at least 32768";
-        return {};
-      },
-      "BYTES");
-  const CLI::Validator seconds(
-      [](std::string& v) -> std::string {
-        char* end = nullptr;
-        double d = std::strtod(v.c_str(), &end);
-        if (v.empty() || end == nullptr || *end != '\0' || !(d > 0 && d <= 3600))
-          return "\"" + v + "\" is not accepted: seconds, a number greater than 0 and at most 3600";
-        return {};
-      },
-      "SECONDS");
-  cmd->add_option("--size", o.size, "Shared allocation in bytes: a multiple of 4096, at least 32768, fitting the heap")
-      ->check(bytes)
-      ->capture_default_str();
+  // Every option with a value is taken as text and handed to probe::parse_option,
+  // so a refusal is in the library's words whether the text is not a number or
+  // out of range (validate()); CLI11's own conversions would wrap "-4096" around
+  // and say only "could not convert" for "abc".
+  auto valued = [&](const std::string& name, const std::string& type, const std::string& help,
+                    const std::string& shown_default) {
+    CLI::Option* opt = cmd->add_option(name, state->text[name], help)->type_name(type);
+    if (!shown_default.empty()) opt->default_str(shown_default);
+    state->valued.emplace_back(name, opt);
+  };
+  valued("--size", "BYTES", "Shared allocation in bytes: a multiple of 4096, at least 32768, fitting the heap", "65536");
   cmd->add_flag("--regions-at-end", o.regions_at_end, "Place the 4 KiB verification regions in the last 32 KiB");
   cmd->add_option("--only", state->only, "Run only these rows (comma-separated row names)")->delimiter(',');
-  cmd->add_flag("--only-t0", state->only_t0, "Run only the T0 (Android AHardwareBuffer) rows");
-  cmd->add_flag("--only-t1", state->only_t1, "Run only the T1 (Vulkan export) rows");
-  cmd->add_flag("--only-t3", state->only_t3, "Run only the T3 (host memory) rows");
-  cmd->add_flag("--only-gles", state->only_gles, "Run only the GLES rows");
-  cmd->add_flag("--no-gles", o.no_gles, "Skip the GLES rows");
-  cmd->add_option("--timeout", o.timeout_s, "Per-route limit in seconds (0 < T <= 3600)")
-      ->check(seconds)
-      ->capture_default_str();
-  cmd->add_option("--soak", o.soak_s, "Repeat each OK route's round trip this many seconds, counting stale words")
-      ->check(seconds);
+  // The group flags come from the route table's groups: --only-GROUP for each, --no-GROUP where excludable.
+  state->only_group.assign(state->groups.size(), false);
+  state->no_group.assign(state->groups.size(), false);
+  for (std::size_t i = 0; i < state->groups.size(); ++i)
+    cmd->add_flag("--only-" + state->groups[i].name, state->only_group[i], "Run only " + state->groups[i].rows);
+  for (std::size_t i = 0; i < state->groups.size(); ++i)
+    if (state->groups[i].excludable)
+      cmd->add_flag("--no-" + state->groups[i].name, state->no_group[i], "Skip " + state->groups[i].rows);
+  valued("--timeout", "SECONDS", "Per-route limit in seconds (0 < T <= 3600)", "60");
+  valued("--soak", "SECONDS", "Repeat each OK route's round trip this many seconds, counting stale words", "");
   cmd->add_flag("--measure", o.measure,
                 "Per round-tripped leg: CPU and GPU bandwidth vs private/device-local memory, export/import/map latency");
-  cmd->add_option("--measure-size", o.measure_size, "Bytes of the measured allocation: a multiple of 4096, 1 MiB to 1 GiB")
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 19)
-              return "\"" + v + "\" is not accepted: a number of bytes, a multiple of 4096 from 1048576 to 1073741824";
-            return {};
-          },
-          "BYTES"))
-      ->capture_default_str();
-  cmd->add_option("--measure-repeats", o.measure_repeats, "Samples per figure (1..100); the median and min/max are reported")
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            if (v.empty() || v.size() > 3 || v.find_first_not_of("0123456789") != std::string::npos)
-              return "\"" + v + "\" is not accepted: a whole number from 1 to 100";
-            return {};
-          },
-          "N"))
-      ->capture_default_str();
-  cmd->add_option("--memory-type", o.memory_type,
-                  "Memory type the exporting rows allocate from: auto, all (one row per HOST_VISIBLE type), or INDEX")
-      ->capture_default_str();
-  cmd->add_option("--junit", o.junit_path, "Write one JUnit testcase per row to FILE")
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            // Empty would read as "not given": the run would write no JUnit file and say nothing.
-            return v.empty() ? "the path is empty; accepted: a file path in an existing, writable directory" : "";
-          },
-          "FILE"));
-  cmd->add_option("--json", o.json_path, "Write the whole run as JSON (schema docs/probe-result.schema.json)")
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            // Empty would read as "not given": the run would write no JSON and say nothing.
-            return v.empty() ? "the path is empty; accepted: a file path in an existing, writable directory" : "";
-          },
-          "FILE"));
-  cmd->add_option("--device", o.device, "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)")
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            // Empty would read as "not given" and silently pick the default device.
-            return v.empty() ? "the device is empty; accepted: INDEX, deviceUUID (32 hex digits) or NAME-SUBSTRING" : "";
-          },
-          "DEVICE"));
-  cmd->add_option("--jobs", o.jobs, "Routes run side by side, 1..64 (default: from the cores and memory available)")
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            if (v.empty() || v.size() > 2 || v.find_first_not_of("0123456789") != std::string::npos || v == "0" || v == "00")
-              return "\"" + v + "\" is not accepted: a whole number from 1 to 64";
-            return {};
-          },
-          "N"));
-  cmd->add_option("--isolate", o.isolate, "route: fresh processes for every route; none: warm workers (default)")
-      ->capture_default_str();
+  valued("--measure-size", "BYTES", "Bytes of the measured allocation: a multiple of 4096, 1 MiB to 1 GiB", "67108864");
+  valued("--measure-repeats", "N", "Samples per figure (1..100); the median and min/max are reported", "7");
+  valued("--memory-type", "auto|all|INDEX",
+         "Memory type the exporting rows allocate from: auto, all (one row per HOST_VISIBLE type), or INDEX", "auto");
+  valued("--junit", "FILE", "Write one JUnit testcase per row to FILE", "");
+  valued("--json", "FILE", "Write the whole run as JSON (schema docs/probe-result.schema.json)", "");
+  valued("--device", "DEVICE", "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)", "");
+  valued("--jobs", "N", "Routes run side by side, 1..64; 0 or absent: from the cores and memory available", "");
+  valued("--isolate", "none|route", "route: fresh processes for every route; none: warm workers (default)", "none");
   cmd->add_flag("--list-devices", o.list_devices, "List the Vulkan physical devices and exit");
+  cmd->add_option("--list-routes", state->list_routes)->group("");
   // Child mode: started by the probe itself with its sockets on fds 3 and 4.
   cmd->add_option("--child", state->child)->group("");
   cmd->add_option("--role", state->child_args.role)->group("");
@@ -160,6 +118,13 @@ Runner add_probe(CLI::App& app) {
       }
       return probe::run_worker(w);
     }
+    for (const auto& [name, opt] : state->valued) {
+      if (opt->count() == 0) continue;
+      if (auto s = probe::parse_option(opts, name, state->text[name]); !s) {
+        std::cerr << "extmem probe: " << s.error().step << ": " << s.error().detail << "\n";
+        return probe::kExitUsage;
+      }
+    }
     if (!state->child.empty()) {
       state->child_args.row = state->child;
       state->child_args.size = opts.size;
@@ -169,11 +134,20 @@ Runner add_probe(CLI::App& app) {
       state->child_args.measure_repeats = opts.measure_repeats;
       return probe::run_child(state->child_args);
     }
+    if (!state->list_routes.empty()) {
+      if (state->list_routes == "json") std::cout << probe::routes_json();
+      else if (state->list_routes == "markdown") std::cout << probe::routes_markdown();
+      else {
+        std::cerr << "extmem probe: --list-routes: \"" << state->list_routes << "\" is not accepted: json or markdown\n";
+        return probe::kExitUsage;
+      }
+      return probe::kExitOk;
+    }
     opts.only = split_rows(state->only);
-    if (state->only_t0) opts.groups.push_back("t0");
-    if (state->only_t1) opts.groups.push_back("t1");
-    if (state->only_t3) opts.groups.push_back("t3");
-    if (state->only_gles) opts.groups.push_back("gles");
+    for (std::size_t i = 0; i < state->groups.size(); ++i) {
+      if (state->only_group[i]) opts.groups.push_back(state->groups[i].name);
+      if (state->no_group[i]) opts.excluded_groups.push_back(state->groups[i].name);
+    }
     return probe::run(opts, std::cout, std::cerr);
   };
 }

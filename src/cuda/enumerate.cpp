@@ -1,4 +1,4 @@
-#include "cuda/enumerate.h"
+#include "extmem/cuda/enumerate.h"
 
 #include <fmt/format.h>
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "cuda/enumerate.h"
+#include "extmem/cuda/enumerate.h"
 #include "extmem/core/error.h"
 #include "extmem/gles/enumerate.h"
 #include "extmem/vulkan/enumerate.h"

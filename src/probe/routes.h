@@ -1,5 +1,11 @@
-// The table of probe routes. Adding a route = one new file under routes/ plus
-// one line in routes.cpp; --only, the child dispatcher and the report follow.
+// The table of probe routes: the single source of truth for what a row is.
+// Each route file defines one `extern const RouteDef` (a few for a family sharing
+// halves; extern because a namespace-scope const is otherwise file-local) that
+// reads as a sentence: row, group, what it needs, the legs it produces, whether
+// --memory-type applies, and its two halves. routes.cpp lists them in print
+// order. --only and the group flags, phase A's decisions, the memory-type
+// twins, the child dispatcher, JSON, JUnit, `extmem probe --list-routes`, the
+// schema's row list and the README's route table all come from here.
 #pragma once
 
 #include <span>
@@ -21,40 +27,83 @@ struct RouteHalf {
   bool gl = false;         ///< this half opens GL: a lane runs every such half on the worker that keeps EGL
 };
 
+/// Where a route can run at all.
+enum class Platform {
+  any,      ///< every build
+  android,  ///< Android builds only (AHardwareBuffer); a Linux build decides the row SKIP in phase A
+};
+
+/// What a handle type must be advertised for (vkGetPhysicalDeviceExternalBufferProperties).
+enum class HandleFeature { exportable, importable };
+
+/// A Vulkan external-memory handle type a route uses, and the feature it needs.
+/// Informational in phase A: an unadvertised handle type is still tried, because
+/// only the driver's decline (with its code) makes the row UNSUPPORTED, and a
+/// driver that works without advertising is an OK row (docs: README, "Statuses").
+struct HandleNeed {
+  std::string_view type;  ///< phase A's name: "OPAQUE_FD", "DMA_BUF", "HOST_ALLOCATION", "AHARDWAREBUFFER"
+  HandleFeature feature = HandleFeature::exportable;
+};
+
 /// What a route needs before any process is started; phase A decides a row whose needs are not met.
 struct Requirements {
+  Platform platform = Platform::any;
+  /// Vulkan device extensions that must be present; phase A decides the row
+  /// UNSUPPORTED "<extension> not exposed by the device" when one is absent.
+  std::span<const std::string_view> extensions = {};
+  std::span<const HandleNeed> handle_types = {};
   bool gl = false;    ///< an EGL/GLES context (the worker creates one when a selected route needs it)
-  bool cuda = false;  ///< the CUDA driver API (libcuda.so.1)
+  bool cuda = false;  ///< the CUDA driver API (libcuda.so.1); phase A decides SKIP "no CUDA driver (...)" without it
+};
+
+/// One leg a route reports: a way the other side reaches the memory.
+struct LegDef {
+  std::string_view name;  ///< trace key ("rawmmap", "vkimport", ...): a stable interface
+  bool decisive = true;   ///< [D] counts for the verdict; false: [i], informational only
+  std::string_view proves; ///< one line: what a round trip through this leg shows
+};
+
+/// Whether --memory-type makes twins of a row.
+enum class MemoryTypes {
+  route_picks,    ///< the route chooses its memory itself; --memory-type does not apply
+  exporter_picks, ///< the exporting side allocates from the --memory-type index: one "@mt<i>" twin per type
 };
 
 struct RouteDef {
   std::string_view row;          ///< the printed row name: a stable interface
-  std::string_view group;        ///< "t0", "t1", "t3" or "gles", for --only-GROUP / --no-gles
-  std::string_view skip_reason;  ///< non-empty: this build cannot run the route; printed as SKIP
+  std::string_view group;        ///< one of route_groups(): --only-GROUP selects it, --no-GROUP where offered
+  std::string_view skip_reason;  ///< non-empty: this build cannot run the route (not built); printed as SKIP
+  Requirements needs;
+  std::span<const LegDef> legs;  ///< every leg the route may report, in report order
+  MemoryTypes memory_types = MemoryTypes::route_picks;
   RouteHalf server;              ///< the "server" process (EXTMEM_TEST_FAULT role "server")
   RouteHalf client;              ///< the "client" process; main null for a single-process route
-  Requirements needs;
+
+  /// The declared leg named `name`, or null.
+  const LegDef* leg(std::string_view name) const;
+};
+
+/// A group of rows: the --only-GROUP flag and, where `excludable`, --no-GROUP.
+struct RouteGroup {
+  std::string_view name;         ///< "t0", "t1", "t3", "gles"
+  std::string_view rows;         ///< what its rows are, for --help ("the T1 (Vulkan export) rows")
+  bool excludable = false;       ///< offers --no-GROUP (today: gles)
 };
 
 /// Every route, in the order rows are printed.
 std::span<const RouteDef> route_table();
 
+/// Every group, in --help order; each route's group is one of them (a test checks).
+std::span<const RouteGroup> route_groups();
+
 /// The route named `row`, or null.
 const RouteDef* find_route(std::string_view row);
 
-// One definition per route file.
-extern const RouteDef kT1OpaqueFd;
-extern const RouteDef kT1DmaBuf;
-extern const RouteDef kT1GlesSameProc;
-extern const RouteDef kT1GlesCrossProc;
-extern const RouteDef kT0AhbBlobTransfer;
-extern const RouteDef kT0SustainedLock;
-extern const RouteDef kT3MemfdCrossProcess;
-extern const RouteDef kT3ExternalMemoryHost;
-extern const RouteDef kT3ClientMemfdServerImport;
-extern const RouteDef kT3MemfdSealed;
-extern const RouteDef kT1OpaqueFdCuda;  // the CUDA rows: routes/cuda_rows.cpp
-extern const RouteDef kT1CudaVmmFd;
-extern const RouteDef kT3CudaHostRegister;
+/// The reason phase A gives an Android-only route on a Linux build.
+inline constexpr std::string_view kAndroidOnlyReason = "Android-only route (AHardwareBuffer); this is a Linux build";
+
+/// The SKIP reason of a CUDA row when cuda::load() found no driver: "no CUDA
+/// driver (<step>: <detail>)", the same words whether phase A or a route half saw it.
+std::string no_cuda_driver_reason(const Error& load_error);
 
 }  // namespace extmem::probe

@@ -4,25 +4,31 @@
 
 #include <fmt/format.h>
 
+#include "extmem/probe/routes.h"
 #include "report/fleet.h"
 #include "core/xml_text.h"
 
 namespace extmem::report {
 namespace {
 
-// Row names of all runs, each once: the first run's order, and a name only a
-// later run has goes right after the row that precedes it in that run (so
-// "T1-opaque-fd@mt2" lands next to "T1-opaque-fd", not at the end).
+// Row names of all runs, each once, in the probe's route table order with each
+// --memory-type twin right under its row ("T1-opaque-fd@mt2" after
+// "T1-opaque-fd", twins by memory type index); rows this build's table does not
+// know (a document from another version) follow, in the order first seen.
 std::vector<std::string> row_union(const std::vector<Run>& runs) {
   std::vector<std::string> names;
-  for (const Run& r : runs) {
-    auto after = names.begin();
-    for (const auto& [name, cell] : r.rows) {
-      auto it = std::find(names.begin(), names.end(), name);
-      if (it == names.end()) it = names.insert(after, name);
-      after = it + 1;
-    }
-  }
+  for (const Run& r : runs)
+    for (const auto& [name, cell] : r.rows)
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  std::map<std::string, std::size_t> table_index;
+  for (const probe::RouteInfo& route : probe::routes()) table_index.emplace(route.row, table_index.size());
+  auto key = [&](const std::string& name) {
+    auto it = table_index.find(probe::base_row(name));
+    const std::size_t base = it == table_index.end() ? table_index.size() : it->second;
+    return std::pair<std::size_t, int>(base, it == table_index.end() ? 0 : probe::twin_memory_type(name));
+  };
+  std::stable_sort(names.begin(), names.end(),
+                   [&](const std::string& a, const std::string& b) { return key(a) < key(b); });
   return names;
 }
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "extmem/core/error.h"
@@ -26,8 +27,8 @@ struct ProbeOptions {
   std::size_t size = 65536;           ///< shared allocation, bytes: multiple of 4096, >= 32768, fits the heap
   bool regions_at_end = false;        ///< region window in the last 8 x 4 KiB
   std::vector<std::string> only;      ///< row names; empty = all
-  std::vector<std::string> groups;    ///< --only-t0/t1/t3/gles: "t0", "t1", "t3", "gles"
-  bool no_gles = false;               ///< --no-gles
+  std::vector<std::string> groups;    ///< --only-GROUP: group names (route_groups()); empty = all
+  std::vector<std::string> excluded_groups;  ///< --no-GROUP: groups left out (only those marked excludable: "gles")
   double timeout_s = 60.0;            ///< per-route limit, seconds, (0, 3600]; a soak adds its own time
   double soak_s = 0;                  ///< --soak: repeat each OK route's round trip this long, seconds; 0 = off
   std::string json_path;              ///< --json=FILE; empty = none
@@ -38,7 +39,7 @@ struct ProbeOptions {
   unsigned measure_repeats = 7;       ///< --measure-repeats: samples per figure, 1..100 (median and min/max reported)
   std::string memory_type = "auto";   ///< --memory-type: "auto", "all" or a memory type INDEX (exporting rows)
   std::string junit_path;             ///< --junit=FILE; empty = none
-  unsigned jobs = 0;                  ///< --jobs: routes run side by side, 1..64; 0 = chosen from cores and memory
+  unsigned jobs = 0;                  ///< --jobs: routes run side by side, 1..64; 0 = chosen from cores and memory (default_jobs)
   std::string isolate = "none";       ///< --isolate: "none" (warm workers) or "route" (fresh processes per route)
   std::string self_exe = "/proc/self/exe";  ///< binary re-executed in child mode (tests point it at extmem)
 };
@@ -49,15 +50,28 @@ std::string memory_type_suffix(unsigned index);
 /// Names of every row, in print order.
 std::vector<std::string> row_names();
 
-/// Checks option values that need no driver: size shape, row names, timeout, the
-/// JSON file can be created. Errors: invalid_argument, step = the option name,
-/// detail = what was wrong and what is accepted.
+/// Sets the option `name` ("--size", "--timeout", "--soak", "--measure-size",
+/// "--measure-repeats", "--jobs", "--isolate", "--memory-type", "--json",
+/// "--junit", "--device") of `options` from its command-line `text`: numbers must
+/// be plain decimal (a sign or a suffix is refused), paths and the device must
+/// not be empty. Ranges are validate()'s. On error `options` may hold a partly
+/// set value; do not run with it. Errors: invalid_argument, step = `name`,
+/// detail = the text and what is accepted, in validate()'s words.
+Status parse_option(ProbeOptions& options, std::string_view name, const std::string& text);
+
+/// Checks option values that need no driver, the one place they are checked:
+/// size shape, timeout and soak ranges, row and group names, --jobs 0..64 (0 =
+/// the default), --isolate, --memory-type's form, measure size and repeats, the
+/// JSON and JUnit files can be created. Errors: invalid_argument, step = the
+/// option name, detail = what was wrong and what is accepted.
 Status validate(const ProbeOptions& options);
 
-/// Runs the probe: phase A, then each route in its own pair of child processes,
-/// RESULT lines as rows finish, the summary table, and the JSON file. Text goes
-/// to `out`, problems of the probe itself to `err`. Returns an ExitCode. Never
-/// throws; a child that crashes, hangs or sends garbage makes its row FAIL.
+/// What `extmem probe` does: find() (extmem/probe/findings.h) with the text
+/// writer streaming phase A and the RESULT lines as rows finish, then the
+/// summary table, the JSON and the JUnit files (extmem/probe/write.h). Text goes
+/// to `out`, problems of the probe itself to `err` ("extmem probe: <option>:
+/// <what is accepted>"). Returns an ExitCode. Never throws; a child that
+/// crashes, hangs or sends garbage makes its row FAIL.
 int run(const ProbeOptions& options, std::ostream& out, std::ostream& err);
 
 /// Parameters of one route half, as the parent passes them on the command line.

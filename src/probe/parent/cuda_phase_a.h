@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cuda/enumerate.h"
+#include "extmem/cuda/enumerate.h"
 
 namespace extmem::probe {
 

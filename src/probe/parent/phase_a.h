@@ -7,16 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "extmem/gles/enumerate.h"
+#include "extmem/probe/findings.h"
 #include "extmem/vulkan/enumerate.h"
 
 namespace extmem::probe {
-
-struct RunContext {
-  unsigned uid = 0;
-  int pid = 0;
-  std::string selinux;  ///< /proc/self/attr/current, or "none"
-  std::string kernel;   ///< uname release
-};
 
 RunContext read_run_context();
 

@@ -1,364 +1,52 @@
-#include <fcntl.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <future>
-#include <cstdio>
-#include <ctime>
+// extmem::probe::run(): the text, JSON and JUnit writers composed over find(),
+// as `extmem probe` prints and writes them.
 #include <ostream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "extmem/os/file.h"
+#include "extmem/probe/findings.h"
 #include "extmem/probe/probe.h"
-#include "extmem/vulkan/enumerate.h"
-#include "probe/parent/cuda_phase_a.h"
-#include "probe/parent/junit.h"
-#include "probe/worker/measure.h"
-#include "probe/parent/measure_row.h"
-#include "probe/parent/phase_a.h"
-#include "probe/routes.h"
-#include "probe/parent/schedule.h"
-#include "probe/phase_a_wire.h"
+#include "extmem/probe/write.h"
 
 namespace extmem::probe {
-namespace {
-
-using nlohmann::json;
-
-Error usage(std::string option, std::string detail) {
-  return Error{std::move(option), ErrorKind::invalid_argument, {}, std::move(detail)};
-}
-
-std::string joined_rows() {
-  std::string s;
-  for (const std::string& r : row_names()) s += (s.empty() ? "" : ", ") + r;
-  return s;
-}
-
-// Why a runnable route is not run in this invocation, or empty when it is.
-std::string filtered_out(const RouteDef& route, const ProbeOptions& o) {
-  if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), route.row) == o.only.end())
-    return "not selected by --only";
-  if (!o.groups.empty() && std::find(o.groups.begin(), o.groups.end(), route.group) == o.groups.end())
-    return fmt::format("not selected by --only-{}", fmt::join(o.groups, "/--only-"));
-  if (o.no_gles && route.group == "gles") return "excluded by --no-gles";
-  return {};
-}
-
-
-json leg_json(const Leg& l) {
-  return {{"name", l.name}, {"decisive", l.decisive}, {"attempted", l.attempted}, {"read_ok", l.read_ok},
-          {"write_ok", l.write_ok}, {"value", l.trace_value()}, {"failed_step", l.failed_step}, {"code", l.code},
-          {"note", l.note}};
-}
-
-json row_json(const RowResult& r) {
-  json legs = json::array();
-  for (const Leg& l : r.legs) legs.push_back(leg_json(l));
-  json j = {{"row", r.row}, {"status", to_string(r.verdict.status)}, {"why", r.verdict.why}, {"trace", trace(r.legs)},
-          {"legs", legs}, {"detail", r.detail}, {"seconds", r.seconds},
-          {"soak", r.soak ? json{{"stale", r.soak->stale}, {"words", r.soak->words}, {"rounds", r.soak->rounds}} : json(nullptr)},
-          {"last_step", {{"server", r.server_step}, {"client", r.client_step}}}};
-  if (!r.measure.is_null()) j["measure"] = r.measure;
-  if (!r.worker_hygiene.is_null()) j["worker_hygiene"] = r.worker_hygiene;
-  return j;
-}
-
-// Rows whose server exports with export_allocation (vk_export.h), so --memory-type applies to them.
-bool takes_memory_type(std::string_view row) {
-  return row == "T1-opaque-fd" || row == "T1-dma-buf" || row == "T1-gles-memobj-fd-same-proc" ||
-         row == "T1-gles-memobj-fd-cross-proc";
-}
-
-// --memory-type as a list of memory type indices to run each exporting row with; -1 = auto (today's row).
-// Errors: usage, naming the accepted values and the HOST_VISIBLE types of the device.
-Result<std::vector<int>> memory_type_plan(const std::string& value, const vk::DeviceInfo& dev) {
-  std::vector<int> host_visible;
-  std::string listed;
-  for (const auto& t : dev.types)
-    if (t.flags & 0x2 /* HOST_VISIBLE */) {
-      host_visible.push_back(static_cast<int>(t.index));
-      listed += fmt::format("{}{} ({})", listed.empty() ? "" : ", ", t.index, t.flag_names);
-    }
-  if (value == "auto") return std::vector<int>{-1};
-  if (value == "all") {
-    std::vector<int> plan{-1};
-    plan.insert(plan.end(), host_visible.begin(), host_visible.end());
-    return plan;
-  }
-  int index = -1;
-  if (!value.empty() && value.size() <= 2 && value.find_first_not_of("0123456789") == std::string::npos)
-    index = std::stoi(value);
-  if (index < 0 || std::find(host_visible.begin(), host_visible.end(), index) == host_visible.end())
-    return usage("--memory-type", fmt::format("\"{}\" is not accepted: auto, all, or the index of a HOST_VISIBLE memory "
-                                              "type of device {}: {}", value, dev.index, listed.empty() ? "none" : listed));
-  return std::vector<int>{index};
-}
-
-void print_summary(std::ostream& out, const std::vector<RowResult>& rows) {
-  out << "\n== summary\n";
-  std::size_t width = 4;
-  for (const RowResult& r : rows) width = std::max(width, r.row.size());
-  out << fmt::format("{:<{}}  {:<11}  {}\n", "row", width, "status", "legs / reason");
-  int counts[5] = {};
-  for (const RowResult& r : rows) {
-    ++counts[static_cast<int>(r.verdict.status)];
-    // A row that did not run has only notrun legs; its reason says more than they do.
-    bool not_run = r.verdict.status == RowStatus::skip || r.verdict.status == RowStatus::unsupported;
-    std::string rest = r.legs.empty() || not_run ? r.verdict.why : trace(r.legs);
-    out << fmt::format("{:<{}}  {:<11}  {}\n", r.row, width, to_string(r.verdict.status), rest);
-  }
-  out << fmt::format("{} OK, {} PARTIAL, {} FAIL, {} UNSUPPORTED, {} SKIP\n", counts[0], counts[1], counts[2],
-                     counts[3], counts[4]);
-}
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-
-}  // namespace
 
 std::string memory_type_suffix(unsigned index) { return fmt::format("@mt{}", index); }
 
-std::vector<std::string> row_names() {
-  std::vector<std::string> out;
-  for (const RouteDef& r : route_table()) out.emplace_back(r.row);
-  return out;
-}
-
-std::string result_line(const RowResult& r) {
-  std::string line = fmt::format("RESULT {} {}", r.row, to_string(r.verdict.status));
-  if (!r.legs.empty()) line += " " + trace(r.legs);
-  if (!r.verdict.why.empty()) line += " why: " + r.verdict.why;
-  std::vector<std::string> detail = r.detail;
-  for (const Leg& l : r.legs) {
-    std::string text = l.failed_step.empty() ? "" : l.failed_step + (l.code.empty() ? "" : " -> " + l.code);
-    if (!l.note.empty()) text += (text.empty() ? "" : " ") + l.note;
-    // Informational legs never reach why:, so their failures are told here.
-    if (!text.empty() && r.verdict.why.find(text) == std::string::npos) detail.push_back(l.name + ": " + text);
-  }
-  if (!detail.empty()) line += fmt::format(" | {}", fmt::join(detail, "; "));
-  return line;
-}
-
-Status validate(const ProbeOptions& o) {
-  if (o.size % 4096 != 0 || o.size < kMinSize)
-    return usage("--size", fmt::format("{} bytes is not accepted: the size must be a multiple of 4096 and at least "
-                                       "{} (8 regions of 4 KiB)", o.size, kMinSize));
-  if (!(o.soak_s >= 0 && o.soak_s <= 3600))
-    return usage("--soak", fmt::format("{:g} is not accepted: seconds, from 0 (off) to 3600", o.soak_s));
-  if (!(o.timeout_s > 0 && o.timeout_s <= 3600))
-    return usage("--timeout", fmt::format("{:g} is not accepted: seconds, greater than 0 and at most 3600", o.timeout_s));
-  for (const std::string& r : o.only)
-    if (!find_route(r)) return usage("--only", fmt::format("unknown row \"{}\"; rows: {}", r, joined_rows()));
-  for (const std::string& g : o.groups)
-    if (g != "t0" && g != "t1" && g != "t3" && g != "gles")
-      return usage("--only-GROUP", fmt::format("unknown group \"{}\"; groups: t0, t1, t3, gles", g));
-  if (!o.json_path.empty()) {
-    // Fail now rather than after a long run: the file must be creatable.
-    if (std::string problem = os::creatable_problem(o.json_path); !problem.empty()) return usage("--json", problem);
-  }
-  if (!o.junit_path.empty()) {
-    if (std::string problem = os::creatable_problem(o.junit_path); !problem.empty()) return usage("--junit", problem);
-  }
-  if (o.measure_size % 4096 != 0 || o.measure_size < (1u << 20) || o.measure_size > (1u << 30))
-    return usage("--measure-size", fmt::format("{} bytes is not accepted: a multiple of 4096 from 1048576 (1 MiB) to "
-                                               "1073741824 (1 GiB)", o.measure_size));
-  if (o.measure_repeats < 1 || o.measure_repeats > 100)
-    return usage("--measure-repeats", fmt::format("{} is not accepted: a whole number from 1 to 100", o.measure_repeats));
-  if (o.jobs > 64)
-    return usage("--jobs", fmt::format("{} is not accepted: a whole number from 1 to 64", o.jobs));
-  if (o.isolate != "none" && o.isolate != "route")
-    return usage("--isolate", fmt::format("\"{}\" is not accepted: route (fresh processes for every route) or none "
-                                          "(warm workers, the default)", o.isolate));
-  if (o.memory_type != "auto" && o.memory_type != "all" &&
-      (o.memory_type.empty() || o.memory_type.size() > 2 || o.memory_type.find_first_not_of("0123456789") != std::string::npos))
-    return usage("--memory-type", fmt::format("\"{}\" is not accepted: auto, all, or a memory type INDEX (0..31)",
-                                              o.memory_type));
-  return {};
-}
-
-namespace {
-
-// The rows of the run. `plan` (--memory-type): -1 alone before phase A, when only
-// the filters, not the twins, matter (which drivers the workers open up front).
-std::vector<PlannedRow> plan_rows(const ProbeOptions& o, const std::vector<int>& plan) {
-  std::vector<PlannedRow> planned;
-  for (const RouteDef& route : route_table()) {
-    for (int memory_type : takes_memory_type(route.row) ? plan : std::vector<int>{-1}) {
-      PlannedRow row{std::string(route.row) +
-                         (memory_type >= 0 ? memory_type_suffix(static_cast<unsigned>(memory_type)) : std::string()),
-                     &route, memory_type, std::nullopt};
-      if (!route.skip_reason.empty()) {
-        row.decided = Verdict{RowStatus::skip, std::string(route.skip_reason)};
-      } else if (std::string filtered = filtered_out(route, o); !filtered.empty()) {
-        row.decided = Verdict{RowStatus::skip, filtered};
-      }
-      planned.push_back(std::move(row));
-    }
-  }
-  return planned;
-}
-
-// Phase A in this process: what the warm worker would have sent, found here
-// (--isolate=route, --list-devices, or nothing to run). EGL and CUDA start up on
-// their own threads while Vulkan enumerates.
-PhaseAFindings local_phase_a(const std::string& device) {
-  auto gles_future = std::async(std::launch::async, [] { return gles::enumerate(); });
-  auto cuda_future = std::async(std::launch::async, [] { return cuda::enumerate(); });
-  PhaseAFindings f;
-  f.vulkan = vk::enumerate();
-  if (f.vulkan) f.selected = vk::select_device(f.vulkan->devices, device);
-  f.gles = gles_future.get();
-  f.cuda = cuda_future.get();
-  return f;
-}
-
-}  // namespace
-
 int run(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
-  if (auto v = validate(o); !v) {
-    err << "extmem probe: " << v.error().step << ": " << v.error().detail << "\n";
-    return kExitUsage;
-  }
-  RunContext context = read_run_context();
-
-  EngineOptions engine;
-  engine.base.exe = o.self_exe;
-  engine.base.layout = Layout{o.size, o.regions_at_end};
-  engine.base.timeout_s = o.timeout_s;
-  engine.base.soak_s = o.soak_s;
-  engine.measure = o.measure;
-  engine.measure_size = o.measure_size;
-  engine.measure_repeats = o.measure_repeats;
-  engine.jobs = o.measure || o.soak_s > 0 ? 1 : (o.jobs == 0 ? default_jobs() : std::min(o.jobs, jobs_limit()));
-  engine.isolate_route = o.isolate == "route";
-  // Warm workers start first and the first one enumerates phase A, so this process
-  // loads no driver: driver start-up, not route work, is most of a run's time and memory.
-  std::optional<Engine> warm;
-  std::optional<PhaseAFindings> found;
-  if (!o.list_devices && !engine.isolate_route) {
-    EngineOptions early = engine;
-    early.select_device = o.device;
-    warm.emplace(early, plan_rows(o, {-1}));
-    if (warm->finds_phase_a()) {
-      auto f = warm->phase_a(o.timeout_s);
-      if (!f) {
-        err << "extmem probe: cannot run: " << f.error().message() << "\n";
-        return kExitCannotRun;
-      }
-      found = std::move(*f);
-    }
-  }
-  if (!found) found = local_phase_a(o.device);
-  auto& vulkan = found->vulkan;
-  if (!vulkan) {
-    err << "extmem probe: cannot run: " << vulkan.error().message() << "\n";
-    return kExitCannotRun;
-  }
-  auto& selected = found->selected;
-  if (!selected) {
-    err << "extmem probe: " << selected.error().message() << "\n";
-    return selected.error().kind == ErrorKind::invalid_argument ? kExitUsage : kExitCannotRun;
+  FindCallbacks stream;
+  stream.phase_a = [&](const PhaseA& a) {
+    write_phase_a(out, a, o);
+    out.flush();
+  };
+  stream.row = [&](const RowResult& r) {
+    write_row(out, r);
+    out.flush();
+  };
+  auto found = find(o, stream);
+  if (!found) {
+    const Error& e = found.error();
+    err << "extmem probe: " << (e.step.empty() ? "" : e.step + ": ") << e.detail << "\n";
+    return exit_code_for(e);
   }
   if (o.list_devices) {
-    print_vulkan(out, *vulkan, static_cast<int>(*selected), true);
+    write_device_list(out, found->phase_a);
     return kExitOk;
   }
-  // --size must fit the largest heap that has a host-visible memory type.
-  const vk::DeviceInfo& dev = vulkan->devices[*selected];
-  std::uint64_t largest = 0;
-  for (const auto& t : dev.types)
-    if (t.flags & 0x2 /* HOST_VISIBLE */) largest = std::max(largest, dev.heaps[t.heap_index].size);
-  if (o.size > largest) {
-    err << fmt::format("extmem probe: --size: {} bytes does not fit the largest host-visible heap of device {} ({} bytes); "
-                       "accepted: a multiple of 4096 from {} to {}\n", o.size, *selected, largest, kMinSize, largest);
-    return kExitUsage;
-  }
-  if (o.measure && o.measure_size > largest) {
-    err << fmt::format("extmem probe: --measure-size: {} bytes does not fit the largest host-visible heap of device {} "
-                       "({} bytes); accepted: a multiple of 4096 from 1048576 to {}\n", o.measure_size, *selected,
-                       largest, std::min<std::uint64_t>(largest, 1u << 30));
-    return kExitUsage;
-  }
-  auto plan = memory_type_plan(o.memory_type, dev);
-  if (!plan) {
-    err << "extmem probe: " << plan.error().step << ": " << plan.error().detail << "\n";
-    return kExitUsage;
-  }
-  engine.base.device_index = *selected;
-  const auto& gles_info = found->gles;
-  const auto& cuda_info = found->cuda;
-  print_context(out, context);
-  print_vulkan(out, *vulkan, static_cast<int>(*selected), false);
-  print_gles(out, gles_info, dev);
-  print_cuda(out, cuda_info, dev.device_uuid);
-  out << fmt::format("== routes (size={} bytes, regions at {}, timeout={:g} s{}{}{})\n", o.size,
-                     o.regions_at_end ? "end" : "start", o.timeout_s,
-                     o.soak_s > 0 ? fmt::format(", soak={:g} s", o.soak_s) : std::string(),
-                     o.measure ? fmt::format(", measure={} bytes x {}", o.measure_size, o.measure_repeats) : std::string(),
-                     o.memory_type != "auto" ? ", memory-type=" + o.memory_type : std::string());
-  out.flush();
-
-  const std::vector<PlannedRow> planned = plan_rows(o, *plan);
-  if (!warm) warm.emplace(engine, planned);
-  auto executed = warm->execute(planned, [&](const RowResult& r) {
-    out << result_line(r) << "\n";
-    if (std::string m = measure_line(r.measure); !m.empty()) out << m << "\n";
-    out.flush();
-  });
-  if (!executed) {
-    err << "extmem probe: cannot start the route children: " << executed.error().message() << "\n";
-    return kExitCannotRun;
-  }
-  const std::vector<RowResult>& rows = *executed;
-  print_summary(out, rows);
-
-  bool failed = std::any_of(rows.begin(), rows.end(), [](const RowResult& r) {
-    return r.verdict.status == RowStatus::fail || r.verdict.status == RowStatus::partial;
-  });
-  int code = failed ? kExitFailed : kExitOk;
+  write_summary(out, found->rows);
   if (!o.json_path.empty()) {
-    json jrows = json::array();
-    for (const RowResult& r : rows) jrows.push_back(row_json(r));
-    json doc = {{"schema", "extmem-probe-result"},
-                {"schema_version", kJsonSchemaVersion},
-                {"tool_version", "0.1.0"},
-                {"generated_at", utc_now()},
-                {"options",
-                 {{"size", o.size}, {"regions_at_end", o.regions_at_end}, {"timeout_s", o.timeout_s}, {"soak_s", o.soak_s},
-                  {"device", o.device}, {"only", o.only}, {"groups", o.groups}, {"no_gles", o.no_gles},
-                  {"memory_type", o.memory_type}, {"measure", o.measure}, {"measure_size", o.measure_size},
-                  {"measure_repeats", o.measure_repeats}}},
-                {"context", to_json(context)},
-                {"vulkan", to_json(*vulkan, static_cast<int>(*selected))},
-                {"gles", to_json(gles_info, dev)},
-                {"cuda", to_json(cuda_info, dev.device_uuid)},
-                {"rows", jrows},
-                {"exit_code", code}};
-    if (auto s = os::write_file_atomically(o.json_path, doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
-        !s) {
+    if (auto s = os::write_file_atomically(o.json_path, json_document(*found, o)); !s) {
       err << "extmem probe: " << s.error().message() << "\n";
       return kExitCannotRun;
     }
   }
   if (!o.junit_path.empty()) {
-    if (auto s = os::write_file_atomically(o.junit_path, junit_xml(rows, dev.name)); !s) {
+    if (auto s = os::write_file_atomically(o.junit_path, junit_document(*found)); !s) {
       err << "extmem probe: " << s.error().message() << "\n";
       return kExitCannotRun;
     }
   }
-  return code;
+  return found->exit_code();
 }
 
 }  // namespace extmem::probe

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
+#include "extmem/vulkan/enumerate.h"
+#include "probe/routes.h"
 #include "probe/worker/drivers.h"
 #include "probe/worker/route_util.h"
 
@@ -23,7 +25,7 @@ std::optional<CudaSide> open_cuda(ChildContext& ctx, RouteFacts& facts, const st
   if (!api) {
     const Error& e = api.error();
     if (e.code == "no CUDA driver")
-      facts.skip = fmt::format("no CUDA driver ({}: {})", e.step, e.detail);
+      facts.skip = no_cuda_driver_reason(e);
     else
       facts.unsupported = fmt::format("{}: {} -> {} ({})", who, e.step, e.code, e.detail);
     return std::nullopt;

@@ -11,11 +11,53 @@ int cuda_opaque_fd_client(ChildContext& ctx);
 int cuda_vmm_fd_server(ChildContext& ctx);
 int cuda_vmm_fd_client(ChildContext& ctx);
 int cuda_host_register_server(ChildContext& ctx);
+namespace {
+constexpr std::string_view kNotBuilt = {};
+constexpr RoleMain kOpaqueFdServer = [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); };
+constexpr RoleMain kOpaqueFdClient = cuda_opaque_fd_client, kVmmServer = cuda_vmm_fd_server,
+                   kVmmClient = cuda_vmm_fd_client, kHostRegisterServer = cuda_host_register_server,
+                   kMemfdOwner = memfd_owner_serve;
+}  // namespace
 
-const RouteDef kT1OpaqueFdCuda{"T1-opaque-fd-cuda", "t1", {},
-                               {"allocates Vulkan memory, exports an opaque fd, serves", [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }},
-                               {"imports the fd into CUDA, drives", cuda_opaque_fd_client}, {.cuda = true}};
-const RouteDef kT1CudaVmmFd{"T1-cuda-vmm-fd", "t1", {}, {"allocates with cuMemCreate, exports a POSIX fd, serves", cuda_vmm_fd_server}, {"imports the fd into CUDA and Vulkan, drives", cuda_vmm_fd_client}, {.cuda = true}};
-const RouteDef kT3CudaHostRegister{"T3-cuda-host-register", "t3", {}, {"maps the received memfd, registers it with CUDA, drives", cuda_host_register_server}, {"allocates a memfd, writes A, serves", memfd_owner_serve}, {.cuda = true}};
+namespace {
+constexpr std::string_view kFdExtensions[] = {"VK_KHR_external_memory_fd"};
+constexpr HandleNeed kOpaqueFdExport[] = {{"OPAQUE_FD", HandleFeature::exportable}};
+constexpr LegDef kOpaqueFdCudaLegs[] = {
+    {"cudaimport", true, "the Vulkan export imported into CUDA: the GPU reads and writes it, seen by the exporter"},
+};
+constexpr LegDef kVmmLegs[] = {
+    {"cudaimport", true, "a cuMemCreate fd imported and mapped by a second CUDA context: GPU copies round-trip"},
+    {"vkimport", false, "the same fd imported into Vulkan as OPAQUE_FD shares the bytes"},
+};
+constexpr LegDef kHostRegisterLegs[] = {
+    {"mmap", true, "the client's memfd, received and mapped, shares the client's bytes"},
+    {"cudahost", true, "that mapping registered with CUDA: the GPU reads and writes it, seen by the client"},
+};
+}  // namespace
+
+extern const RouteDef kT1OpaqueFdCuda{
+    .row = "T1-opaque-fd-cuda",
+    .group = "t1",
+    .skip_reason = kNotBuilt,
+    .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdExport, .cuda = true},
+    .legs = kOpaqueFdCudaLegs,
+    .server = {"allocates Vulkan memory, exports an opaque fd, serves", kOpaqueFdServer},
+    .client = {"imports the fd into CUDA, drives", kOpaqueFdClient}};
+extern const RouteDef kT1CudaVmmFd{
+    .row = "T1-cuda-vmm-fd",
+    .group = "t1",
+    .skip_reason = kNotBuilt,
+    .needs = {.cuda = true},
+    .legs = kVmmLegs,
+    .server = {"allocates with cuMemCreate, exports a POSIX fd, serves", kVmmServer},
+    .client = {"imports the fd into CUDA and Vulkan, drives", kVmmClient}};
+extern const RouteDef kT3CudaHostRegister{
+    .row = "T3-cuda-host-register",
+    .group = "t3",
+    .skip_reason = kNotBuilt,
+    .needs = {.cuda = true},
+    .legs = kHostRegisterLegs,
+    .server = {"maps the received memfd, registers it with CUDA, drives", kHostRegisterServer},
+    .client = {"allocates a memfd, writes A, serves", kMemfdOwner}};
 
 }  // namespace extmem::probe

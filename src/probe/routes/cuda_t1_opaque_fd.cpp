@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include "extmem/os/clock.h"
+#include "probe/worker/import_dup.h"
 #include "probe/worker/measure.h"
+#include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
 #include "probe/routes/cuda_measure.h"
@@ -20,10 +22,10 @@ namespace {
 // cuExternalMemoryGetMappedBuffer of `mapped` bytes, µs), undone untimed.
 Result<double> import_once(const cuda::Api& api, int fd, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC& like,
                            std::size_t mapped) {
-  auto dup = os::dup_fd(fd);
+  auto dup = ImportDup::of(fd);
   if (!dup) return std::move(dup).error();
   CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc = like;
-  desc.handle.fd = dup->get();
+  desc.handle.fd = dup->number();
   CUDA_EXTERNAL_MEMORY_BUFFER_DESC bd{};
   bd.size = mapped;
   CUexternalMemory ext = nullptr;
@@ -32,8 +34,8 @@ Result<double> import_once(const cuda::Api& api, int fd, const CUDA_EXTERNAL_MEM
   CUresult r = api.cuImportExternalMemory(&ext, &desc);
   CUresult m = r == CUDA_SUCCESS ? api.cuExternalMemoryGetMappedBuffer(&ptr, ext, &bd) : r;
   const double t1 = os::monotonic_seconds();
+  (void)dup->settle(r == CUDA_SUCCESS);  // a successful import owns the fd (cuda.h, cuImportExternalMemory)
   if (r != CUDA_SUCCESS) return cuda::cu_error(api, "cuImportExternalMemory(OPAQUE_FD)", r);
-  dup->release();  // a successful import owns the fd (cuda.h, cuImportExternalMemory)
   if (m == CUDA_SUCCESS) (void)api.cuMemFree(ptr);
   (void)api.cuDestroyExternalMemory(ext);
   if (m != CUDA_SUCCESS) return cuda::cu_error(api, "cuExternalMemoryGetMappedBuffer", m);
@@ -48,9 +50,7 @@ int cuda_opaque_fd_client(ChildContext& ctx) {
   Leg cu{"cudaimport", true};
   auto finish = [&] {
     rep.legs = {cu};
-    ctx.report(rep);
-    (void)peer_done(ctx);
-    return 0;
+    return end_half(ctx, rep);
   };
   auto setup = await_setup(ctx, rep, "the server's export");
   if (!setup) return 0;
@@ -63,7 +63,7 @@ int cuda_opaque_fd_client(ChildContext& ctx) {
   if (!side) return finish();
   const cuda::Api& api = *side->api;
 
-  auto dup = os::dup_fd(setup->fd.get());
+  auto dup = ImportDup::of(setup->fd.get());
   if (!dup) {
     fail_leg(cu, dup.error());
     return finish();
@@ -71,17 +71,14 @@ int cuda_opaque_fd_client(ChildContext& ctx) {
   ctx.step("cuImportExternalMemory(OPAQUE_FD)");
   CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
   desc.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
-  desc.handle.fd = dup->get();
+  desc.handle.fd = dup->number();
   desc.size = alloc_size;
   // CUDA must be told what Vulkan did (cuda.h, CUDA_EXTERNAL_MEMORY_DEDICATED).
   desc.flags = dedicated ? CUDA_EXTERNAL_MEMORY_DEDICATED : 0;
   CUexternalMemory ext = nullptr;
-  const int dup_number = dup->get();
   CUresult r = api.cuImportExternalMemory(&ext, &desc);
   // A successful import owns the fd (cuda.h, cuImportExternalMemory).
-  FdOwnership owner = fd_ownership_after_import(dup_number, r == CUDA_SUCCESS);
-  if (owner.release) dup->release();
-  rep.detail.push_back("cudaimport " + owner.text);
+  rep.detail.push_back("cudaimport " + dup->settle(r == CUDA_SUCCESS));
   if (r != CUDA_SUCCESS) {
     fail_leg(cu, cuda::cu_error(api, "cuImportExternalMemory(OPAQUE_FD)", r));
     return finish();

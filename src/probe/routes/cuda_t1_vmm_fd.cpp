@@ -11,8 +11,10 @@
 
 #include "extmem/core/pattern.h"
 #include "extmem/os/clock.h"
+#include "probe/worker/import_dup.h"
 #include "probe/worker/gpu_access.h"
 #include "probe/worker/measure.h"
+#include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
 #include "probe/routes/cuda_measure.h"
@@ -179,9 +181,7 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
   Leg vki{"vkimport", false};
   auto finish = [&] {
     rep.legs = {cu, vki};
-    ctx.report(rep);
-    (void)peer_done(ctx);
-    return 0;
+    return end_half(ctx, rep);
   };
   auto setup = await_setup(ctx, rep, "the server's CUDA export");
   if (!setup) return 0;
@@ -243,25 +243,22 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
     vki.note = *missing;
   } else if (!setup->fd.valid()) {
     vki.note = "no fd left to import (the CUDA import consumed it)";
-  } else if (auto dup = os::dup_fd(setup->fd.get()); !dup) {
+  } else if (auto dup = ImportDup::of(setup->fd.get()); !dup) {
     fail_leg(vki, dup.error());
   } else {
     ctx.step("vkAllocateMemory(import OPAQUE_FD from CUDA)");
     vk::AllocationRequest req;
     req.size = layout.size;
     req.external_handle_types = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
-    req.import_fd = dup->get();
+    req.import_fd = dup->number();
     req.import_fd_type = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
     req.allocation_size = size;
     req.required_flags = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
     req.dedicated = 0;
     req.map = false;
     vk::AllocationFailure af;
-    const int dup_number = dup->get();
     auto buf = (*dev)->create_buffer(req, &af);
-    FdOwnership owner = fd_ownership_after_import(dup_number, buf || af.memory_allocated);
-    if (owner.release) dup->release();
-    rep.detail.push_back("vkimport " + owner.text);
+    rep.detail.push_back("vkimport " + dup->settle(buf || af.memory_allocated));
     if (!buf) {
       fail_leg(vki, af.error);
     } else {

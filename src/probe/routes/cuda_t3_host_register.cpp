@@ -9,6 +9,7 @@
 #include "extmem/core/pattern.h"
 #include "extmem/os/clock.h"
 #include "probe/worker/measure.h"
+#include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
 #include "probe/routes/cuda_measure.h"
@@ -44,9 +45,7 @@ int cuda_host_register_server(ChildContext& ctx) {
   Leg host{"cudahost", true};
   auto finish = [&] {
     rep.legs = {mmap_leg, host};
-    ctx.report(rep);
-    (void)peer_done(ctx);
-    return 0;
+    return end_half(ctx, rep);
   };
   auto setup = await_setup(ctx, rep, "the client's memfd");
   if (!setup) return 0;

@@ -6,7 +6,7 @@
 
 #include <optional>
 
-#include "cuda/enumerate.h"
+#include "extmem/cuda/enumerate.h"
 
 namespace extmem::probe::drivers {
 

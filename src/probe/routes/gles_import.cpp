@@ -11,6 +11,7 @@
 
 #include "extmem/core/pattern.h"
 #include "probe/worker/gpu_access.h"
+#include "probe/worker/import_dup.h"
 #include "probe/worker/route_util.h"
 
 namespace extmem::probe {
@@ -51,18 +52,18 @@ GlImportResult import_with_ladder(const gles::EglContext& ctx, int fd, std::uint
     gl.glMemoryObjectParameterivEXT(shared->memory, GL_DEDICATED_MEMORY_OBJECT_EXT, &dedicated);
     if (GLenum e = ctx.take_error(); e != GL_NO_ERROR)
       return {false, "glMemoryObjectParameterivEXT(GL_DEDICATED_MEMORY_OBJECT_EXT)", gles::gl_error_name(e)};
-    int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (dup < 0) return {false, "dup", errno_code(errno)};
-    gl.glImportMemoryFdEXT(shared->memory, rung.import_size, GL_HANDLE_TYPE_OPAQUE_FD_EXT, dup);
+    auto dup = ImportDup::of(fd);
+    if (!dup) return {false, "dup", dup.error().code};
+    gl.glImportMemoryFdEXT(shared->memory, rung.import_size, GL_HANDLE_TYPE_OPAQUE_FD_EXT, dup->number());
     // Ownership passes to GL only on success (GL_EXT_memory_object_fd).
     GLenum import_error = ctx.take_error();
-    FdOwnership owner = fd_ownership_after_import(dup, import_error == GL_NO_ERROR);
-    if (!owner.release) ::close(dup);
+    std::string ownership = dup->settle(import_error == GL_NO_ERROR);
     if (import_error != GL_NO_ERROR) {
-      if (owner.release) result.fd_notes.push_back(rung.label() + ": " + owner.text);
+      // Only the anomaly is worth a note: a failed import that closed our fd anyway.
+      if (dup->consumed()) result.fd_notes.push_back(rung.label() + ": " + ownership);
       return {false, "glImportMemoryFdEXT", gles::gl_error_name(import_error)};
     }
-    last_ownership = owner.text;
+    last_ownership = ownership;
     gl.glGenBuffers(1, &shared->buffer);
     gl.glBindBuffer(GL_COPY_WRITE_BUFFER, shared->buffer);
     gl.glBufferStorageMemEXT(GL_COPY_WRITE_BUFFER, static_cast<GLsizeiptr>(rung.buffer_size), shared->memory, 0);

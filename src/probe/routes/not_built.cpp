@@ -1,11 +1,28 @@
-// Rows whose halves are not in this build (Android only): printed as SKIP with the reason.
+// The Android-only rows: their halves are not in a Linux build, so phase A
+// decides them SKIP (kAndroidOnlyReason) and no process is started. Their legs
+// are declared by the Android build that runs them.
 #include "probe/routes.h"
 
 namespace extmem::probe {
+namespace {
+constexpr HandleNeed kAhb[] = {{"AHARDWAREBUFFER", HandleFeature::exportable},
+                               {"AHARDWAREBUFFER", HandleFeature::importable}};
+constexpr std::string_view kAhbExtensions[] = {"VK_ANDROID_external_memory_android_hardware_buffer"};
+}  // namespace
 
-const RouteDef kT0AhbBlobTransfer{"T0-ahb-blob-transfer", "t0",
-                                  "Android-only route (AHardwareBuffer); this is a Linux build", {}, {}, {}};
-const RouteDef kT0SustainedLock{"T0S-sustained-lock", "t0",
-                                "Android-only route (AHardwareBuffer); this is a Linux build", {}, {}, {}};
+extern const RouteDef kT0AhbBlobTransfer{
+    .row = "T0-ahb-blob-transfer",
+    .group = "t0",
+    .needs = {.platform = Platform::android, .extensions = kAhbExtensions, .handle_types = kAhb},
+    .legs = {},
+    .server = {"imports the client's AHardwareBuffer blob (CPU lock, Vulkan, GL), drives", nullptr},
+    .client = {"allocates an AHardwareBuffer blob, writes A under its lock, sends it", nullptr}};
+extern const RouteDef kT0SustainedLock{
+    .row = "T0S-sustained-lock",
+    .group = "t0",
+    .needs = {.platform = Platform::android, .extensions = kAhbExtensions, .handle_types = kAhb},
+    .legs = {},
+    .server = {"reads A with its GPU and fills E/F each round, drives", nullptr},
+    .client = {"allocates an AHardwareBuffer blob and keeps it locked across rounds", nullptr}};
 
 }  // namespace extmem::probe

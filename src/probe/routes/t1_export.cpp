@@ -9,7 +9,9 @@
 
 #include "extmem/core/pattern.h"
 #include "probe/worker/gpu_access.h"
+#include "probe/worker/import_dup.h"
 #include "probe/worker/measure.h"
+#include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
 #include "probe/routes/vk_export.h"
@@ -26,10 +28,7 @@ int client(ChildContext& ctx, const HandleKind& h) {
   std::function<void()> soak;  // set once there is something to soak
   auto finish = [&] {
     rep.legs = {raw, vki, gpu};
-    if (soak) soak();
-    ctx.report(rep);
-    (void)peer_done(ctx);
-    return 0;
+    return end_half(ctx, rep, soak);
   };
 
   auto setup = await_setup(ctx, rep, "the server's export");
@@ -63,7 +62,7 @@ int client(ChildContext& ctx, const HandleKind& h) {
   } else {
     dev = std::move(*d);
     bool importable = advertised(*dev, h.bit, VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT);
-    auto dup = os::dup_fd(setup->fd.get());
+    auto dup = ImportDup::of(setup->fd.get());
     vk::AllocationRequest req;
     req.size = layout.size;
     req.external_handle_types = h.bit;
@@ -75,7 +74,7 @@ int client(ChildContext& ctx, const HandleKind& h) {
     } else if (dup) {
       ctx.step(fmt::format("vkGetMemoryFdPropertiesKHR({})", h.name));
       VkMemoryFdPropertiesKHR props{VK_STRUCTURE_TYPE_MEMORY_FD_PROPERTIES_KHR};
-      VkResult r = dev->fn().vkGetMemoryFdPropertiesKHR(dev->handle(), h.bit, dup->get(), &props);
+      VkResult r = dev->fn().vkGetMemoryFdPropertiesKHR(dev->handle(), h.bit, dup->number(), &props);
       if (r != VK_SUCCESS) fail_leg(vki, vk::vk_error("vkGetMemoryFdPropertiesKHR", r));
       req.allowed_type_bits = props.memoryTypeBits;
       req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
@@ -84,14 +83,11 @@ int client(ChildContext& ctx, const HandleKind& h) {
       fail_leg(vki, dup.error());
     } else if (vki.failed_step.empty()) {
       ctx.step(fmt::format("vkAllocateMemory(import {})", h.name));
-      int dup_number = dup->get();
-      req.import_fd = dup_number;
+      req.import_fd = dup->number();
       vk::AllocationFailure af;
       auto imported = dev->create_buffer(req, &af);
       // A successful import owns the fd (Vulkan spec, "Importing memory from a file descriptor").
-      FdOwnership owner = fd_ownership_after_import(dup_number, imported || af.memory_allocated);
-      if (owner.release) dup->release();
-      rep.detail.push_back("vkimport " + owner.text);
+      rep.detail.push_back("vkimport " + dup->settle(imported || af.memory_allocated));
       if (imported) {
         buf = std::move(*imported);
         if (measure::enabled()) {
@@ -156,13 +152,41 @@ int client(ChildContext& ctx, const HandleKind& h) {
 
 }  // namespace
 
-const RouteDef kT1OpaqueFd{"T1-opaque-fd", "t1", {},
-                           {"allocates Vulkan memory, exports an opaque fd, serves",
-                            [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }},
-                           {"maps and imports the fd into Vulkan, drives", [](ChildContext& c) { return client(c, kOpaqueFd); }}};
-const RouteDef kT1DmaBuf{"T1-dma-buf", "t1", {},
-                         {"allocates Vulkan memory, exports a dma-buf fd, serves",
-                          [](ChildContext& c) { return export_and_serve(c, kDmaBuf); }},
-                         {"maps and imports the fd into Vulkan, drives", [](ChildContext& c) { return client(c, kDmaBuf); }}};
+// rawmmap is informational for an opaque fd (the handle is only promised to
+// Vulkan) and decisive for a dma-buf (a CPU mapping is what it is for).
+constexpr std::string_view kFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
+constexpr std::string_view kDmaBufExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME,
+                                                  VK_EXT_EXTERNAL_MEMORY_DMA_BUF_EXTENSION_NAME};
+constexpr HandleNeed kOpaqueFdBoth[] = {{"OPAQUE_FD", HandleFeature::exportable}, {"OPAQUE_FD", HandleFeature::importable}};
+constexpr HandleNeed kDmaBufBoth[] = {{"DMA_BUF", HandleFeature::exportable}, {"DMA_BUF", HandleFeature::importable}};
+constexpr LegDef kOpaqueFdLegs[] = {
+    {"rawmmap", false, "the exported fd mapped with mmap shares the allocation's bytes"},
+    {"vkimport", true, "the fd imported into a second Vulkan device and mapped shares the bytes"},
+    {"gpu", true, "the importer's GPU reads and writes the shared bytes, seen by the exporter"},
+};
+constexpr LegDef kDmaBufLegs[] = {
+    {"rawmmap", true, "the exported dma-buf mapped with mmap shares the allocation's bytes"},
+    {"vkimport", true, "the dma-buf imported into a second Vulkan device and mapped shares the bytes"},
+    {"gpu", true, "the importer's GPU reads and writes the shared bytes, seen by the exporter"},
+};
+
+extern const RouteDef kT1OpaqueFd{
+    .row = "T1-opaque-fd",
+    .group = "t1",
+    .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdBoth},
+    .legs = kOpaqueFdLegs,
+    .memory_types = MemoryTypes::exporter_picks,
+    .server = {"allocates Vulkan memory, exports an opaque fd, serves",
+               [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }},
+    .client = {"maps and imports the fd into Vulkan, drives", [](ChildContext& c) { return client(c, kOpaqueFd); }}};
+extern const RouteDef kT1DmaBuf{
+    .row = "T1-dma-buf",
+    .group = "t1",
+    .needs = {.extensions = kDmaBufExtensions, .handle_types = kDmaBufBoth},
+    .legs = kDmaBufLegs,
+    .memory_types = MemoryTypes::exporter_picks,
+    .server = {"allocates Vulkan memory, exports a dma-buf fd, serves",
+               [](ChildContext& c) { return export_and_serve(c, kDmaBuf); }},
+    .client = {"maps and imports the fd into Vulkan, drives", [](ChildContext& c) { return client(c, kDmaBuf); }}};
 
 }  // namespace extmem::probe

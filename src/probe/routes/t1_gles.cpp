@@ -12,6 +12,7 @@
 #include "probe/routes/gles_measure.h"
 #include "probe/worker/drivers.h"
 #include "probe/worker/measure.h"
+#include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
 #include "probe/routes/vk_export.h"
@@ -144,11 +145,11 @@ int same_proc(ChildContext& ctx) {
     }
   }
   rep.legs = {glmap, glgpu};
-  soak_gl(ctx, rep, shared.get(), egl.get(), glmap, Region::F, local_side(vk_view, layout));
-  shared.reset();  // GL objects go before the context
-  egl.reset();
-  ctx.report(rep);
-  return 0;
+  return end_half(ctx, rep, [&] {
+    soak_gl(ctx, rep, shared.get(), egl.get(), glmap, Region::F, local_side(vk_view, layout));
+    shared.reset();  // GL objects go before the context, and both before the report
+    egl.reset();
+  }, Peer::none);
 }
 
 int cross_proc_client(ChildContext& ctx) {
@@ -163,22 +164,38 @@ int cross_proc_client(ChildContext& ctx) {
   run_gl_legs(ctx, setup->fd.get(), setup->info, Region::D, remote, rep, glmap, glgpu, shared, egl);
   if (shared && shared->map != nullptr) alias_leg(ctx, std::span<std::byte>(shared->map, ctx.layout().size), glmap);
   rep.legs = {glmap, glgpu};
-  soak_gl(ctx, rep, shared.get(), egl.get(), glmap, Region::D, peer_side(ctx));
-  shared.reset();
-  egl.reset();
-  ctx.report(rep);
-  (void)peer_done(ctx);
-  return 0;
+  return end_half(ctx, rep, [&] {
+    soak_gl(ctx, rep, shared.get(), egl.get(), glmap, Region::D, peer_side(ctx));
+    shared.reset();
+    egl.reset();
+  });
 }
 
 }  // namespace
 
-const RouteDef kT1GlesSameProc{"T1-gles-memobj-fd-same-proc", "gles", {},
-                               {"exports Vulkan memory and imports a dup of its own fd into GLES", same_proc, true}, {},
-                               {.gl = true}};
-const RouteDef kT1GlesCrossProc{"T1-gles-memobj-fd-cross-proc", "gles", {},
-                                {"allocates Vulkan memory, exports an opaque fd, serves",
-                                 [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }},
-                                {"imports the fd into GLES, drives", cross_proc_client, true}, {.gl = true}};
+constexpr std::string_view kFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
+constexpr HandleNeed kOpaqueFdExport[] = {{"OPAQUE_FD", HandleFeature::exportable}};
+constexpr LegDef kGlLegs[] = {
+    {"glmap", false, "the GL buffer on the imported memory object, mapped persistent, shares the bytes"},
+    {"glgpu", true, "GL copies out of and writes into the imported buffer, seen by the Vulkan exporter"},
+};
+
+extern const RouteDef kT1GlesSameProc{
+    .row = "T1-gles-memobj-fd-same-proc",
+    .group = "gles",
+    .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdExport, .gl = true},
+    .legs = kGlLegs,
+    .memory_types = MemoryTypes::exporter_picks,
+    .server = {"exports Vulkan memory and imports a dup of its own fd into GLES", same_proc, true},
+    .client = {}};
+extern const RouteDef kT1GlesCrossProc{
+    .row = "T1-gles-memobj-fd-cross-proc",
+    .group = "gles",
+    .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdExport, .gl = true},
+    .legs = kGlLegs,
+    .memory_types = MemoryTypes::exporter_picks,
+    .server = {"allocates Vulkan memory, exports an opaque fd, serves",
+               [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }},
+    .client = {"imports the fd into GLES, drives", cross_proc_client, true}};
 
 }  // namespace extmem::probe

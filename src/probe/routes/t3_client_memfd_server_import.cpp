@@ -9,6 +9,7 @@
 #include "extmem/core/pattern.h"
 #include "probe/worker/gpu_access.h"
 #include "probe/routes/host_import.h"
+#include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
 
@@ -23,10 +24,7 @@ int server(ChildContext& ctx) {
   std::function<void()> soak;
   auto finish = [&] {
     rep.legs = {mmap_leg, host};
-    if (soak) soak();
-    ctx.report(rep);
-    (void)peer_done(ctx);
-    return 0;
+    return end_half(ctx, rep, soak);
   };
   auto setup = await_setup(ctx, rep, "the client's memfd");
   if (!setup) return 0;
@@ -76,6 +74,19 @@ int server(ChildContext& ctx) {
 
 }  // namespace
 
-const RouteDef kT3ClientMemfdServerImport{"T3-client-memfd-server-import", "t3", {}, {"maps the client's memfd, imports the pointer into Vulkan, drives", server}, {"allocates a memfd, writes A, serves", memfd_owner_serve}};
+constexpr std::string_view kHostExtensions[] = {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME};
+constexpr HandleNeed kHostImport[] = {{"HOST_ALLOCATION", HandleFeature::importable}};
+constexpr LegDef kLegs[] = {
+    {"mmap", true, "the client's memfd, received and mapped, shares the client's bytes"},
+    {"hostimport", true, "that mapping imported into Vulkan: the GPU reads and writes it, seen by the client"},
+};
+
+extern const RouteDef kT3ClientMemfdServerImport{
+    .row = "T3-client-memfd-server-import",
+    .group = "t3",
+    .needs = {.extensions = kHostExtensions, .handle_types = kHostImport},
+    .legs = kLegs,
+    .server = {"maps the client's memfd, imports the pointer into Vulkan, drives", server},
+    .client = {"allocates a memfd, writes A, serves", memfd_owner_serve}};
 
 }  // namespace extmem::probe

@@ -12,6 +12,7 @@
 #include "probe/worker/gpu_access.h"
 #include "probe/routes/host_backings.h"
 #include "probe/routes/host_import.h"
+#include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
 
@@ -76,14 +77,28 @@ int server(ChildContext& ctx) {
   GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {
     return gpu_round(*dev, buf->buffer, layout, read, read_seed, write, write_seed);
   };
-  if (buf) maybe_soak(ctx, rep, SoakPlan{0, view, Region::A, Region::B, Region::E, &round}, peer_side(ctx));
-  ctx.report(rep);
-  (void)peer_done(ctx);
-  return 0;
+  std::function<void()> soak;
+  if (buf) soak = [&] { maybe_soak(ctx, rep, SoakPlan{0, view, Region::A, Region::B, Region::E, &round}, peer_side(ctx)); };
+  return end_half(ctx, rep, soak);
 }
 
 }  // namespace
 
-const RouteDef kT3ExternalMemoryHost{"T3-external-memory-host", "t3", {}, {"allocates a memfd, imports its pointer into Vulkan, drives", server}, {"maps the received memfd, serves", receive_and_serve}};
+constexpr std::string_view kHostExtensions[] = {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME};
+constexpr HandleNeed kHostImport[] = {{"HOST_ALLOCATION", HandleFeature::importable}};
+constexpr LegDef kLegs[] = {
+    {"mmap", true, "the peer's mapping of the importer's memfd shares its bytes"},
+    {"hostimport", true, "the memfd's pointer imported into Vulkan: the GPU reads and writes it, seen by the peer"},
+    {"hostanon", true, "the same import on anonymous private memory: the GPU round-trips through it"},
+    {"hostfile", true, "the same import on a shared tmpfs file mapping: the GPU round-trips through it"},
+};
+
+extern const RouteDef kT3ExternalMemoryHost{
+    .row = "T3-external-memory-host",
+    .group = "t3",
+    .needs = {.extensions = kHostExtensions, .handle_types = kHostImport},
+    .legs = kLegs,
+    .server = {"allocates a memfd, imports its pointer into Vulkan, drives", server},
+    .client = {"maps the received memfd, serves", receive_and_serve}};
 
 }  // namespace extmem::probe

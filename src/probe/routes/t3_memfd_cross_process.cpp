@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
+#include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
 
@@ -33,14 +34,24 @@ int server(ChildContext& ctx) {
     alias_leg(ctx, map->bytes(), mmap_leg);
   }
   rep.legs = {mmap_leg};
-  if (map) maybe_soak(ctx, rep, SoakPlan{0, map->bytes(), Region::B, Region::A, Region::E, nullptr}, peer_side(ctx));
-  ctx.report(rep);
-  (void)peer_done(ctx);
-  return 0;
+  std::function<void()> soak;
+  if (map)
+    soak = [&] { maybe_soak(ctx, rep, SoakPlan{0, map->bytes(), Region::B, Region::A, Region::E, nullptr}, peer_side(ctx)); };
+  return end_half(ctx, rep, soak);
 }
 
 }  // namespace
 
-const RouteDef kT3MemfdCrossProcess{"T3-memfd-cross-process", "t3", {}, {"maps the received memfd and drives the checks", server}, {"allocates a memfd, writes A, serves", memfd_owner_serve}};
+constexpr LegDef kLegs[] = {
+    {"mmap", true, "a memfd received over the socket and mapped shares the sender's bytes"},
+};
+
+extern const RouteDef kT3MemfdCrossProcess{
+    .row = "T3-memfd-cross-process",
+    .group = "t3",
+    .needs = {},
+    .legs = kLegs,
+    .server = {"maps the received memfd and drives the checks", server},
+    .client = {"allocates a memfd, writes A, serves", memfd_owner_serve}};
 
 }  // namespace extmem::probe

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
+#include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
 
@@ -117,9 +118,7 @@ int server(ChildContext& ctx) {
   Leg wsealed{"wsealed", false};  // read-only by construction: the write seal forbids the write direction
   auto finish = [&] {
     rep.legs = {sealed, wsealed};
-    ctx.report(rep);
-    (void)peer_done(ctx);
-    return 0;
+    return end_half(ctx, rep);
   };
   auto first = await_setup(ctx, rep, "the sealed memfds");
   if (!first) return 0;
@@ -184,15 +183,26 @@ int server(ChildContext& ctx) {
                                    seal_names(s2), rw_map, ro_map));
   if (!dropped.empty()) rep.facts.fatal = fmt::format("seal silently dropped: {}", fmt::join(dropped, "; "));
   if (map) alias_leg(ctx, map->bytes(), sealed);
-  if (map) {
-    rep.legs = {sealed, wsealed};
-    maybe_soak(ctx, rep, SoakPlan{0, map->bytes(), Region::B, Region::A, Region::E, nullptr}, peer_side(ctx));
-  }
-  return finish();
+  rep.legs = {sealed, wsealed};
+  std::function<void()> soak;
+  if (map)
+    soak = [&] { maybe_soak(ctx, rep, SoakPlan{0, map->bytes(), Region::B, Region::A, Region::E, nullptr}, peer_side(ctx)); };
+  return end_half(ctx, rep, soak);
 }
 
 }  // namespace
 
-const RouteDef kT3MemfdSealed{"T3-memfd-sealed", "t3", {}, {"maps the received sealed memfds and drives the checks", server}, {"creates and seals two memfds, serves", client}};
+constexpr LegDef kLegs[] = {
+    {"sealed", true, "a memfd sealed against shrink and grow, mapped by the peer, shares the bytes"},
+    {"wsealed", false, "a write-sealed memfd is readable by the peer and refuses a writable map"},
+};
+
+extern const RouteDef kT3MemfdSealed{
+    .row = "T3-memfd-sealed",
+    .group = "t3",
+    .needs = {},
+    .legs = kLegs,
+    .server = {"maps the received sealed memfds and drives the checks", server},
+    .client = {"creates and seals two memfds, serves", client}};
 
 }  // namespace extmem::probe

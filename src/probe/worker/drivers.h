@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "extmem/core/error.h"
-#include "cuda/enumerate.h"
+#include "extmem/cuda/enumerate.h"
 #include "gles/egl_context.h"
 #include "vulkan/context.h"
 

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "probe/worker/import_dup.h"
 #include "extmem/os/clock.h"
 #include "extmem/os/fd.h"
 #include "vulkan/dispatch.h"
@@ -255,23 +257,23 @@ void import_leg(const std::string& leg, const vk::Device& device, const vk::Allo
   for (unsigned i = 0; i < l.repeats; ++i) {
     vk::AllocationRequest r = req;
     r.map = false;
-    os::UniqueFd dup;
+    std::optional<ImportDup> dup;
     if (req.import_fd >= 0) {
-      auto d = os::dup_fd(req.import_fd);
+      auto d = ImportDup::of(req.import_fd);
       if (!d) {
         e["import_error"] = fmt::format("{} -> {}", d.error().step, d.error().code);
         break;
       }
-      dup = std::move(*d);
-      r.import_fd = dup.get();
+      dup.emplace(std::move(*d));
+      r.import_fd = dup->number();
     }
     vk::AllocationFailure af;
     const double t0 = os::monotonic_seconds();
     auto b = device.create_buffer(r, &af);
     const double t1 = os::monotonic_seconds();
     // Once vkAllocateMemory took the fd it belongs to the driver (Vulkan spec, "Importing memory from a
-    // file descriptor"); a failed import leaves it with us, and UniqueFd closes it.
-    if (b || af.memory_allocated) dup.release();
+    // file descriptor"); a failed import leaves it with us.
+    if (dup) (void)dup->settle(b || af.memory_allocated);
     if (!b) {
       e["import_error"] = fmt::format("{} -> {}", af.error.step, af.error.code);
       break;

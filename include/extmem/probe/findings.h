@@ -1,0 +1,93 @@
+// What `extmem probe` finds, apart from how it is printed: phase A (the run
+// context and the Vulkan, EGL/GLES and CUDA enumerations) and one RowResult per
+// row with its legs, verdict, details and timing. extmem::probe::find() returns
+// it; the text, JSON and JUnit writers (extmem/probe/write.h) consume it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "extmem/core/error.h"
+#include "extmem/core/verdict.h"
+#include "extmem/cuda/enumerate.h"
+#include "extmem/gles/enumerate.h"
+#include "extmem/vulkan/enumerate.h"
+
+namespace extmem::probe {
+
+struct ProbeOptions;
+
+/// Who and where the probe ran.
+struct RunContext {
+  unsigned uid = 0;
+  int pid = 0;
+  std::string selinux;  ///< /proc/self/attr/current, or "none"
+  std::string kernel;   ///< uname release
+};
+
+/// Phase A: everything enumerated before any route runs.
+struct PhaseA {
+  RunContext context;
+  vk::VulkanEnumeration vulkan;
+  std::uint32_t selected = 0;  ///< index into vulkan.devices of the device the routes use
+  /// The headless EGL/GLES context's description, or why there is none.
+  Result<gles::GlesInfo> gles = Error{"EGL/GLES", ErrorKind::unsupported, {}, "not enumerated"};
+  /// The CUDA driver's devices, or why there are none (not built, no driver, missing symbol).
+  Result<cuda::Enumeration> cuda = Error{"CUDA", ErrorKind::unsupported, {}, "not enumerated"};
+
+  const vk::DeviceInfo& device() const { return vulkan.devices.at(selected); }
+};
+
+/// One row of the run.
+struct RowResult {
+  std::string row;                        ///< printed name ("T1-opaque-fd", "T1-opaque-fd@mt2")
+  Verdict verdict;
+  std::vector<Leg> legs;                  ///< as the route reported them; empty when decided in phase A
+  std::vector<std::string> detail;        ///< the route's facts, in report order
+  std::string server_step, client_step;   ///< last step each half reported
+  double seconds = 0;                     ///< wall time of the route, seconds; 0 when decided in phase A
+  std::optional<SoakCount> soak;          ///< --soak counts, when the route soaked
+  nlohmann::json measure;                 ///< --measure figures; null when not measured
+  /// Warm workers only: what each half left in its worker, {"server": ..., "client": ...}
+  /// (the per-route hygiene check); null with --isolate=route and for rows decided in phase A.
+  nlohmann::json worker_hygiene;
+};
+
+/// The whole run.
+struct Findings {
+  PhaseA phase_a;
+  std::vector<RowResult> rows;  ///< in print order (the route table's, twins after their row)
+  double seconds = 0;           ///< wall time of find(), seconds
+
+  /// kExitFailed when a row is FAIL or PARTIAL, else kExitOk.
+  int exit_code() const;
+};
+
+/// Called as the run goes: phase A once it is known (before any route starts),
+/// then each row in print order as soon as it and every row before it are done.
+struct FindCallbacks {
+  std::function<void(const PhaseA&)> phase_a;
+  std::function<void(const RowResult&)> row;
+};
+
+/// Runs phase A and then every row (route halves in child processes; a crash,
+/// hang or malformed message is that row's FAIL), printing nothing. With
+/// options.list_devices it stops after the Vulkan enumeration (rows empty, gles
+/// and cuda "not enumerated"). Errors, nothing else run after them:
+/// invalid_argument (exit 2: validate()'s, --device naming no device, --size or
+/// --measure-size not fitting the heap, --memory-type not a HOST_VISIBLE type),
+/// step = the option or empty, detail = what was wrong and what is accepted;
+/// any other kind (exit 3): no Vulkan loader or device (step "cannot run"), a child
+/// could not be started (step "cannot start the route children"; rows before it
+/// were already handed to callbacks.row). Never throws.
+Result<Findings> find(const ProbeOptions& options, const FindCallbacks& callbacks = {});
+
+/// The process exit code for a find() error: kExitUsage for invalid_argument, else kExitCannotRun.
+int exit_code_for(const Error& error);
+
+}  // namespace extmem::probe

@@ -1,0 +1,33 @@
+// The probe's writers: text (what `extmem probe` prints), JSON
+// (docs/probe-result.schema.json) and JUnit, each from what find() returned.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "extmem/probe/findings.h"
+#include "extmem/probe/probe.h"
+
+namespace extmem::probe {
+
+/// Phase A as text: run context, every Vulkan device, EGL/GLES, CUDA, and the
+/// "== routes (...)" header naming the run's size, regions, timeout and options.
+void write_phase_a(std::ostream& out, const PhaseA& phase_a, const ProbeOptions& options);
+
+/// --list-devices: one line per Vulkan device, the selected one marked.
+void write_device_list(std::ostream& out, const PhaseA& phase_a);
+
+/// "RESULT <row> <STATUS> <trace> [why: ...] [| detail]", plus the "  measure:" line when measured.
+void write_row(std::ostream& out, const RowResult& row);
+
+/// The summary table and the status counts.
+void write_summary(std::ostream& out, const std::vector<RowResult>& rows);
+
+/// The --json document (schema_version kJsonSchemaVersion), with a trailing newline.
+std::string json_document(const Findings& findings, const ProbeOptions& options);
+
+/// The --junit document: one <testcase> per row.
+std::string junit_document(const Findings& findings);
+
+}  // namespace extmem::probe

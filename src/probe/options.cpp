@@ -1,0 +1,143 @@
+// The one place the probe's options are checked: parse_option() for the text of
+// one option (the CLI hands every valued option through it), validate() for the
+// whole set. Both use the same words for what is accepted, so a value is
+// refused the same way whether it is not a number or a number out of range.
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "extmem/os/file.h"
+#include "extmem/probe/probe.h"
+#include "probe/layout.h"
+#include "probe/routes.h"
+
+namespace extmem::probe {
+namespace {
+
+// What each option accepts, in the words every refusal of it uses.
+constexpr const char* kSizeAccepts = "a multiple of 4096 and at least 32768 (8 regions of 4 KiB)";
+constexpr const char* kTimeoutAccepts = "seconds, greater than 0 and at most 3600";
+constexpr const char* kSoakAccepts = "seconds, 0 (off) or greater than 0 and at most 3600";
+constexpr const char* kMeasureSizeAccepts = "a multiple of 4096 from 1048576 (1 MiB) to 1073741824 (1 GiB)";
+constexpr const char* kRepeatsAccepts = "a whole number from 1 to 100";
+constexpr const char* kJobsAccepts = "a whole number from 1 to 64, or 0 for the default (from the cores and memory)";
+constexpr const char* kIsolateAccepts = "route (fresh processes for every route) or none (warm workers, the default)";
+constexpr const char* kMemoryTypeAccepts = "auto, all, or a memory type INDEX (0..31)";
+constexpr const char* kPathAccepts = "a file path in an existing, writable directory";
+constexpr const char* kDeviceAccepts = "INDEX, deviceUUID (32 hex digits) or NAME-SUBSTRING";
+
+Error usage(std::string option, std::string detail) {
+  return Error{std::move(option), ErrorKind::invalid_argument, {}, std::move(detail)};
+}
+
+Error not_accepted(std::string_view option, const std::string& text, const char* accepts) {
+  return usage(std::string(option), fmt::format("\"{}\" is not accepted: {}", text, accepts));
+}
+
+// Plain decimal digits only: CLI11 and strtoull would wrap "-4096" around to a huge value.
+template <typename T>
+bool whole_number(const std::string& text, T& out) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+bool seconds(const std::string& text, double& out) {
+  char* end = nullptr;
+  out = std::strtod(text.c_str(), &end);
+  return !text.empty() && end != nullptr && *end == '\0';
+}
+
+const RouteGroup* find_group(std::string_view name) {
+  for (const RouteGroup& g : route_groups())
+    if (g.name == name) return &g;
+  return nullptr;
+}
+
+// The group names, or only those --no-GROUP accepts.
+std::string joined_groups(bool excludable_only) {
+  std::string s;
+  for (const RouteGroup& g : route_groups())
+    if (!excludable_only || g.excludable) s += fmt::format("{}{}", s.empty() ? "" : ", ", g.name);
+  return s;
+}
+
+std::string joined_rows() {
+  std::string s;
+  for (const RouteDef& r : route_table()) s += fmt::format("{}{}", s.empty() ? "" : ", ", r.row);
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> row_names() {
+  std::vector<std::string> out;
+  for (const RouteDef& r : route_table()) out.emplace_back(r.row);
+  return out;
+}
+
+Status parse_option(ProbeOptions& o, std::string_view name, const std::string& text) {
+  if (name == "--size") {
+    if (!whole_number(text, o.size)) return not_accepted(name, text, kSizeAccepts);
+  } else if (name == "--timeout") {
+    if (!seconds(text, o.timeout_s)) return not_accepted(name, text, kTimeoutAccepts);
+  } else if (name == "--soak") {
+    if (!seconds(text, o.soak_s)) return not_accepted(name, text, kSoakAccepts);
+  } else if (name == "--measure-size") {
+    if (!whole_number(text, o.measure_size)) return not_accepted(name, text, kMeasureSizeAccepts);
+  } else if (name == "--measure-repeats") {
+    if (!whole_number(text, o.measure_repeats)) return not_accepted(name, text, kRepeatsAccepts);
+  } else if (name == "--jobs") {
+    if (!whole_number(text, o.jobs)) return not_accepted(name, text, kJobsAccepts);
+  } else if (name == "--isolate") {
+    o.isolate = text;
+  } else if (name == "--memory-type") {
+    o.memory_type = text;
+  } else if (name == "--json" || name == "--junit") {
+    // Empty would read as "not given": the run would write no file and say nothing.
+    if (text.empty()) return usage(std::string(name), fmt::format("the path is empty; accepted: {}", kPathAccepts));
+    (name == "--json" ? o.json_path : o.junit_path) = text;
+  } else if (name == "--device") {
+    // Empty would read as "not given" and silently pick the default device.
+    if (text.empty()) return usage("--device", fmt::format("the device is empty; accepted: {}", kDeviceAccepts));
+    o.device = text;
+  } else {
+    return usage(std::string(name), "not an option of extmem probe that takes a value");
+  }
+  return {};  // ranges and combinations: validate(), once, over all options
+}
+
+Status validate(const ProbeOptions& o) {
+  if (o.size % 4096 != 0 || o.size < kMinSize)
+    return usage("--size", fmt::format("{} bytes is not accepted: {}", o.size, kSizeAccepts));
+  if (!(o.soak_s >= 0 && o.soak_s <= 3600)) return usage("--soak", fmt::format("{:g} is not accepted: {}", o.soak_s, kSoakAccepts));
+  if (!(o.timeout_s > 0 && o.timeout_s <= 3600))
+    return usage("--timeout", fmt::format("{:g} is not accepted: {}", o.timeout_s, kTimeoutAccepts));
+  for (const std::string& r : o.only)
+    if (!find_route(r)) return usage("--only", fmt::format("unknown row \"{}\"; rows: {}", r, joined_rows()));
+  for (const std::string& g : o.groups)
+    if (!find_group(g)) return usage("--only-GROUP", fmt::format("unknown group \"{}\"; groups: {}", g, joined_groups(false)));
+  for (const std::string& g : o.excluded_groups)
+    if (const RouteGroup* found = find_group(g); !found || !found->excludable)
+      return usage("--no-GROUP", fmt::format("\"{}\" cannot be excluded; groups that can: {}", g, joined_groups(true)));
+  // Fail now rather than after a long run: the files must be creatable.
+  if (!o.json_path.empty())
+    if (std::string problem = os::creatable_problem(o.json_path); !problem.empty()) return usage("--json", problem);
+  if (!o.junit_path.empty())
+    if (std::string problem = os::creatable_problem(o.junit_path); !problem.empty()) return usage("--junit", problem);
+  if (o.measure_size % 4096 != 0 || o.measure_size < (1u << 20) || o.measure_size > (1u << 30))
+    return usage("--measure-size", fmt::format("{} bytes is not accepted: {}", o.measure_size, kMeasureSizeAccepts));
+  if (o.measure_repeats < 1 || o.measure_repeats > 100)
+    return usage("--measure-repeats", fmt::format("{} is not accepted: {}", o.measure_repeats, kRepeatsAccepts));
+  if (o.jobs > 64) return usage("--jobs", fmt::format("{} is not accepted: {}", o.jobs, kJobsAccepts));
+  if (o.isolate != "none" && o.isolate != "route")
+    return usage("--isolate", fmt::format("\"{}\" is not accepted: {}", o.isolate, kIsolateAccepts));
+  if (o.memory_type != "auto" && o.memory_type != "all" &&
+      (o.memory_type.empty() || o.memory_type.size() > 2 || o.memory_type.find_first_not_of("0123456789") != std::string::npos))
+    return usage("--memory-type", fmt::format("\"{}\" is not accepted: {}", o.memory_type, kMemoryTypeAccepts));
+  return {};
+}
+
+}  // namespace extmem::probe

@@ -1,0 +1,157 @@
+// extmem::probe::find(): phase A, the plan, the rows; nothing printed.
+#include <algorithm>
+#include <future>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "extmem/os/clock.h"
+#include "extmem/probe/findings.h"
+#include "extmem/probe/probe.h"
+#include "probe/layout.h"
+#include "probe/phase_a_wire.h"
+#include "probe/parent/phase_a.h"
+#include "probe/parent/plan.h"
+#include "probe/parent/schedule.h"
+
+namespace extmem::probe {
+namespace {
+
+Error usage(std::string option, std::string detail) {
+  return Error{std::move(option), ErrorKind::invalid_argument, {}, std::move(detail)};
+}
+
+// --memory-type as a list of memory type indices to run each exporting row with; -1 = auto (the row itself).
+// Errors: usage, naming the accepted values and the HOST_VISIBLE types of the device.
+Result<std::vector<int>> memory_type_plan(const std::string& value, const vk::DeviceInfo& dev) {
+  std::vector<int> host_visible;
+  std::string listed;
+  for (const auto& t : dev.types)
+    if (t.flags & 0x2 /* HOST_VISIBLE */) {
+      host_visible.push_back(static_cast<int>(t.index));
+      listed += fmt::format("{}{} ({})", listed.empty() ? "" : ", ", t.index, t.flag_names);
+    }
+  if (value == "auto") return std::vector<int>{-1};
+  if (value == "all") {
+    std::vector<int> plan{-1};
+    plan.insert(plan.end(), host_visible.begin(), host_visible.end());
+    return plan;
+  }
+  int index = -1;
+  if (!value.empty() && value.size() <= 2 && value.find_first_not_of("0123456789") == std::string::npos)
+    index = std::stoi(value);
+  if (index < 0 || std::find(host_visible.begin(), host_visible.end(), index) == host_visible.end())
+    return usage("--memory-type", fmt::format("\"{}\" is not accepted: auto, all, or the index of a HOST_VISIBLE memory "
+                                              "type of device {}: {}", value, dev.index, listed.empty() ? "none" : listed));
+  return std::vector<int>{index};
+}
+
+// --size (and --measure-size) must fit the largest heap that has a host-visible memory type.
+Status fits_the_heap(const ProbeOptions& o, const vk::DeviceInfo& dev) {
+  std::uint64_t largest = 0;
+  for (const auto& t : dev.types)
+    if (t.flags & 0x2 /* HOST_VISIBLE */) largest = std::max(largest, dev.heaps[t.heap_index].size);
+  if (o.size > largest)
+    return usage("--size", fmt::format("{} bytes does not fit the largest host-visible heap of device {} ({} bytes); "
+                                       "accepted: a multiple of 4096 from {} to {}", o.size, dev.index, largest, kMinSize,
+                                       largest));
+  if (o.measure && o.measure_size > largest)
+    return usage("--measure-size", fmt::format("{} bytes does not fit the largest host-visible heap of device {} ({} "
+                                               "bytes); accepted: a multiple of 4096 from 1048576 to {}", o.measure_size,
+                                               dev.index, largest, std::min<std::uint64_t>(largest, 1u << 30)));
+  return {};
+}
+
+// Phase A in this process: what the warm worker would have sent, found here
+// (--isolate=route, --list-devices, or nothing to run). EGL and CUDA start up on
+// their own threads while Vulkan enumerates.
+PhaseAFindings local_phase_a(const std::string& device) {
+  auto gles_future = std::async(std::launch::async, [] { return gles::enumerate(); });
+  auto cuda_future = std::async(std::launch::async, [] { return cuda::enumerate(); });
+  PhaseAFindings f;
+  f.vulkan = vk::enumerate();
+  if (f.vulkan) f.selected = vk::select_device(f.vulkan->devices, device);
+  f.gles = gles_future.get();
+  f.cuda = cuda_future.get();
+  return f;
+}
+
+}  // namespace
+
+int Findings::exit_code() const {
+  bool failed = std::any_of(rows.begin(), rows.end(), [](const RowResult& r) {
+    return r.verdict.status == RowStatus::fail || r.verdict.status == RowStatus::partial;
+  });
+  return failed ? kExitFailed : kExitOk;
+}
+
+int exit_code_for(const Error& error) {
+  return error.kind == ErrorKind::invalid_argument ? kExitUsage : kExitCannotRun;
+}
+
+Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
+  const double start = os::monotonic_seconds();
+  if (auto v = validate(o); !v) return std::move(v).error();
+  Findings f;
+  f.phase_a.context = read_run_context();
+
+  EngineOptions engine;
+  engine.base.exe = o.self_exe;
+  engine.base.layout = Layout{o.size, o.regions_at_end};
+  engine.base.timeout_s = o.timeout_s;
+  engine.base.soak_s = o.soak_s;
+  engine.measure = o.measure;
+  engine.measure_size = o.measure_size;
+  engine.measure_repeats = o.measure_repeats;
+  engine.jobs = o.measure || o.soak_s > 0 ? 1 : (o.jobs == 0 ? default_jobs() : std::min(o.jobs, jobs_limit()));
+  engine.isolate_route = o.isolate == "route";
+  // Warm workers start first and the first one enumerates phase A, so this process
+  // loads no driver: driver start-up, not route work, is most of a run's time and memory.
+  // Before phase A only the filters decide rows (which drivers the workers open up front).
+  std::optional<Engine> warm;
+  std::optional<PhaseAFindings> found;
+  if (!o.list_devices && !engine.isolate_route) {
+    EngineOptions early = engine;
+    early.select_device = o.device;
+    warm.emplace(early, plan_rows(o, {-1}, PhaseAFacts{}));
+    if (warm->finds_phase_a()) {
+      auto a = warm->phase_a(o.timeout_s);
+      if (!a) return Error{"cannot run", ErrorKind::unsupported, {}, a.error().message()};
+      found = std::move(*a);
+    }
+  }
+  if (!found) found = local_phase_a(o.device);
+  if (!found->vulkan) return Error{"cannot run", ErrorKind::unsupported, {}, found->vulkan.error().message()};
+  f.phase_a.vulkan = std::move(*found->vulkan);
+  if (!found->selected) {
+    // Kept whole: the message is the device list; the kind says usage or cannot-run.
+    const Error& e = found->selected.error();
+    return Error{{}, e.kind == ErrorKind::invalid_argument ? ErrorKind::invalid_argument : ErrorKind::unsupported, {},
+                 e.message()};
+  }
+  f.phase_a.selected = *found->selected;
+  if (o.list_devices) return f;
+  const vk::DeviceInfo& dev = f.phase_a.device();
+  if (auto fits = fits_the_heap(o, dev); !fits) return std::move(fits).error();
+  auto memory_types = memory_type_plan(o.memory_type, dev);
+  if (!memory_types) return std::move(memory_types).error();
+  engine.base.device_index = *found->selected;
+  f.phase_a.gles = std::move(found->gles);
+  f.phase_a.cuda = std::move(found->cuda);
+  if (callbacks.phase_a) callbacks.phase_a(f.phase_a);
+
+  // One row per route, and per memory type for the rows whose exporter picks its
+  // memory; the rows phase A can answer are decided here and start no process.
+  const std::vector<PlannedRow> planned = plan_rows(o, *memory_types, PhaseAFacts{&dev, &f.phase_a.cuda});
+  if (!warm) warm.emplace(engine, planned);
+  auto executed = warm->execute(planned, [&](const RowResult& r) {
+    if (callbacks.row) callbacks.row(r);
+  });
+  if (!executed)
+    return Error{"cannot start the route children", ErrorKind::os, {}, executed.error().message()};
+  f.rows = std::move(*executed);
+  f.seconds = os::monotonic_seconds() - start;
+  return f;
+}
+
+}  // namespace extmem::probe

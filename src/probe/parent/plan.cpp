@@ -1,0 +1,66 @@
+#include "probe/parent/plan.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace extmem::probe {
+namespace {
+
+#ifdef __ANDROID__
+constexpr bool kAndroidBuild = true;
+#else
+constexpr bool kAndroidBuild = false;
+#endif
+
+bool contains(const std::vector<std::string>& list, std::string_view item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+}  // namespace
+
+std::optional<std::string> filtered_out(const RouteDef& route, const ProbeOptions& o) {
+  if (!o.only.empty() && !contains(o.only, route.row)) return "not selected by --only";
+  if (!o.groups.empty() && !contains(o.groups, route.group))
+    return fmt::format("not selected by --only-{}", fmt::join(o.groups, "/--only-"));
+  if (contains(o.excluded_groups, route.group)) return fmt::format("excluded by --no-{}", route.group);
+  return std::nullopt;
+}
+
+std::optional<Verdict> decided_in_phase_a(const RouteDef& route, const ProbeOptions& o, const PhaseAFacts& found) {
+  if (!route.skip_reason.empty()) return Verdict{RowStatus::skip, std::string(route.skip_reason)};
+  if (route.needs.platform == Platform::android && !kAndroidBuild)
+    return Verdict{RowStatus::skip, std::string(kAndroidOnlyReason)};
+  if (auto why = filtered_out(route, o)) return Verdict{RowStatus::skip, *why};
+  if (found.device == nullptr) return std::nullopt;  // before phase A
+  // Not yet known: decided by redecide(), in this same order, once CUDA has enumerated.
+  if (route.needs.cuda && found.cuda == nullptr) return std::nullopt;
+  if (route.needs.cuda && !*found.cuda && found.cuda->error().code == "no CUDA driver")
+    return Verdict{RowStatus::skip, no_cuda_driver_reason(found.cuda->error())};
+  for (std::string_view wanted : route.needs.extensions) {
+    for (const auto& [name, present] : found.device->extensions)
+      if (name == wanted && !present) return Verdict{RowStatus::unsupported, name + " not exposed by the device"};
+  }
+  return std::nullopt;
+}
+
+void redecide(std::vector<PlannedRow>& planned, const ProbeOptions& o, const PhaseAFacts& found) {
+  for (PlannedRow& row : planned)
+    if (!row.decided) row.decided = decided_in_phase_a(*row.route, o, found);
+}
+
+std::vector<PlannedRow> plan_rows(const ProbeOptions& o, const std::vector<int>& memory_types, const PhaseAFacts& found) {
+  std::vector<PlannedRow> planned;
+  const std::vector<int> just_the_row{-1};
+  for (const RouteDef& route : route_table()) {
+    const bool twins = route.memory_types == MemoryTypes::exporter_picks;
+    for (int memory_type : twins ? memory_types : just_the_row) {
+      std::string name(route.row);
+      if (memory_type >= 0) name += memory_type_suffix(static_cast<unsigned>(memory_type));
+      planned.push_back(PlannedRow{std::move(name), &route, memory_type, decided_in_phase_a(route, o, found)});
+    }
+  }
+  return planned;
+}
+
+}  // namespace extmem::probe

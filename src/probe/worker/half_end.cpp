@@ -1,0 +1,14 @@
+#include "probe/worker/half_end.h"
+
+#include "probe/worker/peer.h"
+
+namespace extmem::probe {
+
+int end_half(ChildContext& ctx, RouteReport& rep, const std::function<void()>& soak, Peer peer) {
+  if (soak) soak();
+  ctx.report(rep);
+  if (peer == Peer::present) (void)peer_done(ctx);
+  return 0;
+}
+
+}  // namespace extmem::probe

@@ -1,0 +1,72 @@
+// The JSON writer: the --json document (docs/probe-result.schema.json), from what find() returned.
+#include <algorithm>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "extmem/probe/write.h"
+#include "probe/parent/cuda_phase_a.h"
+#include "probe/parent/junit.h"
+#include "probe/parent/phase_a.h"
+
+namespace extmem::probe {
+namespace {
+
+using nlohmann::json;
+
+json leg_json(const Leg& l) {
+  return {{"name", l.name}, {"decisive", l.decisive}, {"attempted", l.attempted}, {"read_ok", l.read_ok},
+          {"write_ok", l.write_ok}, {"value", l.trace_value()}, {"failed_step", l.failed_step}, {"code", l.code},
+          {"note", l.note}};
+}
+
+json row_json(const RowResult& r) {
+  json legs = json::array();
+  for (const Leg& l : r.legs) legs.push_back(leg_json(l));
+  json j = {{"row", r.row}, {"status", to_string(r.verdict.status)}, {"why", r.verdict.why}, {"trace", trace(r.legs)},
+          {"legs", legs}, {"detail", r.detail}, {"seconds", r.seconds},
+          {"soak", r.soak ? json{{"stale", r.soak->stale}, {"words", r.soak->words}, {"rounds", r.soak->rounds}} : json(nullptr)},
+          {"last_step", {{"server", r.server_step}, {"client", r.client_step}}}};
+  if (!r.measure.is_null()) j["measure"] = r.measure;
+  if (!r.worker_hygiene.is_null()) j["worker_hygiene"] = r.worker_hygiene;
+  return j;
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+
+}  // namespace
+
+std::string json_document(const Findings& f, const ProbeOptions& o) {
+  const vk::DeviceInfo& dev = f.phase_a.device();
+  json jrows = json::array();
+  for (const RowResult& r : f.rows) jrows.push_back(row_json(r));
+  const bool no_gles = std::find(o.excluded_groups.begin(), o.excluded_groups.end(), "gles") != o.excluded_groups.end();
+  json doc = {{"schema", "extmem-probe-result"},
+              {"schema_version", kJsonSchemaVersion},
+              {"tool_version", "0.1.0"},
+              {"generated_at", utc_now()},
+              {"options",
+               {{"size", o.size}, {"regions_at_end", o.regions_at_end}, {"timeout_s", o.timeout_s}, {"soak_s", o.soak_s},
+                {"device", o.device}, {"only", o.only}, {"groups", o.groups}, {"no_gles", no_gles},
+                {"memory_type", o.memory_type}, {"measure", o.measure}, {"measure_size", o.measure_size},
+                {"measure_repeats", o.measure_repeats}}},
+              {"context", to_json(f.phase_a.context)},
+              {"vulkan", to_json(f.phase_a.vulkan, static_cast<int>(f.phase_a.selected))},
+              {"gles", to_json(f.phase_a.gles, dev)},
+              {"cuda", to_json(f.phase_a.cuda, dev.device_uuid)},
+              {"rows", jrows},
+              {"exit_code", f.exit_code()}};
+  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string junit_document(const Findings& f) { return junit_xml(f.rows, f.phase_a.device().name); }
+
+}  // namespace extmem::probe

@@ -1,0 +1,69 @@
+// The text writer: what `extmem probe` prints, from what find() returned.
+#include <algorithm>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "extmem/probe/write.h"
+#include "probe/parent/cuda_phase_a.h"
+#include "probe/parent/measure_row.h"
+#include "probe/parent/phase_a.h"
+#include "probe/parent/row_result.h"
+
+namespace extmem::probe {
+
+void write_phase_a(std::ostream& out, const PhaseA& a, const ProbeOptions& o) {
+  const vk::DeviceInfo& dev = a.device();
+  print_context(out, a.context);
+  print_vulkan(out, a.vulkan, static_cast<int>(a.selected), false);
+  print_gles(out, a.gles, dev);
+  print_cuda(out, a.cuda, dev.device_uuid);
+  out << fmt::format("== routes (size={} bytes, regions at {}, timeout={:g} s{}{}{})\n", o.size,
+                     o.regions_at_end ? "end" : "start", o.timeout_s,
+                     o.soak_s > 0 ? fmt::format(", soak={:g} s", o.soak_s) : std::string(),
+                     o.measure ? fmt::format(", measure={} bytes x {}", o.measure_size, o.measure_repeats) : std::string(),
+                     o.memory_type != "auto" ? ", memory-type=" + o.memory_type : std::string());
+}
+
+void write_device_list(std::ostream& out, const PhaseA& a) {
+  print_vulkan(out, a.vulkan, static_cast<int>(a.selected), true);
+}
+
+std::string result_line(const RowResult& r) {
+  std::string line = fmt::format("RESULT {} {}", r.row, to_string(r.verdict.status));
+  if (!r.legs.empty()) line += " " + trace(r.legs);
+  if (!r.verdict.why.empty()) line += " why: " + r.verdict.why;
+  std::vector<std::string> detail = r.detail;
+  for (const Leg& l : r.legs) {
+    std::string text = l.failed_step.empty() ? "" : l.failed_step + (l.code.empty() ? "" : " -> " + l.code);
+    if (!l.note.empty()) text += (text.empty() ? "" : " ") + l.note;
+    // Informational legs never reach why:, so their failures are told here.
+    if (!text.empty() && r.verdict.why.find(text) == std::string::npos) detail.push_back(l.name + ": " + text);
+  }
+  if (!detail.empty()) line += fmt::format(" | {}", fmt::join(detail, "; "));
+  return line;
+}
+
+void write_row(std::ostream& out, const RowResult& r) {
+  out << result_line(r) << "\n";
+  if (std::string m = measure_line(r.measure); !m.empty()) out << m << "\n";
+}
+
+void write_summary(std::ostream& out, const std::vector<RowResult>& rows) {
+  out << "\n== summary\n";
+  std::size_t width = 4;
+  for (const RowResult& r : rows) width = std::max(width, r.row.size());
+  out << fmt::format("{:<{}}  {:<11}  {}\n", "row", width, "status", "legs / reason");
+  int counts[5] = {};
+  for (const RowResult& r : rows) {
+    ++counts[static_cast<int>(r.verdict.status)];
+    // A row that did not run has only notrun legs; its reason says more than they do.
+    bool not_run = r.verdict.status == RowStatus::skip || r.verdict.status == RowStatus::unsupported;
+    std::string rest = r.legs.empty() || not_run ? r.verdict.why : trace(r.legs);
+    out << fmt::format("{:<{}}  {:<11}  {}\n", r.row, width, to_string(r.verdict.status), rest);
+  }
+  out << fmt::format("{} OK, {} PARTIAL, {} FAIL, {} UNSUPPORTED, {} SKIP\n", counts[0], counts[1], counts[2],
+                     counts[3], counts[4]);
+}
+
+}  // namespace extmem::probe

@@ -1,0 +1,111 @@
+// The public probe API: find() returns phase A and the rows without printing,
+// calls back in order, and the writers turn the same findings into the text,
+// JSON and JUnit the CLI prints; options are refused in the library's words.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "extmem/probe/findings.h"
+#include "extmem/probe/probe.h"
+#include "extmem/probe/write.h"
+#include "support/row_names.h"
+
+namespace {
+
+namespace probe = extmem::probe;
+
+probe::ProbeOptions one_row(const std::string& row) {
+  probe::ProbeOptions o;
+  o.self_exe = EXTMEM_BINARY;  // the children are the real binary's child mode
+  o.only = {row};
+  return o;
+}
+
+// find() hands back every row with its legs, phase A first, and prints nothing.
+TEST(ProbeApi, FindReturnsRowsAndCallsBackInOrder) {
+  std::vector<std::string> events;
+  probe::FindCallbacks cb;
+  cb.phase_a = [&](const probe::PhaseA& a) { events.push_back("phase_a:" + a.device().name); };
+  cb.row = [&](const probe::RowResult& r) { events.push_back(r.row); };
+  testing::internal::CaptureStdout();
+  auto found = probe::find(one_row("T3-memfd-cross-process"), cb);
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
+  ASSERT_TRUE(found) << found.error().message();
+  ASSERT_EQ(found->rows.size(), extmem::test::kRowNames.size());
+  ASSERT_EQ(events.size(), found->rows.size() + 1);
+  EXPECT_EQ(events[0].rfind("phase_a:", 0), 0u);
+  for (std::size_t i = 0; i < found->rows.size(); ++i) {
+    EXPECT_EQ(found->rows[i].row, extmem::test::kRowNames[i]);
+    EXPECT_EQ(events[i + 1], found->rows[i].row);
+  }
+  const probe::RowResult* row = nullptr;
+  for (const probe::RowResult& r : found->rows)
+    if (r.row == "T3-memfd-cross-process") row = &r;
+  ASSERT_NE(row, nullptr);
+  const probe::RowResult& ran = *row;
+  EXPECT_EQ(ran.verdict.status, extmem::RowStatus::ok) << ran.verdict.why;
+  ASSERT_EQ(ran.legs.size(), 1u);
+  EXPECT_EQ(ran.legs[0].name, "mmap");
+  EXPECT_GT(ran.seconds, 0);
+  EXPECT_EQ(found->rows[2].verdict.status, extmem::RowStatus::skip);
+  EXPECT_EQ(found->rows[2].verdict.why, "not selected by --only");
+  EXPECT_EQ(found->exit_code(), probe::kExitOk);
+  EXPECT_FALSE(found->phase_a.vulkan.devices.empty());
+}
+
+// The writers consume the findings: the JSON rows are find()'s rows, the text has one RESULT line per row.
+TEST(ProbeApi, WritersConsumeTheFindings) {
+  probe::ProbeOptions o = one_row("T3-memfd-cross-process");
+  auto found = probe::find(o);
+  ASSERT_TRUE(found) << found.error().message();
+  nlohmann::json doc = nlohmann::json::parse(probe::json_document(*found, o));
+  ASSERT_EQ(doc["rows"].size(), found->rows.size());
+  for (std::size_t i = 0; i < found->rows.size(); ++i) EXPECT_EQ(doc["rows"][i]["row"], found->rows[i].row);
+  EXPECT_EQ(doc["exit_code"], found->exit_code());
+  std::ostringstream text;
+  for (const probe::RowResult& r : found->rows) probe::write_row(text, r);
+  EXPECT_NE(text.str().find("RESULT T3-memfd-cross-process OK mmap[D]=rt"), std::string::npos) << text.str();
+  EXPECT_NE(probe::junit_document(*found).find("name=\"T3-memfd-cross-process\""), std::string::npos);
+}
+
+// A bad option is an invalid_argument error naming the option and what is accepted; nothing runs.
+TEST(ProbeApi, FindRefusesBadOptionsInTheLibrarysWords) {
+  probe::ProbeOptions o = one_row("T3-memfd-cross-process");
+  o.size = 4097;
+  auto found = probe::find(o);
+  ASSERT_FALSE(found);
+  EXPECT_EQ(found.error().step, "--size");
+  EXPECT_NE(found.error().detail.find("multiple of 4096"), std::string::npos) << found.error().detail;
+  EXPECT_EQ(probe::exit_code_for(found.error()), probe::kExitUsage);
+}
+
+// parse_option refuses non-numbers with the words validate() uses for out-of-range numbers.
+TEST(ProbeApi, ParseOptionAndValidateShareTheirWords) {
+  probe::ProbeOptions o;
+  auto bad_text = probe::parse_option(o, "--measure-repeats", "ten");
+  ASSERT_FALSE(bad_text);
+  ASSERT_TRUE(probe::parse_option(o, "--measure-repeats", "101"));
+  auto bad_range = probe::validate(o);
+  ASSERT_FALSE(bad_range);
+  const std::string accepted = "a whole number from 1 to 100";
+  EXPECT_NE(bad_text.error().detail.find(accepted), std::string::npos) << bad_text.error().detail;
+  EXPECT_NE(bad_range.error().detail.find(accepted), std::string::npos) << bad_range.error().detail;
+  // --jobs: 0 is the default, 65 is out of range, a sign is refused at parse time.
+  probe::ProbeOptions j;
+  EXPECT_TRUE(probe::parse_option(j, "--jobs", "0"));
+  EXPECT_TRUE(probe::validate(j));
+  EXPECT_FALSE(probe::parse_option(j, "--jobs", "-1"));
+  ASSERT_TRUE(probe::parse_option(j, "--jobs", "65"));
+  EXPECT_FALSE(probe::validate(j));
+  probe::ProbeOptions i;
+  ASSERT_TRUE(probe::parse_option(i, "--isolate", "process"));
+  auto isolate = probe::validate(i);
+  ASSERT_FALSE(isolate);
+  EXPECT_EQ(isolate.error().step, "--isolate");
+}
+
+}  // namespace

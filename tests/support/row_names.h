@@ -1,0 +1,20 @@
+// Every row the probe prints, in print order: the one literal list of row names
+// in the tests. It is the interface guard: RouteTable.RowNamesAreTheInterface
+// holds the route table to it, so renaming, dropping or reordering a row fails
+// a test; every other row list in the tests derives from the table.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace extmem::test {
+
+inline const std::vector<std::string> kRowNames = {
+    "T0-ahb-blob-transfer",        "T0S-sustained-lock",          "T1-opaque-fd",
+    "T1-dma-buf",                  "T1-gles-memobj-fd-same-proc", "T1-gles-memobj-fd-cross-proc",
+    "T3-memfd-cross-process",      "T3-external-memory-host",     "T3-client-memfd-server-import",
+    "T3-memfd-sealed",
+    "T1-opaque-fd-cuda",           "T1-cuda-vmm-fd",              "T3-cuda-host-register",
+};
+
+}  // namespace extmem::test
