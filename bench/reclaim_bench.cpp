@@ -1,6 +1,6 @@
 // extmem::reclaim on lavapipe (or the first Vulkan device): one long frame of
 // respecify-and-use operations of mixed sizes, with the deferred-release list
-// (spec/reclaim.md) and with the frame-bucketed baseline (park until the next
+// (docs/reclaim.md) and with the frame-bucketed baseline (park until the next
 // frame boundary), in one run. Counters: ops_per_s (throughput),
 // peak_parked_bytes, peak_live_stores, peak_parked_count, forced_syncs.
 //

@@ -1,4 +1,4 @@
-// The probe's field-report checks (spec/probe.md, "Beyond the seed") on lavapipe:
+// The probe's field-report checks (docs/probe.md, "Field-report checks") on lavapipe:
 // post-export fd sanity, fd ownership after import, host-pointer import per
 // backing, sealed memfds, and --soak, with the test-only faults that must trip them.
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // The GLES side of the probe: the import ladder against a scripted fake, the
 // EGL context's hygiene, phase A's answers on llvmpipe, and the real
-// T1-gles rows on Mesa 22.3 (spec/probe.md "T1-gles"; facts.md lavapipe).
+// T1-gles rows on Mesa 22.3 (docs/probe.md, "T1-gles"; docs/results/lavapipe-mesa-22.3.md).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -98,7 +98,7 @@ TEST(GlesContext, CreateDestroyKeepsFdCount) {
   EXPECT_EQ(extmem::os::count_open_fds(), before);
 }
 
-// llvmpipe offers the interop extensions and its UUIDs equal lavapipe's (facts.md).
+// llvmpipe offers the interop extensions and its UUIDs equal lavapipe's (docs/results/lavapipe-mesa-22.3.md).
 TEST(GlesPhaseA, LlvmpipeUuidsMatchLavapipe) {
   auto gles = extmem::gles::enumerate();
   ASSERT_TRUE(gles) << gles.error().message();

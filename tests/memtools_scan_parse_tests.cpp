@@ -188,7 +188,7 @@ TEST(WalkFormat, BuiltInsLoadAndMatchTheShippedJson) {
     EXPECT_EQ(nlohmann::json::parse(s.str()), nlohmann::json::parse(WalkFormat::builtin_json(name)));
   }
   auto g = WalkFormat::builtin("gmmu");
-  // Spec: root covers 49 - log2(entries) = 47 for 4 entries; then 38, 29, 21 (16-byte dual), 12.
+  // docs/memtools.md, "Formats": root covers 49 - log2(entries) = 47 for 4 entries; then 38, 29, 21 (16-byte dual), 12.
   EXPECT_EQ(g->levels[g->root].shift, 47u);
   EXPECT_EQ(g->levels[g->root].index_bits, 2u);
   EXPECT_EQ(g->levels[3].entry_bytes, 16u);

@@ -1,5 +1,5 @@
 // Integration tests of `extmem probe`: the real binary (EXTMEM_BINARY) on the
-// machine's Vulkan driver (lavapipe on the embedded default, spec/probe.md
+// machine's Vulkan driver (lavapipe on the embedded default, docs/probe.md,
 // "Embedded default"), its RESULT lines, summary, --json document against
 // docs/probe-result.schema.json, usage errors, device selection, the faults
 // injected through EXTMEM_TEST_FAULT=ROW:ROLE:STEP-SUBSTRING:ACTION
@@ -313,7 +313,7 @@ class ProbeIntegration : public ::testing::Test {
 
 // ---- the default run on lavapipe ----
 
-// No Vulkan row fails on lavapipe (spec/probe.md "Embedded default"): exit 0 unless a GLES row FAILs as that
+// No Vulkan row fails on lavapipe (docs/probe.md, "Embedded default"): exit 0 unless a GLES row FAILs as that
 // section predicts (llvmpipe cannot import a lavapipe opaque fd), and then exactly 1.
 TEST_F(ProbeIntegration, DefaultRunExitCodeFollowsRows) {
   const Proc& p = default_run();
@@ -375,7 +375,7 @@ TEST_F(ProbeIntegration, DefaultRunT0RowsSkipWithReason) {
   }
 }
 
-// The GLES rows either SKIP with a reason (GLES legs not built) or, as spec/probe.md "Embedded default" says for
+// The GLES rows either SKIP with a reason (GLES legs not built) or, as docs/probe.md, "Embedded default" says for
 // llvmpipe, FAIL with the GL step and GL error that refused the import.
 TEST_F(ProbeIntegration, DefaultRunGlesRowsSkipWithReasonOrFailWithGlError) {
   for (const std::string& row : kGlesRows) {

@@ -294,7 +294,7 @@ TEST(ReclaimBudget, ApiValueThenEnvironmentThenDefault) {
   ::unsetenv(rc::kBudgetEnvVar);
 }
 
-// Scenario 4 of spec/reclaim.md on the list and memo alone, with the LIFO
+// Scenario 4 of docs/reclaim.md on the list and memo alone, with the LIFO
 // handle double: exact handle reuse, so the memo result is deterministic.
 struct AbaOutcome {
   bool handle_reused = false;

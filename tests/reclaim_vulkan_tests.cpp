@@ -1,4 +1,4 @@
-// The scenarios of spec/reclaim.md on a real Vulkan device (lavapipe in CI),
+// The scenarios of docs/reclaim.md on a real Vulkan device (lavapipe in CI),
 // each in one frame, reading back the GPU's output; and the two negative
 // controls, which must show the failure the mechanism prevents.
 #include <gtest/gtest.h>

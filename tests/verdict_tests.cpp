@@ -1,4 +1,4 @@
-// Tests of extmem::decide() and extmem::trace() (spec/probe.md, "Legs and the verdict").
+// Tests of extmem::decide() and extmem::trace() (docs/probe.md, "Legs and the verdict").
 // The leg rule is checked against an independently written table over every
 // combination of leg states for one to three legs.
 #include "extmem/core/verdict.h"
@@ -49,7 +49,7 @@ std::vector<std::vector<Leg>> all_combinations(std::size_t count) {
   return out;
 }
 
-// The rule of spec/probe.md, written without looking at decide(): OK iff there
+// The rule of docs/probe.md, written without looking at decide(): OK iff there
 // is a decisive leg and every decisive leg round-tripped; PARTIAL iff some but
 // not all did; FAIL otherwise. Informational legs are not looked at.
 RowStatus expected_status(const std::vector<Leg>& legs) {
@@ -271,7 +271,7 @@ TEST(VerdictStatus, NamesAreStable) {
   EXPECT_STREQ(extmem::to_string(RowStatus::skip), "SKIP");
 }
 
-// trace() reproduces the spec's example exactly.
+// trace() reproduces the example of docs/probe.md, "The trace", exactly.
 TEST(VerdictTrace, SpecExample) {
   Leg raw;
   raw.name = "rawmmap";

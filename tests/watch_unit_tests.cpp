@@ -135,7 +135,7 @@ TEST(WatchProcfs, PssIsTheTotalLineOnly) {
   EXPECT_EQ(*pss, 1000u);
 }
 
-// Negative control: adding every Pss* line, the trap the spec names, would more than double it.
+// Negative control: adding every Pss* line, the trap docs/watch.md names, would more than double it.
 TEST(WatchProcfs, SummingEveryPssLineDoubleCounts) {
   std::uint64_t sum = 0;
   std::istringstream in(kRollup6);

@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // Every misuse exits 2 (spec/probe.md, "Output"), whatever CLI11's own code.
+    // Every misuse exits 2 (docs/probe.md, "Output"), whatever CLI11's own code.
     std::cerr << "extmem: " << e.what() << "\nRun with --help for the accepted options.\n";
     return extmem::probe::kExitUsage;
   }

@@ -1,4 +1,4 @@
-// Where the 4 KiB verification regions sit in the shared allocation (spec/probe.md, "Regions and payloads").
+// Where the 4 KiB verification regions sit in the shared allocation (docs/probe.md, "Regions and payloads").
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// The parked-bytes budget from the API or the environment (spec/reclaim.md, Bounds).
+// The parked-bytes budget from the API or the environment (docs/reclaim.md, "Bounds").
 #include <cstdlib>
 
 #include <fmt/format.h>

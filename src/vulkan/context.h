@@ -13,7 +13,7 @@
 
 namespace extmem::vk {
 
-/// Buffer usage every route's buffers are created with (spec/probe.md, phase A).
+/// Buffer usage every route's buffers are created with (docs/probe.md, "Phase A").
 inline constexpr VkBufferUsageFlags kRouteBufferUsage =
     VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
     VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT;

@@ -1,5 +1,5 @@
 // Seeded byte patterns: each writer gets its own, so no writer can mask another
-// and a constant cannot match by accident (spec/probe.md, "Regions and payloads").
+// and a constant cannot match by accident (docs/probe.md, "Regions and payloads").
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// Legs and the verdict of a probe row, computed in one place (spec/probe.md, "Legs and the verdict").
+// Legs and the verdict of a probe row, computed in one place (docs/probe.md, "Legs and the verdict").
 #pragma once
 
 #include <cstdint>
@@ -63,7 +63,7 @@ struct Verdict {
 };
 
 /// The single place a row's status is decided. Precedence: skip, fatal (FAIL),
-/// unsupported, then legs by the rule table of spec/probe.md. A route with no
+/// unsupported, then legs by the rule table of docs/probe.md. A route with no
 /// decisive leg is FAIL: a mapping with no byte compared is never OK. An OK row
 /// whose soak counted stale words becomes PARTIAL ("stale=N/M words in K rounds").
 Verdict decide(const RouteFacts& facts, const std::vector<Leg>& legs);

@@ -1,5 +1,5 @@
 // Phase A's CUDA part: the driver's devices and the attributes that decide the
-// CUDA routes (spec/probe.md phase A; issue #4 item 3). Plain types: no CUDA
+// CUDA routes (docs/probe.md, "Phase A"; issue #4 item 3). Plain types: no CUDA
 // declarations needed to use them.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Phase A, EGL/GLES part (spec/probe.md, "Phase A").
+// Phase A, EGL/GLES part (docs/probe.md, "Phase A").
 #pragma once
 
 #include <string>

@@ -1,6 +1,6 @@
 // What `extmem scan` looks for, parsed from the command line: a byte pattern
 // (--hex), an integer of a width and byte order (--u32/--u64), or a record
-// template (--record). spec/memtools.md, "extmem scan".
+// template (--record). docs/memtools.md, "`extmem scan`".
 #pragma once
 
 #include <cstddef>

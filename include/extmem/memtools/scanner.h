@@ -1,7 +1,7 @@
 // The search engine of `extmem scan`: a file (memory-mapped, read front to
 // back with MADV_SEQUENTIAL) or a process's memory (/proc/PID/maps +
 // /proc/PID/mem, no ptrace), searched for a byte pattern, an integer value or
-// a record; hits are handed to a callback as they are found. spec/memtools.md, "extmem scan".
+// a record; hits are handed to a callback as they are found. docs/memtools.md, "`extmem scan`".
 #pragma once
 
 #include <sys/types.h>

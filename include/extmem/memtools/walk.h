@@ -1,6 +1,6 @@
 // `extmem walk`: translate a virtual address by walking page tables stored in
 // a RAM image, one step per level, every step recorded so a wrong walk shows
-// where it went wrong. spec/memtools.md, "extmem walk".
+// where it went wrong. docs/memtools.md, "`extmem walk`".
 #pragma once
 
 #include <cstdint>

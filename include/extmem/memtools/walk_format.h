@@ -1,7 +1,7 @@
 // Page-table formats for `extmem walk`, as data: levels, index bits, entry
 // size, valid/leaf/aperture bits and the address field, loaded from a JSON
 // description. The two built-in formats (x86-64 4-level, GMMU-style) are JSON
-// of the same form (docs/walk-formats/*.json). spec/memtools.md, "extmem walk".
+// of the same form (docs/walk-formats/*.json). docs/memtools.md, "`extmem walk`".
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // extmem probe: which memory-sharing routes work on a device, and do they
-// really alias? spec/probe.md is the reference for every rule used here.
+// really alias? docs/probe.md is the reference for every rule used here.
 #pragma once
 
 #include <cstddef>
@@ -12,7 +12,7 @@
 
 namespace extmem::probe {
 
-/// Process exit codes of `extmem probe` (spec/probe.md, "Output").
+/// Process exit codes of `extmem probe` (docs/probe.md, "Output").
 enum ExitCode : int {
   kExitOk = 0,        ///< no row is FAIL or PARTIAL
   kExitFailed = 1,    ///< at least one row is FAIL or PARTIAL

@@ -1,5 +1,5 @@
 // A memo from (store handle, range, destroy epoch) to a binding object such as
-// a descriptor set (spec/reclaim.md, Destroy epoch).
+// a descriptor set (docs/reclaim.md, "Destroy epoch").
 #pragma once
 
 #include <cstdint>

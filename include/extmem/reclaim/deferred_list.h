@@ -1,4 +1,4 @@
-// Bounded deferred release of orphaned GPU buffer stores (spec/reclaim.md).
+// Bounded deferred release of orphaned GPU buffer stores (docs/reclaim.md).
 //
 // The list knows nothing about Vulkan or GL: it sees stores as opaque tokens
 // with a size, asks a SubmitTracker whether submissions have retired, and hands
@@ -26,25 +26,25 @@ struct SubmitIndex {
 
 /// Frame serial stamped on a store whenever a GPU command is recorded that
 /// references it. Frames count from 1; 0 means "no GPU command has referenced
-/// the store since it was made or since the last host-access wait" (spec/reclaim.md, Model).
+/// the store since it was made or since the last host-access wait" (docs/reclaim.md, "Model").
 struct FrameSerial {
   std::uint64_t value = 0;
   auto operator<=>(const FrameSerial&) const = default;
 };
 
 /// Parked-count ceiling: more parked stores than this forces a sync point even
-/// when they are small (spec/reclaim.md, Bounds: drivers charge per object).
+/// when they are small (docs/reclaim.md, "Bounds": drivers charge per object).
 inline constexpr std::size_t kParkedCountCeiling = 1024;
-/// Default parked-bytes budget: 64 MiB (spec/reclaim.md, Bounds).
+/// Default parked-bytes budget: 64 MiB (docs/reclaim.md, "Bounds").
 inline constexpr std::uint64_t kDefaultBudgetBytes = 64ull << 20;
 /// Environment variable holding the budget in MiB (whole number, 0 = watermarks off).
 inline constexpr const char* kBudgetEnvVar = "EXTMEM_RECLAIM_BUDGET_MB";
 /// Largest budget accepted from the environment, MiB (1 TiB).
 inline constexpr std::uint64_t kMaxBudgetMiB = 1ull << 20;
-/// Error step of a failed forced sync point (spec/reclaim.md, Bounds).
+/// Error step of a failed forced sync point (docs/reclaim.md, "Bounds").
 inline constexpr const char* kWatermarkSite = "deferred-watermark";
 
-/// What the list needs from the GPU side (spec/reclaim.md, Model: submit tracker).
+/// What the list needs from the GPU side (docs/reclaim.md, "Model": submit tracker).
 /// Completion must be monotonic: once index N is complete, every index below N is.
 class SubmitTracker {
  public:
@@ -65,7 +65,7 @@ using StoreToken = std::uint64_t;
 /// Destroys one store. `bytes` is the size given when it was released. Must not throw.
 using DestroyFn = std::function<void(StoreToken store, std::uint64_t bytes)>;
 
-/// The list's running figures (spec/reclaim.md, Gauges). Peaks are running
+/// The list's running figures (docs/reclaim.md, "Gauges"). Peaks are running
 /// maxima over the list's life, taken at the moment of every change.
 struct Gauges {
   std::uint64_t live_stores = 0;        ///< stores created and not yet destroyed (current + parked)
@@ -85,9 +85,9 @@ struct Gauges {
 
 /// How released stores are kept.
 enum class ReleasePolicy {
-  /// spec/reclaim.md: proofs 1-3, prefix sweep at every park, watermarks.
+  /// docs/reclaim.md: proofs 1-3, prefix sweep at every park, watermarks.
   proven_dead,
-  /// The baseline the spec argues against: every released store waits for the
+  /// The baseline docs/reclaim.md argues against: every released store waits for the
   /// next frame boundary (end_frame()), whatever proves it dead earlier. For benchmarks.
   frame_bucketed,
 };
@@ -99,7 +99,7 @@ struct ListOptions {
   ReleasePolicy policy = ReleasePolicy::proven_dead;
 };
 
-/// The flat, parking-ordered list of orphaned stores (spec/reclaim.md).
+/// The flat, parking-ordered list of orphaned stores (docs/reclaim.md).
 ///
 /// Invariant: parked submit indices never decrease from front to back (checked
 /// on insert; a lower index from a discarded recording is raised to the back's,

@@ -1,5 +1,5 @@
 // extmem::reclaim on a real Vulkan device: GL-style respecifiable buffers whose
-// orphaned stores go through the DeferredReleaseList (spec/reclaim.md).
+// orphaned stores go through the DeferredReleaseList (docs/reclaim.md).
 //
 // Each buffer has one current store (a VkBuffer with its own host-visible
 // VkDeviceMemory). respecify() orphans it like glBufferData; paint() is a GPU

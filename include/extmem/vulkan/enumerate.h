@@ -1,5 +1,5 @@
 // Phase A, Vulkan part: every physical device with identity, memory and
-// external-buffer properties (spec/probe.md, "Phase A").
+// external-buffer properties (docs/probe.md, "Phase A").
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // --junit=FILE: the rows as a JUnit XML report, one testcase per row
-// (spec/probe.md "Output"), the layout CI systems and device farms ingest.
+// (docs/probe.md, "Output"), the layout CI systems and device farms ingest.
 #pragma once
 
 #include <string>

@@ -2,7 +2,7 @@
 // imported by the client into CUDA (cuImportExternalMemory +
 // cuExternalMemoryGetMappedBuffer). The client's GPU reads region A and writes
 // region E through a staging buffer; the server checks E through its Vulkan
-// mapping. Issue #4; spec/probe.md "T1".
+// mapping. Issue #4; docs/probe.md, "T1".
 #include <fmt/format.h>
 
 #include "extmem/os/clock.h"

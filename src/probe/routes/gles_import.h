@@ -1,5 +1,5 @@
 // Importing an exported Vulkan fd into GLES buffer storage, with the ladder,
-// and the GL-side GPU access (spec/probe.md, "T1-gles").
+// and the GL-side GPU access (docs/probe.md, "T1-gles").
 #pragma once
 
 #include <cstdint>

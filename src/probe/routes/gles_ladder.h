@@ -1,4 +1,4 @@
-// The GLES import ladder (spec/probe.md, "T1-gles"): drivers disagree on how a
+// The GLES import ladder (docs/probe.md, "T1-gles"): drivers disagree on how a
 // memory-object import must be phrased, so every phrasing is tried in a fixed
 // order and the report names the one accepted and each one rejected.
 #pragma once

@@ -1,4 +1,4 @@
-// Host-pointer import by backing (spec/probe.md, "Host-pointer import by backing"):
+// Host-pointer import by backing (docs/probe.md, "Host-pointer import by backing"):
 // drivers that import private anonymous memory can refuse MAP_SHARED memory of
 // the same size, and the reverse. The memfd backing is the route's main leg; this
 // adds anonymous private and a shared file in a tmpfs, each imported and

@@ -13,7 +13,7 @@ namespace extmem::probe {
 /// as buffer memory: vkGetMemoryHostPointerPropertiesEXT, then vkAllocateMemory
 /// with VkImportMemoryHostPointerInfoEXT. On failure records the step in `leg`
 /// and, when `decides_row` and HOST_ALLOCATION was never advertised importable,
-/// sets rep.facts.unsupported (spec: UNSUPPORTED vs FAIL). The mapping must outlive the buffer.
+/// sets rep.facts.unsupported (docs/probe.md, "UNSUPPORTED or FAIL"). The mapping must outlive the buffer.
 std::optional<vk::Buffer> import_host_pointer(const vk::Device& device, void* host, std::size_t bytes,
                                               std::size_t buffer_size, Leg& leg, RouteReport& rep,
                                               bool decides_row = true);

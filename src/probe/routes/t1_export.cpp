@@ -1,6 +1,6 @@
 // T1: the server exports its own Vulkan allocation as an fd (opaque fd or
 // dma-buf); the client maps the fd and imports it into its own Vulkan device.
-// spec/probe.md, "T1 — the server exports its own allocation".
+// docs/probe.md, "T1".
 #include <sys/mman.h>
 
 #include <functional>

@@ -1,7 +1,7 @@
 // T1-gles: the T1 opaque-fd export imported into GLES buffer storage
 // (GL_EXT_memory_object_fd), in the exporting process itself (same-proc: does
 // GL accept this fd at all?) and in the other process (cross-proc).
-// spec/probe.md, "T1-gles".
+// docs/probe.md, "T1-gles".
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"

@@ -1,7 +1,7 @@
 // T3-client-memfd-server-import: the client allocates and writes a memfd; the
 // server maps the received fd, imports its own mapping of it as a host pointer
 // (VK_EXT_external_memory_host), reads what the client wrote, writes back, and
-// takes a GPU access on the client's memory. spec/probe.md, "T3".
+// takes a GPU access on the client's memory. docs/probe.md, "T3".
 #include <functional>
 
 #include <fmt/format.h>

@@ -3,7 +3,7 @@
 // (VK_EXT_external_memory_host), and sends the fd to the peer, which maps it,
 // reads A and writes B; the importer's GPU reads B and writes E, which the peer
 // checks. The same import is then tried on anonymous private memory and on a
-// shared tmpfs file (host_backings.h). spec/probe.md, "T3".
+// shared tmpfs file (host_backings.h). docs/probe.md, "T3".
 #include <sys/mman.h>
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 // T3-memfd-cross-process: the OS baseline, no Vulkan. The client allocates and
 // writes a memfd, the server maps the received fd, reads A, writes B, and the
-// client checks B. spec/probe.md, "T3".
+// client checks B. docs/probe.md, "T3".
 #include <sys/mman.h>
 
 #include <fmt/format.h>

@@ -3,7 +3,7 @@
 // MFD_NOEXEC_SEAL where the kernel has it), seals one copy against shrink and
 // grow and a second against write too, and sends both; the server reads the
 // seals back, checks each is enforced in its own process, and round-trips bytes
-// as far as the seals allow. spec/probe.md, "Sealed memfds".
+// as far as the seals allow. docs/probe.md, "Sealed memfds".
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // The exporting half of the T1 routes: a HOST_VISIBLE | HOST_COHERENT Vulkan
-// allocation exported as an fd (spec/probe.md, "T1").
+// allocation exported as an fd (docs/probe.md, "T1").
 #pragma once
 
 #include <memory>

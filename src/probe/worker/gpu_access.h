@@ -1,4 +1,4 @@
-// The GPU access every tier row takes (spec/probe.md, "GPU access"): copy a
+// The GPU access every tier row takes (docs/probe.md, "GPU access"): copy a
 // region out of the shared buffer into a private one, write a region by a GPU
 // transfer, wait, and make the writes visible to the host.
 #pragma once

@@ -1,6 +1,6 @@
 // --measure: bandwidth and latency figures of a route half, taken in a second
 // run of the route that exists only to measure (the verdict comes from the
-// first, unmeasured run; see run.cpp). spec/probe.md "Output"; issue 6.
+// first, unmeasured run; see run.cpp). docs/probe.md, "Output"; issue 6.
 //
 // One route half is one process, so the figures are collected in one
 // process-wide log; ChildContext::report() attaches them to the route report.

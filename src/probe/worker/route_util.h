@@ -48,7 +48,7 @@ void alias_leg(ChildContext& ctx, std::span<std::byte> local, Leg& leg);
 bool advertised(const vk::Device& device, VkExternalMemoryHandleTypeFlagBits type, VkExternalMemoryFeatureFlagBits feature);
 
 /// Text of a failure at an export/import site, and whether it makes the row UNSUPPORTED
-/// (never advertised) rather than FAIL (advertised and declined). Spec: "UNSUPPORTED vs FAIL".
+/// (never advertised) rather than FAIL (advertised and declined). docs/probe.md, "UNSUPPORTED or FAIL".
 struct SiteFailure {
   bool unsupported = false;
   std::string why;
@@ -69,7 +69,7 @@ int memfd_owner_serve(ChildContext& ctx);
 
 namespace extmem::probe {
 
-/// Who owns an fd after an import was handed it (spec/probe.md, "Who owns the fd
+/// Who owns an fd after an import was handed it (docs/probe.md, "Who owns the fd
 /// after an import"): a successful Vulkan or GL fd import takes ownership, a failed
 /// one does not. `release`: give up our handle (the driver owns it, or already
 /// closed it). `text`: "fd-consumed=yes|no", plus the anomaly when the driver kept
@@ -81,7 +81,7 @@ struct FdOwnership {
 FdOwnership fd_ownership_after_import(int fd_number, bool import_succeeded);
 
 /// With --soak, and only when every decisive leg of rep.legs round-tripped,
-/// runs the soak and puts its counts in rep.facts.soak (spec: only OK routes soak).
+/// runs the soak and puts its counts in rep.facts.soak (docs/probe.md, "Coherency over time": only OK routes soak).
 void maybe_soak(ChildContext& ctx, RouteReport& rep, const SoakPlan& plan, const OtherSide& other);
 
 /// The passive receiving half: takes the setup, maps its fd MAP_SHARED and

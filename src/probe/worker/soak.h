@@ -1,5 +1,5 @@
 // --soak: repeat a route's round trip for a while and count stale 32-bit words
-// (spec/probe.md, "Coherency over time"; igt prime_mmap_coherency does the same).
+// (docs/probe.md, "Coherency over time"; igt prime_mmap_coherency does the same).
 #pragma once
 
 #include <cstdint>
