@@ -148,6 +148,11 @@ RowResult conclude(const RouteDef& route, const std::array<Half, 2>& halves, Col
   return result;
 }
 
+// "server: <step>; client: <step>" for the halves a timeout or a broken peer cut off.
+void note_running(std::string& text, const Half& h) {
+  text += fmt::format("{}{}: {}", text.empty() ? "" : "; ", to_string(h.role), h.last_step);
+}
+
 std::array<Half, 2> two_halves(const RouteDef& route) {
   std::array<Half, 2> halves{Half{Role::server}, Half{Role::client}};
   if (route.client.main == nullptr) {
@@ -224,7 +229,7 @@ Result<RowResult> supervise(const RouteDef& route, const SuperviseParams& params
       }
     }
     if (children[i].pid() > 0) {
-      if (h.open) still_running += fmt::format("{}{}: {}", still_running.empty() ? "" : "; ", to_string(h.role), h.last_step);
+      if (h.open) note_running(still_running, h);
       children[i].kill_and_reap();
     }
   }
@@ -276,7 +281,7 @@ Result<RowResult> supervise_on_lane(const RouteDef& route, const SuperviseParams
       lane.drop(slots[i]);
     } else if (c.timed_out || c.fatal) {
       // Its route state is unknown (hung, or its peer broke the protocol): replace it.
-      if (h.open) still_running += fmt::format("{}{}: {}", still_running.empty() ? "" : "; ", to_string(h.role), h.last_step);
+      if (h.open) note_running(still_running, h);
       lane.drop(slots[i]);
     }
   }
