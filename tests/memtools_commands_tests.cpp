@@ -307,7 +307,9 @@ TEST_F(MemtoolsCommands, PollWritesOneProcessUnlessToldMore) {
 TEST_F(MemtoolsCommands, PollPicksUpProcessStartedLater) {
   const fs::path audit = dir_ / "audit.log";
   const std::string tag = unique_tag() + "-late";
-  Command poll({kBinary, "poll", "--comm=memtools_waiter", "--match=path^=/memfd:" + tag, "--offset=0x80",
+  // --cmdline with the tag: another test's waiter (ctest -j) would otherwise be the one process served.
+  Command poll({kBinary, "poll", "--comm=memtools_waiter", "--cmdline=memtools_waiter " + tag,
+                "--match=path^=/memfd:" + tag, "--offset=0x80",
                 "--when===0", "--set=1", "--period=0.05", "--max-writes=1", "--duration=15",
                 "--audit=" + audit.string()});
   const timespec pause{0, 300000000};  // let poll run a few empty rounds first
