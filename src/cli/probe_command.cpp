@@ -89,7 +89,7 @@ Runner add_probe(CLI::App& app) {
   valued("--junit", "FILE", "Write one JUnit testcase per row to FILE", "");
   valued("--json", "FILE", "Write the whole run as JSON (schema docs/probe-result.schema.json)", "");
   valued("--device", "DEVICE", "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)", "");
-  valued("--jobs", "N", "Routes run side by side, 1..64; 0 or absent: from the cores and memory available", "");
+  valued("--jobs", "N", "Routes run side by side, 1..64 (at most one per CPU and per 512 MiB available); 0 or absent: 1", "");
   valued("--isolate", "none|route", "route: fresh processes for every route; none: warm workers (default)", "none");
   cmd->add_flag("--list-devices", o.list_devices, "List the Vulkan physical devices and exit");
   cmd->add_option("--list-routes", state->list_routes)->group("");

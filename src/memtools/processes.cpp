@@ -12,6 +12,7 @@
 
 #include "extmem/os/fd.h"
 #include "memtools/scan.h"
+#include "memtools/task_files.h"
 
 namespace extmem::memtools {
 
@@ -31,21 +32,7 @@ namespace {
 
 // The whole of a small /proc file through read(2). A process that goes away
 // makes these reads fail (ESRCH), which iostreams would turn into exceptions.
-Result<std::string> read_proc_file(const std::string& path) {
-  os::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return os_error("open " + path, errno);
-  std::string out;
-  char buf[4096];
-  while (true) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return os_error("read " + path, errno);
-    }
-    if (n == 0) return out;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-}
+Result<std::string> read_proc_file(const std::string& path) { return detail::read_small_file(path); }
 
 // The state letter of /proc/PID/stat, "PID (COMM) STATE ...": COMM may hold
 // spaces and parentheses, so it is read after the last ')'.

@@ -10,6 +10,17 @@
 
 namespace extmem::memtools::detail {
 
+void advance_sample_time(timespec& next, std::chrono::microseconds period) {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  const auto ns = [](const timespec& t) { return static_cast<long long>(t.tv_sec) * 1000000000LL + t.tv_nsec; };
+  const long long p = std::chrono::duration_cast<std::chrono::nanoseconds>(period).count();
+  long long n = ns(next) + p;
+  if (n < ns(now)) n = ns(now) + p;
+  next.tv_sec = static_cast<time_t>(n / 1000000000LL);
+  next.tv_nsec = static_cast<long>(n % 1000000000LL);
+}
+
 Result<std::string> read_small_file(const std::string& path) {
   os::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return os_error("open " + path, errno);

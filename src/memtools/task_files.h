@@ -5,6 +5,9 @@
 #pragma once
 
 #include <sys/types.h>
+#include <time.h>
+
+#include <chrono>
 
 #include <string>
 #include <string_view>
@@ -18,6 +21,11 @@ namespace extmem::memtools::detail {
 /// Errors: os_error("open PATH"|"read PATH", errno) — ENOENT/ESRCH: gone;
 /// EACCES/EPERM: denied.
 Result<std::string> read_small_file(const std::string& path);
+
+/// The next reading's time (CLOCK_MONOTONIC) for a sampler: one `period` after
+/// the last planned one, or one period from now when a stall (a busy machine)
+/// made it miss slots, so a late sampler does not fire a burst to catch up.
+void advance_sample_time(timespec& next, std::chrono::microseconds period);
 
 /// One open /proc/PID/task/TID/NAME file. Move-only; owns its fd.
 class ProcFile {

@@ -26,19 +26,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The next reading's time: one period after the last planned one, or one
-// period from now when a stall (the machine was busy) made us miss slots, so
-// that a late sampler does not fire a burst of back-to-back readings to catch up.
-void advance(timespec& next, std::chrono::microseconds period) {
-  timespec now{};
-  ::clock_gettime(CLOCK_MONOTONIC, &now);
-  const auto ns = [](const timespec& t) { return static_cast<long long>(t.tv_sec) * 1000000000LL + t.tv_nsec; };
-  const long long p = std::chrono::duration_cast<std::chrono::nanoseconds>(period).count();
-  long long n = ns(next) + p;
-  if (n < ns(now)) n = ns(now) + p;
-  next.tv_sec = static_cast<time_t>(n / 1000000000LL);
-  next.tv_nsec = static_cast<long>(n % 1000000000LL);
-}
 
 std::string futex_op(std::uint64_t op) {
   static constexpr const char* kOps[] = {"FUTEX_WAIT", "FUTEX_WAKE", "FUTEX_FD", "FUTEX_REQUEUE", "FUTEX_CMP_REQUEUE",
@@ -355,7 +342,7 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
     }
     if (!any_alive) break;
     if (times.back() >= window_s) break;
-    advance(next, o.period);
+    detail::advance_sample_time(next, o.period);
     while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, nullptr) == EINTR)
       if (stop != nullptr && stop->load()) break;
   }

@@ -39,7 +39,7 @@ struct ProbeOptions {
   unsigned measure_repeats = 7;       ///< --measure-repeats: samples per figure, 1..100 (median and min/max reported)
   std::string memory_type = "auto";   ///< --memory-type: "auto", "all" or a memory type INDEX (exporting rows)
   std::string junit_path;             ///< --junit=FILE; empty = none
-  unsigned jobs = 0;                  ///< --jobs: routes run side by side, 1..64; 0 = chosen from cores and memory (default_jobs)
+  unsigned jobs = 0;                  ///< --jobs: routes run side by side, 1..64; 0 = the default, 1 lane (default_jobs)
   std::string isolate = "none";       ///< --isolate: "none" (warm workers) or "route" (fresh processes per route)
   std::string self_exe = "/proc/self/exe";  ///< binary re-executed in child mode (tests point it at extmem)
 };
