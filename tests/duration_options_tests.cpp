@@ -3,8 +3,7 @@
 // accepted, one nanosecond outside them and text outside the grammar is
 // refused with exit 2, and the refusal is exactly parse_duration's one text
 // for that option's bounds (docs/durations.md). A subcommand that adds a
-// duration option adds its row here. (`extmem probe --timeout/--soak` join
-// when the probe's options move to this grammar.)
+// duration option adds its row here.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "extmem/core/duration.h"
+#include "extmem/probe/probe.h"
 #include "support/run_shell.h"
 
 namespace {
@@ -44,6 +44,10 @@ const std::vector<DurationOption> kOptions = {
     {"--period", with(kPollBase, "--duration=1ms"), {}, {milliseconds(1), hours(1)}},
     // At 8784h poll would run for a year: the upper bound is checked by refusing one nanosecond more.
     {"--duration", kPollBase, {}, {milliseconds(1), hours(8784)}, false},
+    // The probe's: --list-devices runs phase A and stops, so neither bound makes the run long
+    // (a 1ms per-route limit would fail every row of a full run).
+    {"--timeout", {"probe", "--list-devices"}, {}, extmem::probe::kTimeoutRange},
+    {"--soak", {"probe", "--list-devices"}, {}, extmem::probe::kSoakRange},
 };
 
 // Single-quoted for the shell (the values are ours; none holds a quote).

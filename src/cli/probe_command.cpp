@@ -1,14 +1,20 @@
 // `extmem probe`: option parsing only; the work is in extmem::probe.
+#include <algorithm>
 #include <cstdlib>
 #include <deque>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "cli/commands.h"
+#include "extmem/core/duration.h"
+#include "extmem/probe/args_file.h"
 #include "extmem/probe/probe.h"
 #include "extmem/probe/routes.h"
 #include "probe/worker/worker_main.h"
@@ -34,54 +40,72 @@ std::vector<std::string> split_rows(const std::vector<std::string>& values) {
 }  // namespace
 
 namespace {
-Runner add_probe(CLI::App& app);
-const Registration registered{add_probe};
 
-Runner add_probe(CLI::App& app) {
-  struct State {
-    probe::ProbeOptions options;
-    std::vector<std::string> only;
-    std::vector<probe::GroupInfo> groups = probe::groups();
-    std::deque<bool> only_group, no_group;  // one flag each per group, in groups() order (deque: real bool&)
-    std::string child;
-    std::string list_routes;  // hidden --list-routes=json|markdown: the route table (tests, README)
-    std::map<std::string, std::string> text;                    // each valued option's text, as given
-    std::vector<std::pair<std::string, CLI::Option*>> valued;   // in --help order
-    probe::ChildArgs child_args;
-    bool worker = false;
-    std::vector<std::string> warm;
-    std::string worker_device;
-    bool worker_select = false;
-    bool phase_a = false;
+// Every option of `extmem probe`, bound to one State. The command line fills one
+// State; each line of an args file fills a fresh one of its own, so that a
+// refusal names the line and the file's options can be merged under the
+// command line's (docs/probe.md, "Launch without a shell").
+struct State {
+  probe::ProbeOptions options;
+  std::vector<std::string> only;
+  CLI::Option* only_opt = nullptr;
+  std::vector<probe::GroupInfo> groups = probe::groups();
+  std::deque<bool> only_group, no_group;  // one flag each per group, in groups() order (deque: real bool&)
+  struct Flag {
+    std::string name;
+    CLI::Option* opt;
+    bool* target;
   };
-  auto state = std::make_shared<State>();
-  CLI::App* cmd = app.add_subcommand("probe", "Which memory-sharing routes work on this device, and do they really alias?");
-  probe::ProbeOptions& o = state->options;
+  std::vector<Flag> flags;
+  std::string child;
+  std::string list_routes;  // hidden --list-routes=json|markdown: the route table (tests, README)
+  std::map<std::string, std::string> text;                    // each valued option's text, as given
+  std::vector<std::pair<std::string, CLI::Option*>> valued;   // in --help order
+  std::string args_file;                                      // --args-file=F (the CLI's own: not a ProbeOptions field)
+  CLI::Option* args_file_opt = nullptr;
+  std::string marker;  // first non-option word: marker mode
+  CLI::Option* marker_opt = nullptr;
+  std::vector<CLI::Option*> command_line_only;  // refused inside an args file: internal modes, nesting, the marker
+  probe::ChildArgs child_args;
+  bool worker = false;
+  std::vector<std::string> warm;
+  std::string worker_device;
+  bool worker_select = false;
+  bool phase_a = false;
+};
+
+void define_options(CLI::App* cmd, State& st) {
+  probe::ProbeOptions& o = st.options;
   // Every option with a value is taken as text and handed to probe::parse_option,
   // so a refusal is in the library's words whether the text is not a number or
   // out of range (validate()); CLI11's own conversions would wrap "-4096" around
   // and say only "could not convert" for "abc".
   auto valued = [&](const std::string& name, const std::string& type, const std::string& help,
                     const std::string& shown_default) {
-    CLI::Option* opt = cmd->add_option(name, state->text[name], help)->type_name(type);
+    CLI::Option* opt = cmd->add_option(name, st.text[name], help)->type_name(type);
     if (!shown_default.empty()) opt->default_str(shown_default);
-    state->valued.emplace_back(name, opt);
+    st.valued.emplace_back(name, opt);
+  };
+  auto flag = [&](const std::string& name, bool& target, const std::string& help) {
+    st.flags.push_back({name, cmd->add_flag(name, target, help), &target});
   };
   valued("--size", "BYTES", "Shared allocation in bytes: a multiple of 4096, at least 32768, fitting the heap", "65536");
-  cmd->add_flag("--regions-at-end", o.regions_at_end, "Place the 4 KiB verification regions in the last 32 KiB");
-  cmd->add_option("--only", state->only, "Run only these rows (comma-separated row names)")->delimiter(',');
+  flag("--regions-at-end", o.regions_at_end, "Place the 4 KiB verification regions in the last 32 KiB");
+  st.only_opt = cmd->add_option("--only", st.only, "Run only these rows (comma-separated row names)")->delimiter(',');
   // The group flags come from the route table's groups: --only-GROUP for each, --no-GROUP where excludable.
-  state->only_group.assign(state->groups.size(), false);
-  state->no_group.assign(state->groups.size(), false);
-  for (std::size_t i = 0; i < state->groups.size(); ++i)
-    cmd->add_flag("--only-" + state->groups[i].name, state->only_group[i], "Run only " + state->groups[i].rows);
-  for (std::size_t i = 0; i < state->groups.size(); ++i)
-    if (state->groups[i].excludable)
-      cmd->add_flag("--no-" + state->groups[i].name, state->no_group[i], "Skip " + state->groups[i].rows);
-  valued("--timeout", "SECONDS", "Per-route limit in seconds (0 < T <= 3600)", "60");
-  valued("--soak", "SECONDS", "Repeat each OK route's round trip this many seconds, counting stale words", "");
-  cmd->add_flag("--measure", o.measure,
-                "Per round-tripped leg: CPU and GPU bandwidth vs private/device-local memory, export/import/map latency");
+  st.only_group.assign(st.groups.size(), false);
+  st.no_group.assign(st.groups.size(), false);
+  for (std::size_t i = 0; i < st.groups.size(); ++i)
+    flag("--only-" + st.groups[i].name, st.only_group[i], "Run only " + st.groups[i].rows);
+  for (std::size_t i = 0; i < st.groups.size(); ++i)
+    if (st.groups[i].excludable) flag("--no-" + st.groups[i].name, st.no_group[i], "Skip " + st.groups[i].rows);
+  valued("--timeout", "DURATION", "Per-route limit (" + describe_duration(probe::kTimeoutRange) + ")", "60s");
+  valued("--soak", "DURATION",
+         "Repeat each OK route's round trip this long, counting stale words; 0: off (" +
+             describe_duration(probe::kSoakRange) + ")",
+         "");
+  flag("--measure", o.measure,
+       "Per round-tripped leg: CPU and GPU bandwidth vs private/device-local memory, export/import/map latency");
   valued("--measure-size", "BYTES", "Bytes of the measured allocation: a multiple of 4096, 1 MiB to 1 GiB", "67108864");
   valued("--measure-repeats", "N", "Samples per figure (1..100); the median and min/max are reported", "7");
   valued("--memory-type", "auto|all|INDEX",
@@ -91,19 +115,117 @@ Runner add_probe(CLI::App& app) {
   valued("--device", "DEVICE", "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)", "");
   valued("--jobs", "N", "Routes run side by side, 1..64 (at most one per CPU and per 512 MiB available); 0 or absent: 1", "");
   valued("--isolate", "none|route", "route: fresh processes for every route; none: warm workers (default)", "none");
-  cmd->add_flag("--list-devices", o.list_devices, "List the Vulkan physical devices and exit");
-  cmd->add_option("--list-routes", state->list_routes)->group("");
+  st.args_file_opt = cmd->add_option("--args-file", st.args_file,
+                                     "Read options from FILE: shell-like words, # comments; the command line wins")
+                         ->type_name("FILE");
+  valued("--output", "FILE", "Print to FILE instead of stdout, written as the run goes (created once options are valid)",
+         "");
+  valued("--verdict-file", "FILE", "At the end, write one VERDICT line (status, counts, exit code) to FILE atomically",
+         "");
+  st.marker_opt = cmd->add_option("marker", st.marker,
+                                  "Marker mode: options from MARKER.args, the VERDICT line written to MARKER")
+                      ->type_name("MARKER");
+  flag("--list-devices", o.list_devices, "List the Vulkan physical devices and exit");
+  std::vector<CLI::Option*>& internal = st.command_line_only;
+  internal = {st.args_file_opt, st.marker_opt};
+  internal.push_back(cmd->add_option("--list-routes", st.list_routes)->group(""));
   // Child mode: started by the probe itself with its sockets on fds 3 and 4.
-  cmd->add_option("--child", state->child)->group("");
-  cmd->add_option("--role", state->child_args.role)->group("");
-  cmd->add_option("--device-index", state->child_args.device_index)->group("");
-  cmd->add_option("--memory-type-index", state->child_args.memory_type)->group("");
+  internal.push_back(cmd->add_option("--child", st.child)->group(""));
+  internal.push_back(cmd->add_option("--role", st.child_args.role)->group(""));
+  internal.push_back(cmd->add_option("--device-index", st.child_args.device_index)->group(""));
+  internal.push_back(cmd->add_option("--memory-type-index", st.child_args.memory_type)->group(""));
   // Worker mode: a warm process started by the probe itself with its control socket on fd 3.
-  cmd->add_flag("--worker", state->worker)->group("");
-  cmd->add_option("--warm", state->warm)->group("");
-  cmd->add_flag("--worker-select", state->worker_select)->group("");
-  cmd->add_option("--worker-device", state->worker_device)->group("");
-  cmd->add_flag("--phase-a", state->phase_a)->group("");
+  internal.push_back(cmd->add_flag("--worker", st.worker)->group(""));
+  internal.push_back(cmd->add_option("--warm", st.warm)->group(""));
+  internal.push_back(cmd->add_flag("--worker-select", st.worker_select)->group(""));
+  internal.push_back(cmd->add_option("--worker-device", st.worker_device)->group(""));
+  internal.push_back(cmd->add_flag("--phase-a", st.phase_a)->group(""));
+}
+
+// What one parse gave, with where each value came from ("" for the command
+// line, "FILE:LINE" for an args file), so a refusal can point at it.
+struct Given {
+  struct Value {
+    std::string text, origin;
+  };
+  std::map<std::string, Value> values;
+  std::set<std::string> flags;
+  std::optional<std::vector<std::string>> only;
+};
+
+Given collect(const State& st, const std::string& origin) {
+  Given g;
+  for (const auto& [name, opt] : st.valued)
+    if (opt->count() > 0) g.values[name] = {st.text.at(name), origin};
+  for (const State::Flag& f : st.flags)
+    if (f.opt->count() > 0) g.flags.insert(f.name);
+  if (st.only_opt->count() > 0) g.only = st.only;
+  return g;
+}
+
+// `high` over `low`: a value or --only given in `high` replaces `low`'s; flags add up
+// (a flag cannot be unset, so one set in either place is set).
+Given over(Given high, const Given& low) {
+  for (const auto& [name, v] : low.values) high.values.emplace(name, v);  // emplace keeps high's
+  high.flags.insert(low.flags.begin(), low.flags.end());
+  if (!high.only) high.only = low.only;
+  return high;
+}
+
+// The options of an args file, one parse per line (every word of an option lies
+// on its line), later lines over earlier ones. Refusals: "FILE:LINE: ...".
+Result<Given> given_from_file(const std::string& path) {
+  auto words = probe::read_args_file(path);
+  if (!words) return words.error();
+  auto refuse = [&](unsigned line, const std::string& what) {
+    return Error{"--args-file", ErrorKind::invalid_argument, {}, fmt::format("{}:{}: {}", path, line, what)};
+  };
+  Given file;
+  for (std::size_t i = 0; i < words->size();) {
+    const unsigned line = (*words)[i].line;
+    std::vector<std::string> args;  // CLI11 takes them last word first
+    for (; i < words->size() && (*words)[i].line == line; ++i) {
+      const std::string& w = (*words)[i].text;
+      // As on the command line (main.cpp): CLI11 would take the next word as the value.
+      if (w.size() > 3 && w.rfind("--", 0) == 0 && w.find('=') == w.size() - 1)
+        return refuse(line, w.substr(0, w.size() - 1) + ": the value after '=' is empty");
+      args.push_back(w);
+    }
+    std::reverse(args.begin(), args.end());
+    CLI::App app;
+    app.set_help_flag();  // "--help" in a file is an unknown word, not a request for help
+    State st;
+    define_options(&app, st);
+    try {
+      app.parse(args);
+    } catch (const CLI::ParseError& e) {
+      return refuse(line, e.what());
+    }
+    if (st.marker_opt->count() > 0)
+      return refuse(line, fmt::format("\"{}\" is not an option (a marker path is given on the command line only)",
+                                      st.marker));
+    for (const CLI::Option* o : st.command_line_only)
+      if (o->count() > 0) {
+        const std::string name = o->get_lnames().empty() ? o->get_name() : "--" + o->get_lnames().front();
+        return refuse(line, name + " is not accepted in an args file");
+      }
+    file = over(collect(st, fmt::format("{}:{}", path, line)), file);
+  }
+  return file;
+}
+
+int refused(const std::string& what) {
+  std::cerr << "extmem probe: " << what << "\n";
+  return probe::kExitUsage;
+}
+
+Runner add_probe(CLI::App& app);
+const Registration registered{add_probe};
+
+Runner add_probe(CLI::App& app) {
+  auto state = std::make_shared<State>();
+  CLI::App* cmd = app.add_subcommand("probe", "Which memory-sharing routes work on this device, and do they really alias?");
+  define_options(cmd, *state);
 
   return [state]() -> int {
     probe::ProbeOptions& opts = state->options;
@@ -118,13 +240,40 @@ Runner add_probe(CLI::App& app) {
       }
       return probe::run_worker(w);
     }
+    Given given = collect(*state, "");
+    // Launch without a shell: options from a file, under the command line's.
+    const bool marker_mode = state->marker_opt->count() > 0;
+    std::string args_path = state->args_file;
+    if (state->args_file_opt->count() > 0 && args_path.empty()) return refused("--args-file: the path is empty");
+    if (marker_mode) {
+      if (state->marker.empty()) return refused("marker: the marker path is empty");
+      if (state->args_file_opt->count() > 0)
+        return refused("--args-file: not accepted with a marker path (its options are read from MARKER.args)");
+      args_path = state->marker + ".args";
+    }
+    if (!args_path.empty()) {
+      auto file = given_from_file(args_path);
+      if (!file) {
+        const Error& e = file.error();
+        return refused(e.step + ": " + e.detail + (e.code.empty() ? "" : ", " + e.code));
+      }
+      given = over(std::move(given), *file);
+    }
+    if (marker_mode) {
+      if (given.values.count("--verdict-file") > 0)
+        return refused("--verdict-file: not accepted with a marker path (the verdict is written to the marker)");
+      given.values["--verdict-file"] = {state->marker, ""};
+    }
     for (const auto& [name, opt] : state->valued) {
-      if (opt->count() == 0) continue;
-      if (auto s = probe::parse_option(opts, name, state->text[name]); !s) {
-        std::cerr << "extmem probe: " << s.error().step << ": " << s.error().detail << "\n";
-        return probe::kExitUsage;
+      auto it = given.values.find(name);
+      if (it == given.values.end()) continue;
+      if (auto s = probe::parse_option(opts, name, it->second.text); !s) {
+        const std::string where = it->second.origin.empty() ? "" : "--args-file: " + it->second.origin + ": ";
+        return refused(where + s.error().step + ": " + s.error().detail);
       }
     }
+    for (const State::Flag& f : state->flags)
+      if (given.flags.count(f.name) > 0) *f.target = true;
     if (!state->child.empty()) {
       state->child_args.row = state->child;
       state->child_args.size = opts.size;
@@ -143,7 +292,7 @@ Runner add_probe(CLI::App& app) {
       }
       return probe::kExitOk;
     }
-    opts.only = split_rows(state->only);
+    opts.only = split_rows(given.only.value_or(std::vector<std::string>{}));
     for (std::size_t i = 0; i < state->groups.size(); ++i) {
       if (state->only_group[i]) opts.groups.push_back(state->groups[i].name);
       if (state->no_group[i]) opts.excluded_groups.push_back(state->groups[i].name);

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "extmem/core/duration.h"
 #include "extmem/os/file.h"
 #include "extmem/probe/probe.h"
 #include "probe/layout.h"
@@ -18,8 +19,6 @@ namespace {
 
 // What each option accepts, in the words every refusal of it uses.
 constexpr const char* kSizeAccepts = "a multiple of 4096 and at least 32768 (8 regions of 4 KiB)";
-constexpr const char* kTimeoutAccepts = "seconds, greater than 0 and at most 3600";
-constexpr const char* kSoakAccepts = "seconds, 0 (off) or greater than 0 and at most 3600";
 constexpr const char* kMeasureSizeAccepts = "a multiple of 4096 from 1048576 (1 MiB) to 1073741824 (1 GiB)";
 constexpr const char* kRepeatsAccepts = "a whole number from 1 to 100";
 constexpr const char* kJobsAccepts = "a whole number from 1 to 64, or 0 for the default (1 lane)";
@@ -44,10 +43,19 @@ bool whole_number(const std::string& text, T& out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-bool seconds(const std::string& text, double& out) {
-  char* end = nullptr;
-  out = std::strtod(text.c_str(), &end);
-  return !text.empty() && end != nullptr && *end == '\0';
+// A duration option in the one grammar (extmem/core/duration.h), stored as seconds.
+Status duration_seconds(std::string_view option, const std::string& text, DurationRange range, double& out) {
+  auto d = parse_duration(text, range);
+  if (!d) return usage(std::string(option), d.error().detail);
+  out = std::chrono::duration<double>(*d).count();
+  return {};
+}
+
+// validate()'s check of a duration set directly by a library caller, in parse_duration's words.
+Status duration_in_range(std::string_view option, double seconds, DurationRange range) {
+  const std::chrono::duration<double> lo = range.min, hi = range.max;
+  if (seconds >= lo.count() && seconds <= hi.count()) return {};  // false for NaN too
+  return usage(std::string(option), fmt::format("{:g} s is not accepted: {}", seconds, describe_duration(range)));
 }
 
 const RouteGroup* find_group(std::string_view name) {
@@ -82,9 +90,9 @@ Status parse_option(ProbeOptions& o, std::string_view name, const std::string& t
   if (name == "--size") {
     if (!whole_number(text, o.size)) return not_accepted(name, text, kSizeAccepts);
   } else if (name == "--timeout") {
-    if (!seconds(text, o.timeout_s)) return not_accepted(name, text, kTimeoutAccepts);
+    return duration_seconds(name, text, kTimeoutRange, o.timeout_s);
   } else if (name == "--soak") {
-    if (!seconds(text, o.soak_s)) return not_accepted(name, text, kSoakAccepts);
+    return duration_seconds(name, text, kSoakRange, o.soak_s);
   } else if (name == "--measure-size") {
     if (!whole_number(text, o.measure_size)) return not_accepted(name, text, kMeasureSizeAccepts);
   } else if (name == "--measure-repeats") {
@@ -95,10 +103,10 @@ Status parse_option(ProbeOptions& o, std::string_view name, const std::string& t
     o.isolate = text;
   } else if (name == "--memory-type") {
     o.memory_type = text;
-  } else if (name == "--json" || name == "--junit") {
+  } else if (name == "--json" || name == "--junit" || name == "--output" || name == "--verdict-file") {
     // Empty would read as "not given": the run would write no file and say nothing.
     if (text.empty()) return usage(std::string(name), fmt::format("the path is empty; accepted: {}", kPathAccepts));
-    (name == "--json" ? o.json_path : o.junit_path) = text;
+    (name == "--json" ? o.json_path : name == "--junit" ? o.junit_path : name == "--output" ? o.output_path : o.verdict_path) = text;
   } else if (name == "--device") {
     // Empty would read as "not given" and silently pick the default device.
     if (text.empty()) return usage("--device", fmt::format("the device is empty; accepted: {}", kDeviceAccepts));
@@ -112,9 +120,8 @@ Status parse_option(ProbeOptions& o, std::string_view name, const std::string& t
 Status validate(const ProbeOptions& o) {
   if (o.size % 4096 != 0 || o.size < kMinSize)
     return usage("--size", fmt::format("{} bytes is not accepted: {}", o.size, kSizeAccepts));
-  if (!(o.soak_s >= 0 && o.soak_s <= 3600)) return usage("--soak", fmt::format("{:g} is not accepted: {}", o.soak_s, kSoakAccepts));
-  if (!(o.timeout_s > 0 && o.timeout_s <= 3600))
-    return usage("--timeout", fmt::format("{:g} is not accepted: {}", o.timeout_s, kTimeoutAccepts));
+  if (auto s = duration_in_range("--soak", o.soak_s, kSoakRange); !s) return s;
+  if (auto s = duration_in_range("--timeout", o.timeout_s, kTimeoutRange); !s) return s;
   for (const std::string& r : o.only)
     if (!find_route(r)) return usage("--only", fmt::format("unknown row \"{}\"; rows: {}", r, joined_rows()));
   for (const std::string& g : o.groups)
@@ -127,6 +134,11 @@ Status validate(const ProbeOptions& o) {
     if (std::string problem = os::creatable_problem(o.json_path); !problem.empty()) return usage("--json", problem);
   if (!o.junit_path.empty())
     if (std::string problem = os::creatable_problem(o.junit_path); !problem.empty()) return usage("--junit", problem);
+  if (!o.output_path.empty())
+    if (std::string problem = os::creatable_problem(o.output_path); !problem.empty()) return usage("--output", problem);
+  if (!o.verdict_path.empty())
+    if (std::string problem = os::creatable_problem(o.verdict_path); !problem.empty())
+      return usage("--verdict-file", problem);
   if (o.measure_size % 4096 != 0 || o.measure_size < (1u << 20) || o.measure_size > (1u << 30))
     return usage("--measure-size", fmt::format("{} bytes is not accepted: {}", o.measure_size, kMeasureSizeAccepts));
   if (o.measure_repeats < 1 || o.measure_repeats > 100)

@@ -49,14 +49,19 @@ void write_row(std::ostream& out, const RowResult& r) {
   if (std::string m = measure_line(r.measure); !m.empty()) out << m << "\n";
 }
 
+std::array<int, 5> count_statuses(const std::vector<RowResult>& rows) {
+  std::array<int, 5> counts{};
+  for (const RowResult& r : rows) ++counts[static_cast<std::size_t>(r.verdict.status)];
+  return counts;
+}
+
 void write_summary(std::ostream& out, const std::vector<RowResult>& rows) {
   out << "\n== summary\n";
   std::size_t width = 4;
   for (const RowResult& r : rows) width = std::max(width, r.row.size());
   out << fmt::format("{:<{}}  {:<11}  {}\n", "row", width, "status", "legs / reason");
-  int counts[5] = {};
+  const std::array<int, 5> counts = count_statuses(rows);
   for (const RowResult& r : rows) {
-    ++counts[static_cast<int>(r.verdict.status)];
     // A row that did not run has only notrun legs; its reason says more than they do.
     bool not_run = r.verdict.status == RowStatus::skip || r.verdict.status == RowStatus::unsupported;
     std::string rest = r.legs.empty() || not_run ? r.verdict.why : trace(r.legs);

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "extmem/core/duration.h"
 #include "extmem/core/error.h"
 
 namespace extmem::probe {
@@ -20,6 +21,11 @@ enum ExitCode : int {
   kExitCannotRun = 3, ///< no Vulkan loader, no device, or a child could not be started
 };
 
+/// Bounds of --timeout (per route, inclusive): 1 ms to 1 h, in the duration grammar.
+inline constexpr DurationRange kTimeoutRange{std::chrono::milliseconds(1), std::chrono::hours(1)};
+/// Bounds of --soak (inclusive): 0 (off) to 1 h.
+inline constexpr DurationRange kSoakRange{std::chrono::nanoseconds(0), std::chrono::hours(1)};
+
 /// Version of the --json document; bump on any incompatible change (docs/probe-result.schema.json).
 inline constexpr int kJsonSchemaVersion = 1;
 
@@ -29,8 +35,8 @@ struct ProbeOptions {
   std::vector<std::string> only;      ///< row names; empty = all
   std::vector<std::string> groups;    ///< --only-GROUP: group names (route_groups()); empty = all
   std::vector<std::string> excluded_groups;  ///< --no-GROUP: groups left out (only those marked excludable: "gles")
-  double timeout_s = 60.0;            ///< per-route limit, seconds, (0, 3600]; a soak adds its own time
-  double soak_s = 0;                  ///< --soak: repeat each OK route's round trip this long, seconds; 0 = off
+  double timeout_s = 60.0;            ///< per-route limit, seconds, within kTimeoutRange; a soak adds its own time
+  double soak_s = 0;                  ///< --soak: repeat each OK route's round trip this long, seconds (kSoakRange); 0 = off
   std::string json_path;              ///< --json=FILE; empty = none
   std::string device;                 ///< --device=INDEX|UUID|NAME-SUBSTRING; empty = first GPU
   bool list_devices = false;          ///< print phase A's device list and stop
@@ -39,6 +45,8 @@ struct ProbeOptions {
   unsigned measure_repeats = 7;       ///< --measure-repeats: samples per figure, 1..100 (median and min/max reported)
   std::string memory_type = "auto";   ///< --memory-type: "auto", "all" or a memory type INDEX (exporting rows)
   std::string junit_path;             ///< --junit=FILE; empty = none
+  std::string output_path;            ///< --output=FILE: what run() prints goes there instead of `out`, as it goes; empty = none
+  std::string verdict_path;           ///< --verdict-file=FILE: run() writes the one verdict line there at the end; empty = none
   unsigned jobs = 0;                  ///< --jobs: routes run side by side, 1..64; 0 = the default, 1 lane (default_jobs)
   std::string isolate = "none";       ///< --isolate: "none" (warm workers) or "route" (fresh processes per route)
   std::string self_exe = "/proc/self/exe";  ///< binary re-executed in child mode (tests point it at extmem)
@@ -52,9 +60,11 @@ std::vector<std::string> row_names();
 
 /// Sets the option `name` ("--size", "--timeout", "--soak", "--measure-size",
 /// "--measure-repeats", "--jobs", "--isolate", "--memory-type", "--json",
-/// "--junit", "--device") of `options` from its command-line `text`: numbers must
-/// be plain decimal (a sign or a suffix is refused), paths and the device must
-/// not be empty. Ranges are validate()'s. On error `options` may hold a partly
+/// "--junit", "--output", "--verdict-file", "--device") of `options` from its
+/// command-line `text`: numbers must be plain decimal (a sign or a suffix is
+/// refused), --timeout and --soak are durations (extmem/core/duration.h, within
+/// kTimeoutRange / kSoakRange, refused in parse_duration's words), paths and
+/// the device must not be empty. Ranges are validate()'s. On error `options` may hold a partly
 /// set value; do not run with it. Errors: invalid_argument, step = `name`,
 /// detail = the text and what is accepted, in validate()'s words.
 Status parse_option(ProbeOptions& options, std::string_view name, const std::string& text);
@@ -62,7 +72,7 @@ Status parse_option(ProbeOptions& options, std::string_view name, const std::str
 /// Checks option values that need no driver, the one place they are checked:
 /// size shape, timeout and soak ranges, row and group names, --jobs 0..64 (0 =
 /// the default), --isolate, --memory-type's form, measure size and repeats, the
-/// JSON and JUnit files can be created. Errors: invalid_argument, step = the
+/// JSON, JUnit, output and verdict files can be created (nothing is left behind). Errors: invalid_argument, step = the
 /// option name, detail = what was wrong and what is accepted.
 Status validate(const ProbeOptions& options);
 
@@ -70,8 +80,14 @@ Status validate(const ProbeOptions& options);
 /// writer streaming phase A and the RESULT lines as rows finish, then the
 /// summary table, the JSON and the JUnit files (extmem/probe/write.h). Text goes
 /// to `out`, problems of the probe itself to `err` ("extmem probe: <option>:
-/// <what is accepted>"). Returns an ExitCode. Never throws; a child that
-/// crashes, hangs or sends garbage makes its row FAIL.
+/// <what is accepted>"). With `output_path`, the text goes to that file
+/// instead, flushed after phase A and every row, and problems go to both; the
+/// file is created only after validate() accepted the options. With
+/// `verdict_path`, the verdict line (write.h, verdict_line()) is written there
+/// atomically at the end of every run that passed validate(). A file that
+/// cannot be created is kExitUsage; one that cannot be written at the end is
+/// kExitCannotRun. Returns an ExitCode. Never throws; a child that crashes,
+/// hangs or sends garbage makes its row FAIL.
 int run(const ProbeOptions& options, std::ostream& out, std::ostream& err);
 
 /// Parameters of one route half, as the parent passes them on the command line.

@@ -2,8 +2,10 @@
 // (docs/probe-result.schema.json) and JUnit, each from what find() returned.
 #pragma once
 
+#include <array>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "extmem/probe/findings.h"
@@ -23,6 +25,17 @@ void write_row(std::ostream& out, const RowResult& row);
 
 /// The summary table and the status counts.
 void write_summary(std::ostream& out, const std::vector<RowResult>& rows);
+
+/// How many rows have each status, indexed by RowStatus (OK, PARTIAL, FAIL, UNSUPPORTED, SKIP).
+std::array<int, 5> count_statuses(const std::vector<RowResult>& rows);
+
+/// The --verdict-file line, newline included (grammar: docs/probe.md, "Launch
+/// without a shell"): `VERDICT <PASS|FAIL|USAGE|ERROR> exit=<exit_code>
+/// rows=<n> OK=<n> PARTIAL=<n> FAIL=<n> UNSUPPORTED=<n> SKIP=<n>`, then
+/// ` why: <why>` when `why` is not empty (the problem that ended the run with
+/// exit 2 or 3; line breaks in it become spaces, so the line stays one line).
+/// The overall word follows the exit code: 0 PASS, 1 FAIL, 2 USAGE, else ERROR.
+std::string verdict_line(int exit_code, const std::vector<RowResult>& rows, std::string_view why);
 
 /// The --json document (schema_version kJsonSchemaVersion), with a trailing newline.
 std::string json_document(const Findings& findings, const ProbeOptions& options);

@@ -1,0 +1,124 @@
+// The args-file reader: shell-like words, no expansion, one line per group of
+// options (docs/probe.md, "Launch without a shell").
+#include "extmem/probe/args_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "extmem/os/fd.h"
+
+namespace extmem::probe {
+namespace {
+
+Error refused(const std::string& path, unsigned line, std::string_view what) {
+  return Error{"--args-file", ErrorKind::invalid_argument, {}, fmt::format("{}:{}: {}", path, line, what)};
+}
+
+}  // namespace
+
+Result<std::vector<ArgsWord>> split_args_text(std::string_view text, const std::string& path) {
+  std::vector<ArgsWord> words;
+  unsigned line = 1;
+  std::size_t i = 0;
+  const std::size_t n = text.size();
+  while (i < n) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      ++i;
+      continue;
+    }
+    if (c == ' ' || c == '\t') {
+      ++i;
+      continue;
+    }
+    if (c == '\r') {  // only as part of a CRLF line end
+      if (i + 1 < n && text[i + 1] != '\n') return refused(path, line, "a carriage return inside a line");
+      ++i;
+      continue;
+    }
+    if (c == '#') {  // only at the start of a word: "--only=a#b" keeps its '#'
+      while (i < n && text[i] != '\n') ++i;
+      continue;
+    }
+    // One word: runs until unquoted blank or end of line.
+    ArgsWord w;
+    w.line = line;
+    while (i < n) {
+      const char d = text[i];
+      if (d == '\0') return refused(path, line, "a NUL byte (not a text file)");
+      if (d == ' ' || d == '\t' || d == '\n') break;
+      if (d == '\r') {
+        // Tolerated only as part of a CRLF line end: elsewhere it is a byte no option holds.
+        if (i + 1 < n && text[i + 1] != '\n') return refused(path, line, "a carriage return inside a line");
+        ++i;
+        continue;
+      }
+      if (d == '\\') {
+        if (i + 1 >= n || text[i + 1] == '\n' || text[i + 1] == '\r')
+          return refused(path, line, "a '\\' at the end of the line (there are no continuation lines)");
+        w.text += text[i + 1];
+        i += 2;
+        continue;
+      }
+      if (d == '\'' || d == '"') {
+        const char quote = d;
+        ++i;
+        bool closed = false;
+        while (i < n && text[i] != '\n') {
+          const char q = text[i];
+          if (q == '\0') return refused(path, line, "a NUL byte (not a text file)");
+          if (q == quote) {
+            closed = true;
+            ++i;
+            break;
+          }
+          if (quote == '"' && q == '\\' && i + 1 < n && (text[i + 1] == '"' || text[i + 1] == '\\')) {
+            w.text += text[i + 1];
+            i += 2;
+            continue;
+          }
+          w.text += q;
+          ++i;
+        }
+        if (!closed)
+          return refused(path, line, fmt::format("the {} quote is not closed on this line", quote == '"' ? "\"" : "'"));
+        continue;
+      }
+      w.text += d;
+      ++i;
+    }
+    words.push_back(std::move(w));
+  }
+  return words;
+}
+
+Result<std::vector<ArgsWord>> read_args_file(const std::string& path) {
+  auto failed = [&](int err) {
+    return os_error("--args-file", err, fmt::format("cannot read {}: {}", path, std::strerror(err)));
+  };
+  os::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd.valid()) return failed(errno);
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t got = ::read(fd.get(), buf, sizeof buf);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return failed(errno);  // EISDIR for a directory, EIO for /proc/self/mem
+    }
+    if (got == 0) break;
+    text.append(buf, static_cast<std::size_t>(got));
+    if (text.size() > kArgsFileMaxBytes)
+      return Error{"--args-file", ErrorKind::invalid_argument, {},
+                   fmt::format("{} is larger than {} bytes: not a file of options", path, kArgsFileMaxBytes)};
+  }
+  return split_args_text(text, path);
+}
+
+}  // namespace extmem::probe
