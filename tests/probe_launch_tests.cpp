@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -108,6 +109,30 @@ TEST(ArgsFile, ReadRefusesBadFiles) {
   auto ok = extmem::probe::read_args_file(dir.file("ok"));
   ASSERT_TRUE(ok) << ok.error().detail;
   EXPECT_EQ(ok->size(), 1u);
+}
+
+// --timeout and --soak read the duration grammar into seconds; validate() refuses what a library
+// caller sets out of bounds in the same words; the new paths may not be empty.
+TEST(ProbeOptionsLaunch, DurationsAndPathsInTheLibrary) {
+  extmem::probe::ProbeOptions o;
+  ASSERT_TRUE(extmem::probe::parse_option(o, "--timeout", "250ms"));
+  EXPECT_DOUBLE_EQ(o.timeout_s, 0.25);
+  ASSERT_TRUE(extmem::probe::parse_option(o, "--timeout", "2m"));
+  EXPECT_DOUBLE_EQ(o.timeout_s, 120.0);
+  ASSERT_TRUE(extmem::probe::parse_option(o, "--soak", "0"));
+  EXPECT_DOUBLE_EQ(o.soak_s, 0.0);
+  EXPECT_FALSE(extmem::probe::parse_option(o, "--timeout", "1e3"));
+  EXPECT_FALSE(extmem::probe::parse_option(o, "--output", ""));
+  EXPECT_FALSE(extmem::probe::parse_option(o, "--verdict-file", ""));
+  for (double bad : {0.0, -1.0, 3600.5, std::nan("")}) {
+    extmem::probe::ProbeOptions v;
+    v.timeout_s = bad;
+    auto r = extmem::probe::validate(v);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().step, "--timeout");
+    EXPECT_NE(r.error().detail.find(extmem::describe_duration(extmem::probe::kTimeoutRange)), std::string::npos)
+        << r.error().detail;
+  }
 }
 
 // ---- the real binary ----
