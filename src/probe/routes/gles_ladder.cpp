@@ -1,5 +1,7 @@
 #include "probe/routes/gles_ladder.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace extmem::probe {
@@ -27,8 +29,17 @@ std::vector<Rung> ladder_rungs(std::uint64_t requested, std::uint64_t reqs_size,
   for (bool dedicated : {false, true}) {
     for (auto [import_from, import_size] : {std::pair{"reqs", reqs_size}, std::pair{"fd", fd_size}}) {
       if (import_size == 0) continue;
-      for (auto [buffer_from, buffer_size] : {std::pair{"requested", requested}, std::pair{"import", import_size}})
-        rungs.push_back(Rung{dedicated, import_size, buffer_size, import_from, buffer_from});
+      for (auto [buffer_from, buffer_size] : {std::pair{"requested", requested}, std::pair{"import", import_size}}) {
+        // A rung is the triple of values handed to GL; its labels only say where
+        // they came from. When two rungs pass the same triple (the import size
+        // equals the requested size, or the fd's size equals the requirements'
+        // size) the driver sees the same call, so it is made once, under the
+        // first label.
+        const bool repeat = std::any_of(rungs.begin(), rungs.end(), [&](const Rung& r) {
+          return r.dedicated == dedicated && r.import_size == import_size && r.buffer_size == buffer_size;
+        });
+        if (!repeat) rungs.push_back(Rung{dedicated, import_size, buffer_size, import_from, buffer_from});
+      }
     }
   }
   return rungs;

@@ -40,9 +40,12 @@ struct LadderResult {
   std::string ladder_text() const;
 };
 
-/// The 8 rungs {dedicated off, on} x {import size = reqs_size, fd_size} x
-/// {buffer size = requested, import size}, in that order (sizes in bytes).
-/// `fd_size` 0 means the fd has no size (not seekable): its 4 rungs are left out.
+/// The rungs {dedicated off, on} x {import size = reqs_size, fd_size} x
+/// {buffer size = requested, import size}, in that order (sizes in bytes): at
+/// most 8. A rung that would hand GL the same (dedicated, import size, buffer
+/// size) as an earlier one is left out, so each distinct call is tried once
+/// (6 rungs when reqs_size == requested, as on lavapipe and NVIDIA).
+/// `fd_size` 0 means the fd has no size (not seekable): its rungs are left out.
 std::vector<Rung> ladder_rungs(std::uint64_t requested, std::uint64_t reqs_size, std::uint64_t fd_size);
 
 /// Tries rungs in order until `try_rung` accepts one. `try_rung` must leave no

@@ -58,6 +58,9 @@ void round_trip(ChildContext& ctx, const vk::Device& device, std::span<std::byte
   ctx.step(fmt::format("GPU round trip through the {} backing", leg.name));
   gpu_access(device, buf->buffer, layout, Region::A, leg);
   if (leg.failed_step.empty()) confirm_local(view, layout, Region::E, leg);
+  // The far side is this process's own CPU view of the backing.
+  whole::LocalFar far(view, whole::plan_for(layout.size));
+  gpu_whole(ctx, device, buf->buffer, layout.size, far.as_far(), leg);
 }
 
 }  // namespace

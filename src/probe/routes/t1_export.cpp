@@ -135,6 +135,7 @@ int client(ChildContext& ctx, const HandleKind& h) {
     if (gpu.failed_step.empty()) {
       ctx.step("server checks region E (GPU write)");
       confirm_remote(ctx, Region::E, gpu);
+      gpu_whole(ctx, *dev, buf.buffer, layout.size, peer_far(ctx, layout.size), gpu);
     }
   }
   if (!raw_view.empty()) alias_leg(ctx, raw_view, raw);

@@ -136,12 +136,10 @@ int same_proc(ChildContext& ctx) {
   run_gl_legs(ctx, ex.fd.get(), ex.info(), Region::F, local, rep, glmap, glgpu, shared, egl);
   if (shared && shared->map != nullptr && glmap.read_ok && glmap.write_ok) {
     ctx.step("zerocopy alias check, GL mapping against the Vulkan mapping");
-    std::span<std::byte> gl_window(shared->map + layout.window_offset(), kMinSize);
-    auto outcome = zerocopy::check(gl_window, vk_view.subspan(layout.window_offset(), kMinSize));
-    if (const auto* f = zerocopy::failure(outcome)) {
+    if (auto failure = local_alias_check(std::span<std::byte>(shared->map, layout.size), vk_view, layout.size)) {
       glmap.write_ok = false;
       glmap.failed_step = "zerocopy alias check";
-      glmap.note += (glmap.note.empty() ? "" : " ") + f->message;
+      glmap.note += (glmap.note.empty() ? "" : " ") + *failure;
     }
   }
   rep.legs = {glmap, glgpu};

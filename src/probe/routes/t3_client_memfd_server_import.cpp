@@ -63,6 +63,7 @@ int server(ChildContext& ctx) {
   if (buf && host.failed_step.empty()) {
     ctx.step("client checks region E (GPU write)");
     confirm_remote(ctx, Region::E, host);
+    gpu_whole(ctx, *dev, buf->buffer, import_bytes, peer_far(ctx, import_bytes), host);  // what the import covers
   }
   alias_leg(ctx, view, mmap_leg);
   GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {

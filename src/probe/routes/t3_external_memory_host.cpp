@@ -69,6 +69,7 @@ int server(ChildContext& ctx) {
     if (host.failed_step.empty()) {
       ctx.step("client checks region E (GPU write)");
       confirm_remote(ctx, Region::E, host);
+      gpu_whole(ctx, *dev, buf->buffer, layout.size, peer_far(ctx, layout.size), host);
     }
   }
   alias_leg(ctx, view, mmap_leg);

@@ -22,6 +22,8 @@ int server(ChildContext& ctx) {
   ctx.step("mmap(received memfd)");
   mmap_leg.attempted = true;
   auto map = os::Mapping::map(setup->fd.get(), layout.size, MAP_SHARED);
+  if (map && ctx.test_fault("mmap(received memfd)", "partialalias"))
+    map = partial_alias_copy(*map, layout.size / 2);  // test-only: the whole-allocation check's negative control
   if (!map) {
     fail_leg(mmap_leg, map.error());
   } else {

@@ -8,6 +8,8 @@
 
 #include "extmem/core/verdict.h"
 #include "probe/layout.h"
+#include "probe/worker/child_context.h"
+#include "probe/worker/whole_alloc.h"
 #include "vulkan/context.h"
 
 namespace extmem::probe {
@@ -30,5 +32,20 @@ void record_gpu_round(const Result<std::size_t>& stale, const char* api, Region 
 /// and writing region E. Sets gpu.attempted, gpu.read_ok (copy-out matched),
 /// or gpu.failed_step/code. The other process confirms E and sets gpu.write_ok.
 void gpu_access(const vk::Device& device, VkBuffer shared, const Layout& layout, Region read_region, Leg& gpu);
+
+/// The whole-allocation sweep through the GPU (docs/probe.md, "The whole
+/// allocation") for a GPU leg that round-tripped its regions; `shared` covers at
+/// least `size` bytes of the shared memory, `far` is the other view of it (the
+/// peer, peer_far(); or this process's CPU mapping, whole::LocalFar).
+/// Read direction: the far side writes a stamp per page, the GPU copies the word
+/// of every stamp into a private buffer (one vkCmdCopyBuffer, one 8-byte region
+/// per stamp) and the words are compared. Write direction: the GPU saves the
+/// words, copies stamps over them, the far side looks for every one, and the GPU
+/// copies the saved words back. A page not shared clears gpu.read_ok or
+/// gpu.write_ok (the direction that lost it) and notes "unaliasedAt=<offset>";
+/// a Vulkan or far-side error is recorded as the leg's failing step and code.
+/// Does nothing unless the leg round-tripped.
+void gpu_whole(ChildContext& ctx, const vk::Device& device, VkBuffer shared, std::size_t size, const whole::Far& far,
+               Leg& gpu);
 
 }  // namespace extmem::probe

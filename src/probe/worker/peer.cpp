@@ -120,6 +120,34 @@ Status peer_done(const ChildContext& ctx) {
   return ctx.peer().send(os::MsgType::request, json{{"op", "done"}}.dump());
 }
 
+Status peer_stamp(const ChildContext& ctx, std::size_t size, std::uint64_t seed) {
+  auto r = request(ctx, {{"op", "stamp"}, {"size", size}, {"seed", seed}});
+  if (!r) return std::move(r).error();
+  return {};
+}
+
+Status peer_unstamp(const ChildContext& ctx) {
+  auto r = request(ctx, {{"op", "unstamp"}});
+  if (!r) return std::move(r).error();
+  return {};
+}
+
+Result<std::optional<std::size_t>> peer_first_missing(const ChildContext& ctx, std::size_t size, std::uint64_t seed) {
+  auto r = request(ctx, {{"op", "missing"}, {"size", size}, {"seed", seed}});
+  if (!r) return std::move(r).error();
+  auto it = r->find("missing_at");
+  if (it == r->end()) return protocol("missing reply without \"missing_at\"");
+  if (it->is_null()) return std::optional<std::size_t>{};
+  if (!it->is_number_unsigned()) return protocol("missing reply with a malformed \"missing_at\"");
+  return std::optional<std::size_t>{it->get<std::size_t>()};
+}
+
+whole::Far peer_far(const ChildContext& ctx, std::size_t size) {
+  return whole::Far{[&ctx, size](std::uint64_t seed) { return peer_stamp(ctx, size, seed); },
+                    [&ctx] { return peer_unstamp(ctx); },
+                    [&ctx, size](std::uint64_t seed) { return peer_first_missing(ctx, size, seed); }};
+}
+
 PeerCheck check_region(std::span<const std::byte> view, const Layout& layout, Region region,
                        std::optional<std::uint64_t> seed) {
   const std::uint64_t s = seed.value_or(seed_of(region));
@@ -138,6 +166,9 @@ Status serve(ChildContext& ctx, std::span<std::byte> view) { return serve(ctx, v
 
 Status serve(ChildContext& ctx, std::span<std::byte> view, const ServeSync& sync) {
   const Layout& layout = ctx.layout();
+  // The far side of a whole-allocation sweep: holds the words the first stamp
+  // overwrote until unstamp. Made on the first stamp request, from its size.
+  std::optional<whole::LocalFar> far;
   for (;;) {
     auto j = recv_json(ctx, os::MsgType::request);
     if (!j) return std::move(j).error();
@@ -156,6 +187,30 @@ Status serve(ChildContext& ctx, std::span<std::byte> view, const ServeSync& sync
       // Volatile-free memcpy is fine: the bytes are re-read from the mapping on every request.
       std::memcpy(bytes.data(), view.data() + *off, *len);
       if (auto s = ctx.peer().send(os::MsgType::data, bytes); !s) return s;
+      continue;
+    }
+    if (op == "stamp" || op == "unstamp" || op == "missing") {
+      json reply = json::object();
+      const auto size = opt_size(*j, "size");
+      std::optional<std::uint64_t> seed;
+      if (auto it = j->find("seed"); it != j->end() && it->is_number_unsigned()) seed = it->get<std::uint64_t>();
+      if (op == "unstamp") {
+        // No step report for these: they are a handful of quick requests per leg.
+        if (far) far->unstamp();
+        far.reset();
+        if (sync.publish)
+          if (auto s = sync.publish(); !s) return s;
+      } else if (!size || !seed) {
+        reply = {{"error", op + " request without a size and a seed"}};
+      } else if (op == "stamp") {
+        if (!far) far.emplace(view, whole::plan_for(*size));
+        far->stamp(*seed);
+        if (sync.publish)
+          if (auto s = sync.publish(); !s) return s;
+      } else {
+        reply = {{"missing_at", opt_json(whole::first_missing(view, whole::plan_for(*size), *seed))}};
+      }
+      if (auto s = ctx.peer().send(os::MsgType::reply, reply.dump()); !s) return s;
       continue;
     }
     json reply;
@@ -187,15 +242,48 @@ Status serve(ChildContext& ctx, std::span<std::byte> view, const ServeSync& sync
   }
 }
 
-std::optional<std::string> alias_check(const ChildContext& ctx, std::span<std::byte> local) {
-  const std::size_t base = ctx.layout().window_offset();
-  std::span<std::byte> window = local.subspan(base, kMinSize);
-  zerocopy::ReadFn read = [&](std::size_t offset, std::span<std::byte> out) -> Result<std::size_t> {
-    return peer_read(ctx, base + offset, out);
-  };
-  zerocopy::Outcome outcome = zerocopy::check_fn(window, read);
-  if (const auto* failure = std::get_if<zerocopy::Failure>(&outcome)) return failure->message;
+namespace {
+
+constexpr std::uint64_t kSweepSeed = 0x77686f6c65ull;
+
+std::optional<std::string> zerocopy_text(const zerocopy::Outcome& outcome) {
+  const auto* failure = std::get_if<zerocopy::Failure>(&outcome);
+  if (failure == nullptr) return std::nullopt;
+  // A byte the other view does not show, or cannot show (its view ends before it), is not shared.
+  if (failure->errc == zerocopy::Errc::not_observed || failure->errc == zerocopy::Errc::short_read ||
+      failure->errc == zerocopy::Errc::consumer_too_short)
+    return fmt::format("unaliasedAt={} ({})", failure->offset, failure->message);
+  return failure->message;
+}
+
+std::optional<std::string> sweep_text(const Result<whole::Sweep>& swept) {
+  if (!swept) return "whole-allocation sweep: " + swept.error().message();
+  if (swept->unaliased_at) return swept->text();
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> alias_check(const ChildContext& ctx, std::span<std::byte> local) {
+  const std::size_t size = ctx.layout().size;
+  if (local.size() < size) return fmt::format("this side's view has {} bytes, the allocation {}", local.size(), size);
+  std::span<std::byte> all = local.subspan(0, size);
+  // 1. The sentinel check at its offsets (both ends, page boundaries near them,
+  //    the middle, seeded random ones), spread over the whole allocation.
+  zerocopy::ReadFn read = [&](std::size_t offset, std::span<std::byte> out) -> Result<std::size_t> {
+    return peer_read(ctx, offset, out);
+  };
+  if (auto failed = zerocopy_text(zerocopy::check_fn(all, read))) return failed;
+  // 2. Every page (or every Nth above 1 GiB), both directions.
+  return sweep_text(whole::sweep(all, whole::plan_for(size), peer_far(ctx, size), kSweepSeed));
+}
+
+std::optional<std::string> local_alias_check(std::span<std::byte> near, std::span<std::byte> far, std::size_t size) {
+  if (near.size() < size || far.size() < size)
+    return fmt::format("views of {} and {} bytes, the allocation {}", near.size(), far.size(), size);
+  if (auto failed = zerocopy_text(zerocopy::check(near.subspan(0, size), far.subspan(0, size)))) return failed;
+  whole::LocalFar other(far.subspan(0, size), whole::plan_for(size));
+  return sweep_text(whole::sweep(near.subspan(0, size), whole::plan_for(size), other.as_far(), kSweepSeed));
 }
 
 }  // namespace extmem::probe

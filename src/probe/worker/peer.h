@@ -16,6 +16,7 @@
 #include "extmem/core/error.h"
 #include "extmem/core/zerocopy.h"
 #include "probe/worker/child_context.h"
+#include "probe/worker/whole_alloc.h"
 
 namespace extmem::probe {
 
@@ -53,6 +54,19 @@ Result<std::size_t> peer_count_stale(const ChildContext& ctx, Region region, std
 Result<std::size_t> peer_read(const ChildContext& ctx, std::size_t offset, std::span<std::byte> out);
 Status peer_done(const ChildContext& ctx);
 
+/// Whole-allocation sweep requests (whole_alloc.h), driven side; `size` is the
+/// allocation's bytes (both sides derive the same whole::plan_for(size)).
+/// Asks the peer to write the stamps of `seed` into its view (it keeps the words
+/// it overwrote on the first such request until peer_unstamp).
+Status peer_stamp(const ChildContext& ctx, std::size_t size, std::uint64_t seed);
+/// Asks the peer to put back the words its first peer_stamp overwrote.
+Status peer_unstamp(const ChildContext& ctx);
+/// Asks the peer for the offset of the first stamp of `seed` its view does not
+/// hold (nullopt: it holds every one).
+Result<std::optional<std::size_t>> peer_first_missing(const ChildContext& ctx, std::size_t size, std::uint64_t seed);
+/// The peer as a sweep's far side.
+whole::Far peer_far(const ChildContext& ctx, std::size_t size);
+
 /// Serves requests on `view` until "done" or the peer goes away. Returns the
 /// error that ended it, if any (peer closing after "done" is not one).
 Status serve(ChildContext& ctx, std::span<std::byte> view);
@@ -73,9 +87,19 @@ Status serve(ChildContext& ctx, std::span<std::byte> view, const ServeSync& sync
 PeerCheck check_region(std::span<const std::byte> view, const Layout& layout, Region region,
                        std::optional<std::uint64_t> seed = {});
 
-/// zerocopy::check_fn over the region window: writes through `local` (this
-/// side's view of the whole allocation) and observes through the peer's view.
-/// Returns the failure message, or nullopt when every probed byte crossed.
+/// Whether `local` (this side's view of the whole allocation, layout.size bytes
+/// or more) and the peer's view are the same memory over the whole allocation
+/// (docs/probe.md, "The whole allocation"): zerocopy::check_fn handed the full
+/// layout.size bytes (writes through `local`, observes through the peer's view),
+/// then whole::sweep with the peer as the far side (a stamp per page, both
+/// directions). Returns the failure message, or nullopt when everything crossed;
+/// a page not shared is named as "unaliasedAt=<offset>" (bytes from the
+/// allocation's start). A peer error is a failure too, with its step and code.
 std::optional<std::string> alias_check(const ChildContext& ctx, std::span<std::byte> local);
+
+/// alias_check for two views in this process (a same-process import against the
+/// exporter's own mapping): zerocopy::check over the first `size` bytes, then
+/// whole::sweep with `far` as the far side. Both views must hold `size` bytes.
+std::optional<std::string> local_alias_check(std::span<std::byte> near, std::span<std::byte> far, std::size_t size);
 
 }  // namespace extmem::probe

@@ -3,6 +3,13 @@
 #include "probe/worker/drivers.h"
 #include "probe/worker/measure.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
 #include <fmt/format.h>
 
 namespace extmem::probe {
@@ -98,6 +105,20 @@ void alias_leg(ChildContext& ctx, std::span<std::byte> local, Leg& leg) {
     ctx.step(fmt::format("measure CPU bandwidth through {}", leg.name));
     measure::cpu_leg(leg.name, local);
   }
+}
+
+Result<os::Mapping> partial_alias_copy(const os::Mapping& shared, std::size_t aliased) {
+  auto copy = os::Mapping::anonymous(shared.size());
+  if (!copy) return copy;
+  std::memcpy(copy->data(), shared.data(), shared.size());
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t head = std::min(aliased, shared.size()) / page * page;
+  if (head == 0) return copy;
+  // old_size 0 on a shared mapping makes a second mapping of the same pages
+  // instead of moving them; MREMAP_FIXED puts it over the copy's first pages.
+  void* at = ::mremap(shared.data(), 0, head, MREMAP_MAYMOVE | MREMAP_FIXED, copy->data());
+  if (at == MAP_FAILED) return os_error("mremap(old_size = 0)", errno);
+  return copy;
 }
 
 bool advertised(const vk::Device& device, VkExternalMemoryHandleTypeFlagBits type,

@@ -41,8 +41,22 @@ void confirm_remote(ChildContext& ctx, Region region, Leg& leg, std::optional<st
 /// Asks the peer to check `region` and sets leg.read_ok from it (the peer saw the allocating side's bytes).
 void read_remote(ChildContext& ctx, Region region, Leg& leg);
 
-/// Runs alias_check for a leg that round-tripped; a failure clears write_ok and says why.
+/// Runs alias_check for a leg that round-tripped: the zerocopy check over the
+/// whole allocation and the per-page sweep in both directions (docs/probe.md,
+/// "The whole allocation"). A failure clears write_ok, sets the failing step
+/// "zerocopy alias check" and puts the message, with "unaliasedAt=<offset>"
+/// where a page is not shared, in the leg's note.
 void alias_leg(ChildContext& ctx, std::span<std::byte> local, Leg& leg);
+
+/// The negative control of the whole-allocation check (test-only, fault action
+/// `partialalias`): a private anonymous mapping of `shared.size()` bytes holding
+/// a copy of `shared`, whose first `aliased` bytes (rounded down to the page
+/// size) are then replaced, by mremap(old_size = 0), with a second mapping of
+/// `shared`'s own pages. The result aliases `shared` below `aliased` and is a
+/// private copy from there on. `shared` must be a MAP_SHARED mapping and outlive
+/// nothing (the pages stay referenced by the new mapping). Errors:
+/// os_error("mmap"), os_error("mremap(old_size = 0)").
+Result<os::Mapping> partial_alias_copy(const os::Mapping& shared, std::size_t aliased);
 
 /// Whether `type` is advertised importable/exportable for the route buffer usage.
 bool advertised(const vk::Device& device, VkExternalMemoryHandleTypeFlagBits type, VkExternalMemoryFeatureFlagBits feature);

@@ -1,0 +1,191 @@
+// The whole-allocation check (src/probe/worker/whole_alloc.h, docs/probe.md,
+// "The whole allocation"): the stamp plan and its bound, the sweep on real
+// shared and private mappings, and the negative control — an "import" that
+// aliases only the first half of a shared mapping and is a private copy beyond
+// it — both on the sweep itself and through the probe's own route.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cstring>
+#include <regex>
+#include <set>
+#include <string>
+
+#include "extmem/os/fd.h"
+#include "probe/worker/route_util.h"
+#include "probe/worker/whole_alloc.h"
+#include "support/run_shell.h"
+
+namespace {
+
+namespace whole = extmem::probe::whole;
+using extmem::os::Mapping;
+
+constexpr std::size_t kSize = 1 << 20;  // 256 pages
+
+struct Shared {
+  extmem::os::UniqueFd fd;
+  Mapping a, b;  // two MAP_SHARED mappings of one memfd
+};
+
+Shared shared_pair(std::size_t size) {
+  Shared s;
+  auto fd = extmem::os::create_memfd("whole-alloc-test", size);
+  EXPECT_TRUE(fd) << fd.error().message();
+  s.fd = std::move(*fd);
+  auto a = Mapping::map(s.fd.get(), size, MAP_SHARED);
+  auto b = Mapping::map(s.fd.get(), size, MAP_SHARED);
+  EXPECT_TRUE(a && b);
+  s.a = std::move(*a);
+  s.b = std::move(*b);
+  for (std::size_t i = 0; i < size; ++i) s.a.data()[i] = static_cast<std::byte>(i * 7 + 3);
+  return s;
+}
+
+// Up to 1 GiB every page gets a stamp, each in its own page.
+TEST(WholeAllocPlan, EveryPageUpToTheBound) {
+  whole::Plan p = whole::plan_for(kSize);
+  EXPECT_EQ(p.stride_pages, 1u);
+  ASSERT_EQ(p.count, kSize / whole::kPage);
+  std::set<std::size_t> pages;
+  for (std::size_t i = 0; i < p.count; ++i) {
+    EXPECT_EQ(p.offset(i) / whole::kPage, i);
+    EXPECT_EQ(p.offset(i) % 8, 0u);
+    pages.insert(p.page_of(i));
+  }
+  EXPECT_EQ(pages.size(), p.count);
+  EXPECT_EQ(whole::plan_for(std::size_t{1} << 30).count, whole::kMaxStampedPages);
+}
+
+// Above 1 GiB every Nth page, at most kMaxStampedPages + 1 stamps, and the last page always.
+TEST(WholeAllocPlan, StrideAboveTheBoundKeepsTheLastPage) {
+  const std::size_t size = (std::size_t{3} << 30) + 5 * whole::kPage;
+  whole::Plan p = whole::plan_for(size);
+  EXPECT_EQ(p.stride_pages, 4u);
+  EXPECT_LE(p.count, whole::kMaxStampedPages + 1);
+  EXPECT_EQ(p.page_of(p.count - 1), size / whole::kPage - 1);
+  EXPECT_EQ(p.page_of(1), 4u);
+  EXPECT_LT(p.offset(p.count - 1) + 8, size + 1);
+}
+
+// Two shared mappings of one memfd: every stamp crosses both ways, and both keep their bytes.
+TEST(WholeAllocSweep, SharedMappingsPass) {
+  Shared s = shared_pair(kSize);
+  std::vector<std::byte> before(s.a.data(), s.a.data() + kSize);
+  whole::LocalFar far(s.b.bytes(), whole::plan_for(kSize));
+  auto r = whole::sweep(s.a.bytes(), whole::plan_for(kSize), far.as_far(), 1);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_FALSE(r->unaliased_at) << r->text();
+  EXPECT_EQ(r->stamps, kSize / whole::kPage);
+  EXPECT_EQ(std::memcmp(before.data(), s.a.data(), kSize), 0);
+}
+
+// A full private copy is caught at the first stamp.
+TEST(WholeAllocSweep, PrivateCopyFailsAtFirstPage) {
+  Shared s = shared_pair(kSize);
+  auto copy = Mapping::anonymous(kSize);
+  ASSERT_TRUE(copy);
+  std::memcpy(copy->data(), s.a.data(), kSize);
+  whole::LocalFar far(copy->bytes(), whole::plan_for(kSize));
+  auto r = whole::sweep(s.a.bytes(), whole::plan_for(kSize), far.as_far(), 2);
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(r->unaliased_at);
+  EXPECT_EQ(*r->unaliased_at, whole::plan_for(kSize).offset(0));
+}
+
+// The negative control: aliases the first half, a private copy beyond. The sweep
+// finds the first page of the copy in both directions, and leaves both views' bytes
+// as they were (the shared half through either, the private half in each).
+TEST(WholeAllocSweep, PartialAliasFailsAtTheFirstUnsharedPage) {
+  Shared s = shared_pair(kSize);
+  auto partial = extmem::probe::partial_alias_copy(s.a, kSize / 2);
+  ASSERT_TRUE(partial) << partial.error().message();
+  // The construction is what it claims: shared below half, private at and above it.
+  s.a.data()[0] = std::byte{0x5a};
+  EXPECT_EQ(partial->data()[0], std::byte{0x5a});
+  s.a.data()[kSize / 2] = std::byte{0xa5};
+  EXPECT_NE(partial->data()[kSize / 2], std::byte{0xa5});
+
+  const whole::Plan plan = whole::plan_for(kSize);
+  const std::size_t first_private = plan.offset(kSize / 2 / whole::kPage);
+  std::vector<std::byte> a_before(s.a.data(), s.a.data() + kSize);
+  std::vector<std::byte> p_before(partial->data(), partial->data() + kSize);
+  for (bool partial_is_near : {true, false}) {
+    Mapping& near = partial_is_near ? *partial : s.a;
+    Mapping& other = partial_is_near ? s.a : *partial;
+    whole::LocalFar far(other.bytes(), plan);
+    auto r = whole::sweep(near.bytes(), plan, far.as_far(), 3);
+    ASSERT_TRUE(r);
+    ASSERT_TRUE(r->unaliased_at) << "partial is near: " << partial_is_near;
+    EXPECT_EQ(*r->unaliased_at, first_private);
+    EXPECT_EQ(r->direction, whole::Direction::near_to_far);
+    EXPECT_NE(r->text().find("unaliasedAt=" + std::to_string(first_private)), std::string::npos) << r->text();
+  }
+  EXPECT_EQ(std::memcmp(a_before.data(), s.a.data(), kSize), 0);
+  EXPECT_EQ(std::memcmp(p_before.data(), partial->data(), kSize), 0);
+}
+
+// A far side that does not see the last page only (a view one page short) is named at that page.
+TEST(WholeAllocSweep, ShortFarViewFailsAtItsEnd) {
+  Shared s = shared_pair(kSize);
+  const whole::Plan plan = whole::plan_for(kSize);
+  whole::LocalFar far(s.b.bytes().subspan(0, kSize - whole::kPage), plan);
+  auto r = whole::sweep(s.a.bytes(), plan, far.as_far(), 4);
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(r->unaliased_at);
+  EXPECT_EQ(*r->unaliased_at, plan.offset(plan.count - 1));
+}
+
+// A far side's error ends the sweep with that error unchanged, and this side's bytes are restored.
+TEST(WholeAllocSweep, FarErrorIsReturnedAndNearRestored) {
+  Shared s = shared_pair(kSize);
+  std::vector<std::byte> before(s.a.data(), s.a.data() + kSize);
+  whole::Far far{[](std::uint64_t) -> extmem::Status { return {}; }, []() -> extmem::Status { return {}; },
+                 [](std::uint64_t) -> extmem::Result<std::optional<std::size_t>> {
+                   return extmem::os_error("peer read", EPIPE);
+                 }};
+  auto r = whole::sweep(s.a.bytes(), whole::plan_for(kSize), far, 5);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().step, "peer read");
+  EXPECT_EQ(std::memcmp(before.data(), s.a.data(), kSize), 0);
+}
+
+std::string line_of(const std::string& out, const std::string& row) {
+  std::smatch m;
+  return std::regex_search(out, m, std::regex("RESULT " + row + " [^\n]*")) ? m.str() : "";
+}
+
+// Through the probe: the route's mapping replaced by the half-aliased copy passes
+// the window compares (the window is the first 32 KiB) but is not OK, and the
+// detail names the first unaliased offset, the middle of the allocation.
+TEST(WholeAllocProbe, PartialAliasImportIsNotOk) {
+  auto r = extmem::test::run_extmem("probe --only=T3-memfd-cross-process --size=65536",
+                                    "EXTMEM_TEST_FAULT=T3-memfd-cross-process:server:mmap:partialalias");
+  const std::string line = line_of(r.out, "T3-memfd-cross-process");
+  EXPECT_NE(line.find("T3-memfd-cross-process FAIL mmap[D]=read-only"), std::string::npos) << r.out;
+  EXPECT_NE(line.find("unaliasedAt=32768"), std::string::npos) << line;
+  EXPECT_EQ(line.find("region"), std::string::npos) << "the window compares should pass: " << line;
+  EXPECT_EQ(r.code, 1) << r.out;
+}
+
+// The same control at 1 MiB: the window covers 32 KiB of the shared half, so the
+// only evidence is the whole-allocation check, at offset 524288.
+TEST(WholeAllocProbe, PartialAliasOfALargerAllocation) {
+  auto r = extmem::test::run_extmem("probe --only=T3-memfd-cross-process --size=1048576",
+                                    "EXTMEM_TEST_FAULT=T3-memfd-cross-process:server:mmap:partialalias");
+  const std::string line = line_of(r.out, "T3-memfd-cross-process");
+  EXPECT_NE(line.find("FAIL mmap[D]=read-only"), std::string::npos) << r.out;
+  EXPECT_NE(line.find("unaliasedAt=524288"), std::string::npos) << line;
+}
+
+// Without the fault the same row is OK at the same sizes: the check does not fire on a real alias.
+TEST(WholeAllocProbe, RealAliasIsOk) {
+  auto r = extmem::test::run_extmem("probe --only=T3-memfd-cross-process,T1-opaque-fd,T3-external-memory-host "
+                                    "--size=1048576");
+  EXPECT_NE(line_of(r.out, "T3-memfd-cross-process").find(" OK mmap[D]=rt"), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "T1-opaque-fd").find(" OK "), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "T3-external-memory-host").find(" OK "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("unaliasedAt"), std::string::npos) << r.out;
+}
+
+}  // namespace
