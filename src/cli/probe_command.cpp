@@ -52,7 +52,7 @@ Runner add_probe(CLI::App& app) {
     std::vector<std::string> warm;
     std::string worker_device;
     bool worker_select = false;
-    bool phase_a = false;
+    std::vector<std::string> phase_a;  // the drivers phase A enumerates: vulkan[,gl][,cuda]
   };
   auto state = std::make_shared<State>();
   CLI::App* cmd = app.add_subcommand("probe", "Which memory-sharing routes work on this device, and do they really alias?");
@@ -103,7 +103,7 @@ Runner add_probe(CLI::App& app) {
   cmd->add_option("--warm", state->warm)->group("");
   cmd->add_flag("--worker-select", state->worker_select)->group("");
   cmd->add_option("--worker-device", state->worker_device)->group("");
-  cmd->add_flag("--phase-a", state->phase_a)->group("");
+  cmd->add_option("--phase-a", state->phase_a)->delimiter(',')->group("");
 
   return [state]() -> int {
     probe::ProbeOptions& opts = state->options;
@@ -111,7 +111,11 @@ Runner add_probe(CLI::App& app) {
       probe::WorkerArgs w;
       w.device_index = state->child_args.device_index;
       if (state->worker_select) w.select = state->worker_device;
-      w.phase_a = state->phase_a;
+      for (const std::string& d : state->phase_a) {
+        w.phase_a = true;
+        w.phase_a_gl = w.phase_a_gl || d == "gl";
+        w.phase_a_cuda = w.phase_a_cuda || d == "cuda";
+      }
       for (const std::string& d : state->warm) {
         w.warm_gl = w.warm_gl || d == "gl";
         w.warm_cuda = w.warm_cuda || d == "cuda";
