@@ -71,7 +71,7 @@ struct State {
   std::vector<std::string> warm;
   std::string worker_device;
   bool worker_select = false;
-  bool phase_a = false;
+  std::vector<std::string> phase_a;  // the drivers phase A enumerates: vulkan[,gl][,cuda]
 };
 
 void define_options(CLI::App* cmd, State& st) {
@@ -139,7 +139,7 @@ void define_options(CLI::App* cmd, State& st) {
   internal.push_back(cmd->add_option("--warm", st.warm)->group(""));
   internal.push_back(cmd->add_flag("--worker-select", st.worker_select)->group(""));
   internal.push_back(cmd->add_option("--worker-device", st.worker_device)->group(""));
-  internal.push_back(cmd->add_flag("--phase-a", st.phase_a)->group(""));
+  internal.push_back(cmd->add_option("--phase-a", st.phase_a)->delimiter(',')->group(""));
 }
 
 // What one parse gave, with where each value came from ("" for the command
@@ -233,7 +233,11 @@ Runner add_probe(CLI::App& app) {
       probe::WorkerArgs w;
       w.device_index = state->child_args.device_index;
       if (state->worker_select) w.select = state->worker_device;
-      w.phase_a = state->phase_a;
+      for (const std::string& d : state->phase_a) {
+        w.phase_a = true;
+        w.phase_a_gl = w.phase_a_gl || d == "gl";
+        w.phase_a_cuda = w.phase_a_cuda || d == "cuda";
+      }
       for (const std::string& d : state->warm) {
         w.warm_gl = w.warm_gl || d == "gl";
         w.warm_cuda = w.warm_cuda || d == "cuda";

@@ -11,6 +11,7 @@
 #include "probe/layout.h"
 #include "probe/phase_a_wire.h"
 #include "probe/parent/phase_a.h"
+#include "probe/trace.h"
 #include "probe/parent/plan.h"
 #include "probe/parent/schedule.h"
 
@@ -116,6 +117,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
     warm.emplace(early, plan_rows(o, {-1}, PhaseAFacts{}));
     if (warm->finds_phase_a()) {
       auto a = warm->phase_a(o.timeout_s);
+      trace::event("phase A received");
       if (!a) return Error{"cannot run", ErrorKind::unsupported, {}, a.error().message()};
       found = std::move(*a);
     }
@@ -150,6 +152,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   if (!executed)
     return Error{"cannot start the route children", ErrorKind::os, {}, executed.error().message()};
   f.rows = std::move(*executed);
+  trace::event("rows done");
   f.seconds = os::monotonic_seconds() - start;
   return f;
 }

@@ -11,6 +11,7 @@
 
 #include "probe/parent/measure_row.h"
 #include "probe/parent/worker_pool.h"
+#include "probe/trace.h"
 
 #include <fmt/format.h>
 
@@ -44,7 +45,9 @@ struct Engine::State {
     };
     SuperviseParams p = options.base;
     p.memory_type = planned.memory_type;
+    trace::event("row start " + planned.row);
     auto supervised = once(p);
+    trace::event("row end " + planned.row);
     if (!supervised) return std::move(supervised).error();
     RowResult r = std::move(*supervised);
     r.row = planned.row;
@@ -83,7 +86,7 @@ Engine::Engine(const EngineOptions& options, const std::vector<PlannedRow>& may_
     if (options.select_device) {
       device_args = {"--worker-select"};  // an empty --device is the default device: no "--worker-device=" then
       if (!options.select_device->empty()) device_args.push_back("--worker-device=" + *options.select_device);
-      if (i == 0) device_args.emplace_back("--phase-a");
+      if (i == 0) device_args.push_back(fmt::format("--phase-a=vulkan{}{}", gl ? ",gl" : "", cuda ? ",cuda" : ""));
     }
     s.lane.push_back(std::make_unique<Lane>(options.base.exe, device_args, warmth));
     if (auto st = s.lane.back()->start(client); !st && s.started) s.started = std::move(st);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "probe/trace.h"
+
 namespace extmem::probe {
 
 Result<WorkerProcess*> Lane::worker(Slot which) {
@@ -11,11 +13,12 @@ Result<WorkerProcess*> Lane::worker(Slot which) {
   if (!sockets) return std::move(sockets).error();
   std::vector<std::string> argv = {exe_, "probe", "--worker"};
   for (const std::string& a : device_args_)
-    if (a != "--phase-a" || which == Slot::a) argv.push_back(a);
+    if (a.rfind("--phase-a", 0) != 0 || which == Slot::a) argv.push_back(a);
   if (warmth_.gl && which == Slot::a) argv.emplace_back("--warm=gl");
   if (warmth_.cuda) argv.emplace_back("--warm=cuda");
   auto child = os::ChildProcess::spawn(exe_, argv, {sockets->second.fd()});
   if (!child) return std::move(child).error();
+  trace::event(fmt::format("spawned worker {} pid {}", which == Slot::a ? "A" : "B", child->pid()));
   slot.emplace(WorkerProcess{std::move(*child), std::move(sockets->first)});
   return &*slot;  // sockets->second (the worker's end) closes here
 }
@@ -38,6 +41,7 @@ Lane::~Lane() {
   for (std::optional<WorkerProcess>& slot : workers_) {
     if (!slot || slot->child.pid() <= 0) continue;
     if (!slot->child.wait(2000)) slot->child.kill_and_reap();
+    trace::event(fmt::format("reaped worker {}", slot->child.pid()));
   }
 }
 

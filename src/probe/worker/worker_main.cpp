@@ -8,13 +8,17 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "extmem/os/ipc.h"
 #include "extmem/probe/probe.h"
 #include "probe/phase_a_wire.h"
 #include "probe/routes.h"
+#include "probe/trace.h"
 #include "probe/worker/child_context.h"
 #include "probe/worker/drivers.h"
 #include "probe/worker/measure.h"
@@ -66,6 +70,10 @@ std::optional<ChildParams> job_params(const json& j, std::uint32_t device_index,
   }
 }
 
+Error not_started(const char* driver) {
+  return Error{fmt::format("not started, no selected row uses {}", driver), ErrorKind::unsupported, {}, {}};
+}
+
 }  // namespace
 
 HygieneSnapshot HygieneSnapshot::take() {
@@ -98,30 +106,46 @@ int run_worker(const WorkerArgs& a) {
   }
   ::fcntl(kControlFd, F_SETFD, FD_CLOEXEC);
   ::prctl(PR_SET_NAME, "extmem-worker");
+  trace::event(a.phase_a ? "worker start (phase A)" : "worker start");
   os::Channel control{os::UniqueFd(kControlFd)};
 
   // Warm-up, while the parent waits for phase A or finishes its own. Failures are
   // kept by drivers.h and met by the first route that needs the driver, as in a fresh child.
   std::uint32_t device_index = a.device_index;
   PhaseAFindings found;
-  // CUDA's start-up (dlopen, cuInit: a large share of phase A on the H200) runs on its
-  // own thread while Vulkan and EGL start on this one.
+  // Phase A starts only the drivers a selected row uses (the parent says which with
+  // --warm): on the H200 CUDA's start-up alone lengthened a run without CUDA rows by
+  // 0.15 s (docs/probe-engine.md). CUDA's start-up (dlopen, cuInit) runs on its own
+  // thread while Vulkan and EGL start on this one.
   std::future<Result<cuda::Enumeration>> cuda_found;
-  if (a.phase_a) cuda_found = std::async(std::launch::async, drivers::cuda_enumeration);
+  if (a.phase_a && a.phase_a_cuda)
+    cuda_found = std::async(std::launch::async, [] {
+      trace::event("cuda enumeration start");
+      auto e = drivers::cuda_enumeration();
+      trace::event("cuda enumeration end");
+      return e;
+    });
   if (a.select || a.phase_a) {
     auto instance = drivers::vulkan_instance();
+    trace::event("vulkan instance");
     found.vulkan = instance ? vk::enumerate(**instance) : Result<vk::VulkanEnumeration>(instance.error());
     if (found.vulkan) found.selected = vk::select_device(found.vulkan->devices, a.select.value_or(""));
     if (found.selected) device_index = *found.selected;
+    trace::event("vulkan enumerated");
   }
   auto device = drivers::vulkan_device(device_index, {});
-  if (a.warm_gl || a.phase_a) {
+  trace::event("vulkan device");
+  if (a.warm_gl || (a.phase_a && a.phase_a_gl)) {
     auto egl = drivers::egl_context();
     found.gles = egl ? Result<gles::GlesInfo>(gles::describe(**egl)) : Result<gles::GlesInfo>(egl.error());
+    trace::event("egl context");
+  } else {
+    found.gles = not_started("GLES");
   }
   if (a.phase_a) {
-    found.cuda = cuda_found.get();
+    found.cuda = cuda_found.valid() ? cuda_found.get() : Result<cuda::Enumeration>(not_started("CUDA"));
     if (!control.send(os::MsgType::findings, encode_phase_a(found)).ok()) return 0;
+    trace::event("phase A sent");
   }
   // The primary context is retained beside the first routes (the CUDA rows come last);
   // a CUDA route that starts sooner retains it itself, the driver is thread-safe.
@@ -130,7 +154,9 @@ int run_worker(const WorkerArgs& a) {
   if (a.warm_cuda && device) {
     warming = true;
     cuda_warm = std::thread([&warming, uuid = (*device)->device_uuid()] {
+      trace::event("cuda warm start");
       drivers::keep_cuda_warm(uuid);
+      trace::event("cuda warm end");
       warming = false;
     });
   }
@@ -146,6 +172,7 @@ int run_worker(const WorkerArgs& a) {
     const HygieneSnapshot before = HygieneSnapshot::take();
     const bool overlapped_warm_up = warming;  // the CUDA warm-up may open fds of its own meanwhile
     auto frame = control.recv(-1);
+    if (!frame) trace::event("worker sees EOF");
     if (!frame) return 0;  // the parent closed the control socket (or is gone): the run is over
     std::string why;
     json job = json::parse(frame->payload, nullptr, false);
@@ -170,7 +197,9 @@ int run_worker(const WorkerArgs& a) {
       ChildContext ctx(*params, os::Channel(std::move(frame->fd)), os::Channel(std::move(report)));
       // Named for the half it runs now, so ps, top and extmem watch tell them apart.
       ::prctl(PR_SET_NAME, params->role == Role::server ? "extmem-server" : "extmem-client");
+      trace::event("job start " + params->row + " " + std::string(to_string(params->role)));
       code = params->role == Role::server ? route->server.main(ctx) : route->client.main(ctx);
+      trace::event("job end " + params->row + " " + std::string(to_string(params->role)));
       ::prctl(PR_SET_NAME, "extmem-worker");
       measure::disable();
     }  // the half's peer socket and report channel close here, as a fresh child's would at exit

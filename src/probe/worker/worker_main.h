@@ -14,14 +14,18 @@ struct WorkerArgs {
   std::uint32_t device_index = 0; ///< the Vulkan device the run selected, unless `select` is set
   /// Set: pick the device with vk::select_device(devices, *select) (--device's text; "" = default).
   std::optional<std::string> select;
-  bool phase_a = false;           ///< enumerate Vulkan, EGL and CUDA and send them as a `findings` frame first
+  bool phase_a = false;           ///< enumerate Vulkan (and what follows) and send a `findings` frame first
+  bool phase_a_gl = false;        ///< phase A includes EGL/GLES (a selected row uses GL)
+  bool phase_a_cuda = false;      ///< phase A includes CUDA (a selected row uses CUDA)
   bool warm_gl = false;           ///< create the EGL context before the first job
   bool warm_cuda = false;         ///< load CUDA and retain the primary context before the first job
 };
 
 /// Runs the worker: fd 3 is its control socket (SOCK_SEQPACKET) to the parent.
 /// With `phase_a`, first sends phase A (phase_a_wire.h) as a `findings` frame,
-/// enumerated on the drivers it keeps. Opens the drivers once (the Vulkan device
+/// enumerated on the drivers it keeps; EGL and CUDA only with `phase_a_gl` and
+/// `phase_a_cuda` (otherwise their findings are the error "not started (no
+/// selected row uses ...)"). Opens the drivers once (the Vulkan device
 /// always; EGL and CUDA when asked),
 /// then for each `job` frame — JSON {row, role, size, regions_at_end, soak_s, measure,
 /// measure_repeats, memory_type} with the route's peer socket as its fd — runs
