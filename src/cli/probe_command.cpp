@@ -91,6 +91,8 @@ Runner add_probe(CLI::App& app) {
   valued("--device", "DEVICE", "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)", "");
   valued("--jobs", "N", "Routes run side by side, 1..64 (at most one per CPU and per 512 MiB available); 0 or absent: 1", "");
   valued("--isolate", "none|route", "route: fresh processes for every route; none: warm workers (default)", "none");
+  valued("--gl-driver", "auto|system|zink|llvmpipe",
+         "GL for the GLES rows: auto (zink on lavapipe, else the system GL), system, zink or llvmpipe", "auto");
   cmd->add_flag("--list-devices", o.list_devices, "List the Vulkan physical devices and exit");
   cmd->add_option("--list-routes", state->list_routes)->group("");
   // Child mode: started by the probe itself with its sockets on fds 3 and 4.
@@ -112,6 +114,7 @@ Runner add_probe(CLI::App& app) {
       w.device_index = state->child_args.device_index;
       if (state->worker_select) w.select = state->worker_device;
       w.phase_a = state->phase_a;
+      if (!state->text["--gl-driver"].empty()) w.gl_driver = state->text["--gl-driver"];
       for (const std::string& d : state->warm) {
         w.warm_gl = w.warm_gl || d == "gl";
         w.warm_cuda = w.warm_cuda || d == "cuda";
@@ -132,6 +135,7 @@ Runner add_probe(CLI::App& app) {
       state->child_args.soak_s = opts.soak_s;
       state->child_args.measure = opts.measure;
       state->child_args.measure_repeats = opts.measure_repeats;
+      state->child_args.gl_driver = opts.gl_driver;
       return probe::run_child(state->child_args);
     }
     if (!state->list_routes.empty()) {

@@ -41,6 +41,7 @@ struct ProbeOptions {
   std::string junit_path;             ///< --junit=FILE; empty = none
   unsigned jobs = 0;                  ///< --jobs: routes run side by side, 1..64; 0 = the default, 1 lane (default_jobs)
   std::string isolate = "none";       ///< --isolate: "none" (warm workers) or "route" (fresh processes per route)
+  std::string gl_driver = "auto";     ///< --gl-driver: auto, system, zink or llvmpipe (docs/probe.md, "Which GL serves")
   std::string self_exe = "/proc/self/exe";  ///< binary re-executed in child mode (tests point it at extmem)
 };
 
@@ -52,7 +53,7 @@ std::vector<std::string> row_names();
 
 /// Sets the option `name` ("--size", "--timeout", "--soak", "--measure-size",
 /// "--measure-repeats", "--jobs", "--isolate", "--memory-type", "--json",
-/// "--junit", "--device") of `options` from its command-line `text`: numbers must
+/// "--junit", "--device", "--gl-driver") of `options` from its command-line `text`: numbers must
 /// be plain decimal (a sign or a suffix is refused), paths and the device must
 /// not be empty. Ranges are validate()'s. On error `options` may hold a partly
 /// set value; do not run with it. Errors: invalid_argument, step = `name`,
@@ -62,7 +63,7 @@ Status parse_option(ProbeOptions& options, std::string_view name, const std::str
 /// Checks option values that need no driver, the one place they are checked:
 /// size shape, timeout and soak ranges, row and group names, --jobs 0..64 (0 =
 /// the default), --isolate, --memory-type's form, measure size and repeats, the
-/// JSON and JUnit files can be created. Errors: invalid_argument, step = the
+/// JSON and JUnit files can be created, --gl-driver is a known name. Errors: invalid_argument, step = the
 /// option name, detail = what was wrong and what is accepted.
 Status validate(const ProbeOptions& options);
 
@@ -85,6 +86,7 @@ struct ChildArgs {
   bool measure = false;           ///< --measure: collect figures (probe/measure.h)
   unsigned measure_repeats = 5;   ///< samples per figure
   int memory_type = -1;           ///< exporting side's memory type; -1 = auto
+  std::string gl_driver = "auto"; ///< the GL driver the parent chose (system, zink, llvmpipe), or auto
 };
 
 /// Child mode (`extmem probe --child=ROW --role=...`): expects the peer socket

@@ -114,13 +114,19 @@ int run_worker(const WorkerArgs& a) {
     if (found.vulkan) found.selected = vk::select_device(found.vulkan->devices, a.select.value_or(""));
     if (found.selected) device_index = *found.selected;
   }
+  // The GL driver is chosen here, once the device is known and before libEGL (and the
+  // lavapipe device, with its threads) is loaded: Mesa reads the environment as it starts.
+  drivers::set_gl_request(a.gl_driver, device_index);
+  if (!drivers::decide_gl_driver().env.empty() && cuda_found.valid())
+    found.cuda = cuda_found.get();  // setenv must not race cuInit's getenv; CUDA has then already started
+  found.gl_driver = drivers::gl_driver();
   auto device = drivers::vulkan_device(device_index, {});
   if (a.warm_gl || a.phase_a) {
     auto egl = drivers::egl_context();
     found.gles = egl ? Result<gles::GlesInfo>(gles::describe(**egl)) : Result<gles::GlesInfo>(egl.error());
   }
   if (a.phase_a) {
-    found.cuda = cuda_found.get();
+    if (cuda_found.valid()) found.cuda = cuda_found.get();
     if (!control.send(os::MsgType::findings, encode_phase_a(found)).ok()) return 0;
   }
   // The primary context is retained beside the first routes (the CUDA rows come last);

@@ -17,6 +17,7 @@ struct WorkerArgs {
   bool phase_a = false;           ///< enumerate Vulkan, EGL and CUDA and send them as a `findings` frame first
   bool warm_gl = false;           ///< create the EGL context before the first job
   bool warm_cuda = false;         ///< load CUDA and retain the primary context before the first job
+  std::string gl_driver = "auto"; ///< --gl-driver as the user gave it (gl_driver.h)
 };
 
 /// Runs the worker: fd 3 is its control socket (SOCK_SEQPACKET) to the parent.
