@@ -239,6 +239,19 @@ TEST_P(GlesProbe, AutoLeavesUserOverrideAlone) {
   EXPECT_NE(line_of(out, "T1-gles-memobj-fd-same-proc").find("renderer=\"llvmpipe ("), std::string::npos) << out;
 }
 
+// An explicit --gl-driver=zink replaces a user's override (here the software DRI driver, llvmpipe) and says so.
+TEST_P(GlesProbe, ExplicitZinkReplacesUserOverride) {
+  int status = 0;
+  std::string out = run("--only=T1-gles-memobj-fd-cross-proc --gl-driver=zink", status,
+                        "MESA_LOADER_DRIVER_OVERRIDE=swrast LIBGL_ALWAYS_SOFTWARE=1");
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(phase_a_gl_line(out).find("GL driver: zink (requested zink): --gl-driver=zink; replaces "
+                                      "MESA_LOADER_DRIVER_OVERRIDE=swrast from the environment"),
+            std::string::npos) << out;
+  EXPECT_NE(line_of(out, "T1-gles-memobj-fd-cross-proc").find("OK glmap[i]=no glgpu[D]=rt"), std::string::npos) << out;
+}
+
 // A --gl-driver outside the accepted set is a usage error (exit 2) naming the option and the accepted names,
 // before any process is started.
 TEST_P(GlesProbe, UnknownGlDriverIsUsageError) {
