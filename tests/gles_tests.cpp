@@ -3,10 +3,14 @@
 // T1-gles rows on Mesa 22.3 (docs/probe.md, "T1-gles"; docs/results/lavapipe-mesa-22.3.md).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <regex>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "extmem/gles/enumerate.h"
 #include "extmem/os/fd.h"
@@ -143,9 +147,13 @@ TEST(GlesPhaseA, CompareUuidWords) {
   EXPECT_STREQ(extmem::gles::compare_uuid("ab", "cd"), "mismatch");
 }
 
-std::string run_probe(const std::string& args, int& status) {
+// `env` goes before the command (NAME=value ...); Mesa's GL variables of the test's own
+// environment are removed first, so --gl-driver alone decides unless a test sets one.
+std::string run_probe(const std::string& args, int& status, const std::string& env = "") {
   std::string out;
-  FILE* p = ::popen((std::string(EXTMEM_BINARY) + " probe " + args + " 2>&1").c_str(), "r");
+  const std::string cmd = "env -u MESA_LOADER_DRIVER_OVERRIDE -u LIBGL_ALWAYS_SOFTWARE -u GALLIUM_DRIVER " + env + " " +
+                          EXTMEM_BINARY + " probe " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
   char buf[4096];
   while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
   status = ::pclose(p);
@@ -158,13 +166,67 @@ std::string line_of(const std::string& out, const std::string& row) {
   return std::regex_search(out, m, re) ? m.str() : "";
 }
 
+std::string phase_a_gl_line(const std::string& out) {
+  std::smatch m;
+  std::regex re("== phase A: GL driver: [^\n]*");
+  return std::regex_search(out, m, re) ? m.str() : "";
+}
+
+// Every GLES test runs with warm workers and with fresh processes per route: both must agree.
+class GlesProbe : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::string run(const std::string& args, int& status, const std::string& env = "") {
+    return run_probe(args + " " + GetParam(), status, env);
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Modes, GlesProbe, ::testing::Values("", "--isolate=route"),
+                         [](const auto& info) { return info.param.empty() ? std::string("warm") : std::string("isolated"); });
+
+// auto on lavapipe serves zink, GL on the same Vulkan driver: both rows OK, the renderer named, exit 0.
+TEST_P(GlesProbe, AutoServesZinkAndBothRowsOk) {
+  int status = 0;
+  const std::string json_path = ::testing::TempDir() + "gl_auto_" + std::to_string(::getpid()) + ".json";
+  std::string out = run("--only-gles --gl-driver=auto --json=" + json_path, status);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(phase_a_gl_line(out).find("GL driver: zink (requested auto): auto: the selected Vulkan device"),
+            std::string::npos) << out;
+  EXPECT_NE(phase_a_gl_line(out).find("is Mesa's lavapipe"), std::string::npos) << out;
+  EXPECT_NE(phase_a_gl_line(out).find("MESA_LOADER_DRIVER_OVERRIDE=zink"), std::string::npos) << out;
+  EXPECT_NE(out.find("GL_RENDERER=zink ("), std::string::npos) << out;
+  for (const extmem::probe::RouteInfo& route : extmem::probe::routes()) {
+    if (route.group != "gles") continue;
+    std::string line = line_of(out, route.row);
+    EXPECT_NE(line.find("RESULT " + route.row + " OK glmap[i]=no glgpu[D]=rt"), std::string::npos) << line;
+    EXPECT_NE(line.find("renderer=\"zink (llvmpipe"), std::string::npos) << line;
+    EXPECT_NE(line.find("accepted=dedicated=off import=reqs(65536) buffer=requested(65536)"), std::string::npos) << line;
+  }
+  std::FILE* f = std::fopen(json_path.c_str(), "r");
+  ASSERT_NE(f, nullptr) << json_path;
+  std::string text;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) text.append(buf, n);
+  std::fclose(f);
+  std::remove(json_path.c_str());
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << text;
+  EXPECT_EQ(doc["gl_driver"]["requested"], "auto");
+  EXPECT_EQ(doc["gl_driver"]["served"], "zink");
+  EXPECT_EQ(doc["gl_driver"]["renderer_matches"], true);
+  EXPECT_EQ(doc["gl_driver"]["env"]["MESA_LOADER_DRIVER_OVERRIDE"], "zink");
+  EXPECT_EQ(doc["options"]["gl_driver"], "auto");
+}
+
 // Mesa 22.3: llvmpipe imports the lavapipe fd but refuses storage on every rung with
 // GL_OUT_OF_MEMORY (a Mesa interop gap); both rows FAIL with the whole ladder listed, each distinct call once.
-TEST(GlesProbe, LlvmpipeRefusesStorageOnEveryRung) {
+TEST_P(GlesProbe, LlvmpipeRefusesStorageOnEveryRung) {
   int status = 0;
-  std::string out = run_probe("--only-gles", status);
+  std::string out = run("--only-gles --gl-driver=llvmpipe", status);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 1) << out;
+  EXPECT_NE(phase_a_gl_line(out).find("GL driver: llvmpipe (requested llvmpipe): --gl-driver=llvmpipe"),
+            std::string::npos) << out;
   for (const extmem::probe::RouteInfo& route : extmem::probe::routes()) {
     if (route.group != "gles") continue;
     const std::string& row = route.row;
@@ -173,6 +235,7 @@ TEST(GlesProbe, LlvmpipeRefusesStorageOnEveryRung) {
     EXPECT_NE(line.find(std::string("RESULT ") + row + " FAIL glmap[i]=no glgpu[D]=no"), std::string::npos) << line;
     EXPECT_NE(line.find("why: glgpu: glBufferStorageMemEXT (every ladder rung) -> GL_OUT_OF_MEMORY"), std::string::npos)
         << line;
+    EXPECT_NE(line.find("renderer=\"llvmpipe ("), std::string::npos) << line;
     EXPECT_NE(line.find("accepted=none"), std::string::npos) << line;
     EXPECT_NE(line.find("gl-status=storage-refused"), std::string::npos) << line;
     EXPECT_NE(line.find("uuid=match"), std::string::npos) << line;
@@ -185,8 +248,46 @@ TEST(GlesProbe, LlvmpipeRefusesStorageOnEveryRung) {
   }
 }
 
+// A user's own MESA_LOADER_DRIVER_OVERRIDE wins over auto and is reported: here it asks
+// for llvmpipe's software path, so the row FAILs as on llvmpipe instead of passing on zink.
+TEST_P(GlesProbe, AutoLeavesUserOverrideAlone) {
+  int status = 0;
+  std::string out = run("--only=T1-gles-memobj-fd-same-proc", status,
+                        "MESA_LOADER_DRIVER_OVERRIDE=swrast LIBGL_ALWAYS_SOFTWARE=1");
+  EXPECT_NE(phase_a_gl_line(out).find("GL driver: system (requested auto): auto: MESA_LOADER_DRIVER_OVERRIDE=swrast is "
+                                      "set in the environment, left as it is; env set: none"),
+            std::string::npos) << out;
+  EXPECT_NE(line_of(out, "T1-gles-memobj-fd-same-proc").find("FAIL"), std::string::npos) << out;
+  EXPECT_NE(line_of(out, "T1-gles-memobj-fd-same-proc").find("renderer=\"llvmpipe ("), std::string::npos) << out;
+}
+
+// An explicit --gl-driver=zink replaces a user's override (here the software DRI driver, llvmpipe) and says so.
+TEST_P(GlesProbe, ExplicitZinkReplacesUserOverride) {
+  int status = 0;
+  std::string out = run("--only=T1-gles-memobj-fd-cross-proc --gl-driver=zink", status,
+                        "MESA_LOADER_DRIVER_OVERRIDE=swrast LIBGL_ALWAYS_SOFTWARE=1");
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(phase_a_gl_line(out).find("GL driver: zink (requested zink): --gl-driver=zink; replaces "
+                                      "MESA_LOADER_DRIVER_OVERRIDE=swrast from the environment"),
+            std::string::npos) << out;
+  EXPECT_NE(line_of(out, "T1-gles-memobj-fd-cross-proc").find("OK glmap[i]=no glgpu[D]=rt"), std::string::npos) << out;
+}
+
+// A --gl-driver outside the accepted set is a usage error (exit 2) naming the option and the accepted names,
+// before any process is started.
+TEST_P(GlesProbe, UnknownGlDriverIsUsageError) {
+  int status = 0;
+  std::string out = run("--gl-driver=softpipe", status);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2) << out;
+  EXPECT_NE(out.find("--gl-driver: \"softpipe\" is not accepted: auto"), std::string::npos) << out;
+  for (const char* name : {"system", "zink", "llvmpipe"}) EXPECT_NE(out.find(name), std::string::npos) << out;
+  EXPECT_EQ(out.find("RESULT"), std::string::npos) << out;
+}
+
 // --no-gles turns the GLES rows into SKIP and the other rows still run.
-TEST(GlesProbe, NoGlesSkipsGlesRows) {
+TEST(GlesProbeGroups, NoGlesSkipsGlesRows) {
   int status = 0;
   std::string out = run_probe("--no-gles", status);
   EXPECT_NE(line_of(out, "T1-gles-memobj-fd-same-proc").find("SKIP why: excluded by --no-gles"), std::string::npos) << out;

@@ -25,6 +25,10 @@ TEST(PhaseAWire, RoundTripKeepsValuesAndErrors) {
   PhaseAFindings f;
   f.vulkan = e;
   f.selected = 1u;
+  f.gl_driver.requested = "auto";
+  f.gl_driver.served = "zink";
+  f.gl_driver.why = "auto: lavapipe";
+  f.gl_driver.env = {{"LIBGL_ALWAYS_SOFTWARE", "1"}, {"MESA_LOADER_DRIVER_OVERRIDE", "zink"}};
   f.gles = extmem::Error{"eglInitialize", extmem::ErrorKind::driver, "EGL_NOT_INITIALIZED", "no display"};
   f.cuda = extmem::Error{"dlopen(libcuda.so.1)", extmem::ErrorKind::unsupported, "no CUDA driver", "missing"};
   auto back = decode_phase_a(encode_phase_a(f));
@@ -40,6 +44,9 @@ TEST(PhaseAWire, RoundTripKeepsValuesAndErrors) {
   EXPECT_EQ(b.min_imported_host_pointer_alignment, 4096u);
   ASSERT_TRUE(back->selected);
   EXPECT_EQ(*back->selected, 1u);
+  EXPECT_EQ(back->gl_driver.served, "zink");
+  EXPECT_EQ(back->gl_driver.why, "auto: lavapipe");
+  EXPECT_EQ(back->gl_driver.env, f.gl_driver.env);
   ASSERT_FALSE(back->gles);
   EXPECT_EQ(back->gles.error().code, "EGL_NOT_INITIALIZED");
   EXPECT_EQ(back->gles.error().kind, extmem::ErrorKind::driver);

@@ -115,6 +115,8 @@ void define_options(CLI::App* cmd, State& st) {
   valued("--device", "DEVICE", "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)", "");
   valued("--jobs", "N", "Routes run side by side, 1..64 (at most one per CPU and per 512 MiB available); 0 or absent: 1", "");
   valued("--isolate", "none|route", "route: fresh processes for every route; none: warm workers (default)", "none");
+  valued("--gl-driver", "auto|system|zink|llvmpipe",
+         "GL for the GLES rows: auto (zink on lavapipe, else the system GL), system, zink or llvmpipe", "auto");
   st.args_file_opt = cmd->add_option("--args-file", st.args_file,
                                      "Read options from FILE: shell-like words, # comments; the command line wins")
                          ->type_name("FILE");
@@ -238,6 +240,7 @@ Runner add_probe(CLI::App& app) {
         w.phase_a_gl = w.phase_a_gl || d == "gl";
         w.phase_a_cuda = w.phase_a_cuda || d == "cuda";
       }
+      if (!state->text["--gl-driver"].empty()) w.gl_driver = state->text["--gl-driver"];
       for (const std::string& d : state->warm) {
         w.warm_gl = w.warm_gl || d == "gl";
         w.warm_cuda = w.warm_cuda || d == "cuda";
@@ -285,6 +288,7 @@ Runner add_probe(CLI::App& app) {
       state->child_args.soak_s = opts.soak_s;
       state->child_args.measure = opts.measure;
       state->child_args.measure_repeats = opts.measure_repeats;
+      state->child_args.gl_driver = opts.gl_driver;
       return probe::run_child(state->child_args);
     }
     if (!state->list_routes.empty()) {

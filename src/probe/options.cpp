@@ -11,6 +11,7 @@
 #include "extmem/core/duration.h"
 #include "extmem/os/file.h"
 #include "extmem/probe/probe.h"
+#include "probe/gl_driver.h"
 #include "probe/layout.h"
 #include "probe/routes.h"
 
@@ -103,6 +104,8 @@ Status parse_option(ProbeOptions& o, std::string_view name, const std::string& t
     o.isolate = text;
   } else if (name == "--memory-type") {
     o.memory_type = text;
+  } else if (name == "--gl-driver") {
+    o.gl_driver = text;
   } else if (name == "--json" || name == "--junit" || name == "--output" || name == "--verdict-file") {
     // Empty would read as "not given": the run would write no file and say nothing.
     if (text.empty()) return usage(std::string(name), fmt::format("the path is empty; accepted: {}", kPathAccepts));
@@ -149,6 +152,8 @@ Status validate(const ProbeOptions& o) {
   if (o.memory_type != "auto" && o.memory_type != "all" &&
       (o.memory_type.empty() || o.memory_type.size() > 2 || o.memory_type.find_first_not_of("0123456789") != std::string::npos))
     return usage("--memory-type", fmt::format("\"{}\" is not accepted: {}", o.memory_type, kMemoryTypeAccepts));
+  if (!gl_driver_name_ok(o.gl_driver))
+    return usage("--gl-driver", fmt::format("\"{}\" is not accepted: {}", o.gl_driver, kGlDriverAccepts));
   return {};
 }
 

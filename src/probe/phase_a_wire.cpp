@@ -26,6 +26,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Enumeration, library, driver_version, devices
 }  // namespace extmem
 
 namespace extmem::probe {
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GlDriverChoice, requested, served, why, env)
 namespace {
 
 using nlohmann::json;
@@ -44,7 +45,8 @@ Result<T> unpart(const json& j) {
 }  // namespace
 
 std::string encode_phase_a(const PhaseAFindings& f) {
-  return json{{"vulkan", part(f.vulkan)}, {"selected", part(f.selected)}, {"gles", part(f.gles)}, {"cuda", part(f.cuda)}}
+  return json{{"vulkan", part(f.vulkan)}, {"selected", part(f.selected)}, {"gl_driver", f.gl_driver}, {"gles", part(f.gles)},
+              {"cuda", part(f.cuda)}}
       .dump();
 }
 
@@ -55,6 +57,7 @@ Result<PhaseAFindings> decode_phase_a(std::string_view text) {
     PhaseAFindings f;
     f.vulkan = unpart<vk::VulkanEnumeration>(j.at("vulkan"));
     f.selected = unpart<std::uint32_t>(j.at("selected"));
+    f.gl_driver = j.at("gl_driver").get<GlDriverChoice>();
     f.gles = unpart<gles::GlesInfo>(j.at("gles"));
     f.cuda = unpart<cuda::Enumeration>(j.at("cuda"));
     return f;

@@ -10,6 +10,7 @@
 #include "extmem/cuda/enumerate.h"
 #include "extmem/core/error.h"
 #include "extmem/gles/enumerate.h"
+#include "extmem/probe/findings.h"
 #include "extmem/vulkan/enumerate.h"
 
 namespace extmem::probe {
@@ -18,6 +19,7 @@ namespace extmem::probe {
 struct PhaseAFindings {
   Result<vk::VulkanEnumeration> vulkan = Error{"phase A", ErrorKind::protocol, {}, "not enumerated"};
   Result<std::uint32_t> selected = Error{"phase A", ErrorKind::protocol, {}, "no device selected"};  ///< vk::select_device
+  GlDriverChoice gl_driver;  ///< put in place before the EGL context was made
   Result<gles::GlesInfo> gles = Error{"phase A", ErrorKind::protocol, {}, "not enumerated"};
   Result<cuda::Enumeration> cuda = Error{"phase A", ErrorKind::protocol, {}, "not enumerated"};
 };

@@ -16,6 +16,7 @@ void write_phase_a(std::ostream& out, const PhaseA& a, const ProbeOptions& o) {
   const vk::DeviceInfo& dev = a.device();
   print_context(out, a.context);
   print_vulkan(out, a.vulkan, static_cast<int>(a.selected), false);
+  print_gl_driver(out, a.gl_driver, a.gles);
   print_gles(out, a.gles, dev);
   print_cuda(out, a.cuda, dev.device_uuid);
   out << fmt::format("== routes (size={} bytes, regions at {}, timeout={:g} s{}{}{})\n", o.size,

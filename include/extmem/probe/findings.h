@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,18 @@ struct RunContext {
   std::string kernel;   ///< uname release
 };
 
+/// Which GL implementation the GLES rows run on, and why (--gl-driver; docs/probe.md,
+/// "Which GL serves"). Decided in each process that does GL before libEGL is loaded.
+struct GlDriverChoice {
+  std::string requested = "auto";  ///< --gl-driver as given: auto, system, zink or llvmpipe
+  std::string served = "system";   ///< system (the environment as the probe found it), zink or llvmpipe
+  std::string why;                 ///< the rule that picked `served`, naming what it looked at
+  /// Variables the probe set in the process environment, in order; empty when it set none.
+  std::vector<std::pair<std::string, std::string>> env;
+  /// "NAME=value NAME=value", or "none".
+  std::string env_text() const;
+};
+
 /// Phase A: everything enumerated before any route runs.
 struct PhaseA {
   RunContext context;
@@ -37,6 +50,8 @@ struct PhaseA {
   std::uint32_t selected = 0;  ///< index into vulkan.devices of the device the routes use
   /// The headless EGL/GLES context's description, or why there is none.
   Result<gles::GlesInfo> gles = Error{"EGL/GLES", ErrorKind::unsupported, {}, "not enumerated"};
+  /// The GL driver put in place before the EGL context of phase A was made.
+  GlDriverChoice gl_driver;
   /// The CUDA driver's devices, or why there are none (not built, no driver, missing symbol).
   Result<cuda::Enumeration> cuda = Error{"CUDA", ErrorKind::unsupported, {}, "not enumerated"};
 

@@ -49,6 +49,7 @@ struct ProbeOptions {
   std::string verdict_path;           ///< --verdict-file=FILE: run() writes the one verdict line there at the end; empty = none
   unsigned jobs = 0;                  ///< --jobs: routes run side by side, 1..64; 0 = the default, 1 lane (default_jobs)
   std::string isolate = "none";       ///< --isolate: "none" (warm workers) or "route" (fresh processes per route)
+  std::string gl_driver = "auto";     ///< --gl-driver: auto, system, zink or llvmpipe (docs/probe.md, "Which GL serves")
   std::string self_exe = "/proc/self/exe";  ///< binary re-executed in child mode (tests point it at extmem)
 };
 
@@ -60,7 +61,7 @@ std::vector<std::string> row_names();
 
 /// Sets the option `name` ("--size", "--timeout", "--soak", "--measure-size",
 /// "--measure-repeats", "--jobs", "--isolate", "--memory-type", "--json",
-/// "--junit", "--output", "--verdict-file", "--device") of `options` from its
+/// "--junit", "--output", "--verdict-file", "--device", "--gl-driver") of `options` from its
 /// command-line `text`: numbers must be plain decimal (a sign or a suffix is
 /// refused), --timeout and --soak are durations (extmem/core/duration.h, within
 /// kTimeoutRange / kSoakRange, refused in parse_duration's words), paths and
@@ -72,7 +73,7 @@ Status parse_option(ProbeOptions& options, std::string_view name, const std::str
 /// Checks option values that need no driver, the one place they are checked:
 /// size shape, timeout and soak ranges, row and group names, --jobs 0..64 (0 =
 /// the default), --isolate, --memory-type's form, measure size and repeats, the
-/// JSON, JUnit, output and verdict files can be created (nothing is left behind). Errors: invalid_argument, step = the
+/// JSON, JUnit, output and verdict files can be created (nothing is left behind), --gl-driver is a known name. Errors: invalid_argument, step = the
 /// option name, detail = what was wrong and what is accepted.
 Status validate(const ProbeOptions& options);
 
@@ -101,6 +102,7 @@ struct ChildArgs {
   bool measure = false;           ///< --measure: collect figures (probe/measure.h)
   unsigned measure_repeats = 5;   ///< samples per figure
   int memory_type = -1;           ///< exporting side's memory type; -1 = auto
+  std::string gl_driver = "auto"; ///< the GL driver the parent chose (system, zink, llvmpipe), or auto
 };
 
 /// Child mode (`extmem probe --child=ROW --role=...`): expects the peer socket

@@ -1,5 +1,6 @@
 // extmem::probe::find(): phase A, the plan, the rows; nothing printed.
 #include <algorithm>
+#include <cstdlib>
 #include <future>
 #include <optional>
 
@@ -8,6 +9,7 @@
 #include "extmem/os/clock.h"
 #include "extmem/probe/findings.h"
 #include "extmem/probe/probe.h"
+#include "probe/gl_driver.h"
 #include "probe/layout.h"
 #include "probe/phase_a_wire.h"
 #include "probe/parent/phase_a.h"
@@ -64,16 +66,34 @@ Status fits_the_heap(const ProbeOptions& o, const vk::DeviceInfo& dev) {
 }
 
 // Phase A in this process: what the warm worker would have sent, found here
-// (--isolate=route, --list-devices, or nothing to run). EGL and CUDA start up on
-// their own threads while Vulkan enumerates.
-PhaseAFindings local_phase_a(const std::string& device) {
-  auto gles_future = std::async(std::launch::async, [] { return gles::enumerate(); });
-  auto cuda_future = std::async(std::launch::async, [] { return cuda::enumerate(); });
+// (--isolate=route, --list-devices, or nothing to run). CUDA starts up on its own
+// thread while Vulkan enumerates; EGL too, unless --gl-driver=auto must see the
+// selected Vulkan device first (then EGL follows the enumeration, as in the worker).
+// The GL driver goes into this process's environment, which the route children inherit.
+PhaseAFindings local_phase_a(const std::string& device, const std::string& gl_request) {
   PhaseAFindings f;
+  const char* user = std::getenv("MESA_LOADER_DRIVER_OVERRIDE");
+  const bool needs_device = gl_request == "auto" && user == nullptr;
+  const std::string vendor_file = mesa_egl_vendor_file();
+  std::future<Result<gles::GlesInfo>> gles_future;
+  if (!needs_device) {
+    f.gl_driver = choose_gl_driver(gl_request, std::nullopt, user, vendor_file);
+    apply_gl_driver(f.gl_driver);  // before any other thread runs: setenv must not race a getenv
+    gles_future = std::async(std::launch::async, [] { return gles::enumerate(); });
+  }
+  auto cuda_future = std::async(std::launch::async, [] { return cuda::enumerate(); });
   f.vulkan = vk::enumerate();
   if (f.vulkan) f.selected = vk::select_device(f.vulkan->devices, device);
+  if (needs_device) {
+    std::optional<VulkanDriverFacts> facts;
+    if (f.vulkan && f.selected) facts = facts_of(f.vulkan->devices.at(*f.selected));
+    f.gl_driver = choose_gl_driver(gl_request, facts, user, vendor_file);
+    if (!f.gl_driver.env.empty()) f.cuda = cuda_future.get();  // CUDA's thread done before setenv
+    apply_gl_driver(f.gl_driver);
+    gles_future = std::async(std::launch::async, [] { return gles::enumerate(); });
+  }
   f.gles = gles_future.get();
-  f.cuda = cuda_future.get();
+  if (cuda_future.valid()) f.cuda = cuda_future.get();
   return f;
 }
 
@@ -106,6 +126,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   engine.measure_repeats = o.measure_repeats;
   engine.jobs = o.measure || o.soak_s > 0 ? 1 : (o.jobs == 0 ? default_jobs() : std::min(o.jobs, jobs_limit()));
   engine.isolate_route = o.isolate == "route";
+  engine.base.gl_driver = o.gl_driver;  // warm workers each decide what auto means before their EGL starts
   // Warm workers start first and the first one enumerates phase A, so this process
   // loads no driver: driver start-up, not route work, is most of a run's time and memory.
   // Before phase A only the filters decide rows (which drivers the workers open up front).
@@ -122,7 +143,10 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
       found = std::move(*a);
     }
   }
-  if (!found) found = local_phase_a(o.device);
+  if (!found) {
+    found = local_phase_a(o.device, o.gl_driver);
+    engine.base.gl_driver = found->gl_driver.served;  // fresh children put in place what phase A chose
+  }
   if (!found->vulkan) return Error{"cannot run", ErrorKind::unsupported, {}, found->vulkan.error().message()};
   f.phase_a.vulkan = std::move(*found->vulkan);
   if (!found->selected) {
@@ -138,6 +162,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   auto memory_types = memory_type_plan(o.memory_type, dev);
   if (!memory_types) return std::move(memory_types).error();
   engine.base.device_index = *found->selected;
+  f.phase_a.gl_driver = found->gl_driver;
   f.phase_a.gles = std::move(found->gles);
   f.phase_a.cuda = std::move(found->cuda);
   if (callbacks.phase_a) callbacks.phase_a(f.phase_a);

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "probe/gl_driver.h"
+
 namespace extmem::probe {
 
 RunContext read_run_context() {
@@ -66,6 +68,22 @@ void print_gles(std::ostream& out, const Result<gles::GlesInfo>& r, const vk::De
   out << fmt::format("  GL_DEVICE_UUID_EXT={} ({} Vulkan deviceUUID) GL_DRIVER_UUID_EXT={} ({} Vulkan driverUUID)\n",
                      g.device_uuid.empty() ? "n/a" : g.device_uuid, gles::compare_uuid(g.device_uuid, vk.device_uuid),
                      g.driver_uuid.empty() ? "n/a" : g.driver_uuid, gles::compare_uuid(g.driver_uuid, vk.driver_uuid));
+}
+
+void print_gl_driver(std::ostream& out, const GlDriverChoice& c, const Result<gles::GlesInfo>& info) {
+  out << fmt::format("== phase A: GL driver: {} (requested {}): {}; env set: {}\n", c.served, c.requested, c.why,
+                     c.env_text());
+  if (info && !renderer_matches(c, info->gl_renderer))
+    out << fmt::format("  but GL_RENDERER={} is not {}: the environment did not reach Mesa's loader\n", info->gl_renderer,
+                       c.served);
+}
+
+nlohmann::json to_json(const GlDriverChoice& c, const Result<gles::GlesInfo>& info) {
+  nlohmann::json env = nlohmann::json::object();
+  for (const auto& [name, value] : c.env) env[name] = value;
+  return {{"requested", c.requested}, {"served", c.served}, {"why", c.why}, {"env", env},
+          {"gl_renderer", info ? nlohmann::json(info->gl_renderer) : nlohmann::json(nullptr)},
+          {"renderer_matches", info ? nlohmann::json(renderer_matches(c, info->gl_renderer)) : nlohmann::json(nullptr)}};
 }
 
 nlohmann::json to_json(const Result<gles::GlesInfo>& r, const vk::DeviceInfo& vk) {

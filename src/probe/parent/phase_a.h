@@ -20,6 +20,11 @@ void print_vulkan(std::ostream& out, const vk::VulkanEnumeration& e, int selecte
 
 /// GLES part; `selected` is the Vulkan device whose UUIDs the GL ones are compared with.
 void print_gles(std::ostream& out, const Result<gles::GlesInfo>& info, const vk::DeviceInfo& selected);
+/// "== phase A: GL driver: <served> (requested <requested>): <why>; env: …", and a
+/// warning line when GL_RENDERER does not show the driver that was asked for.
+void print_gl_driver(std::ostream& out, const GlDriverChoice& choice, const Result<gles::GlesInfo>& info);
+/// The "gl_driver" object of the JSON document (docs/probe-result.schema.json).
+nlohmann::json to_json(const GlDriverChoice& choice, const Result<gles::GlesInfo>& info);
 
 nlohmann::json to_json(const RunContext& ctx);
 nlohmann::json to_json(const Result<gles::GlesInfo>& info, const vk::DeviceInfo& selected);

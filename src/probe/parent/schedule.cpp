@@ -81,7 +81,7 @@ Engine::Engine(const EngineOptions& options, const std::vector<PlannedRow>& may_
   s.lanes = static_cast<unsigned>(std::clamp<std::size_t>(runnable, 1, std::max(options.jobs, 1u)));
   if (options.isolate_route || runnable == 0) return;
   for (unsigned i = 0; i < s.lanes; ++i) {
-    WorkerWarmth warmth{gl && i == 0, cuda && i == (s.lanes > 1 ? 1u : 0u)};
+    WorkerWarmth warmth{gl && i == 0, cuda && i == (s.lanes > 1 ? 1u : 0u), options.base.gl_driver};
     std::vector<std::string> device_args = {fmt::format("--device-index={}", options.base.device_index)};
     if (options.select_device) {
       device_args = {"--worker-select"};  // an empty --device is the default device: no "--worker-device=" then

@@ -174,6 +174,7 @@ std::vector<std::string> child_argv(const RouteDef& route, Role role, const Supe
     argv.push_back(fmt::format("--measure-repeats={}", p.measure_repeats));
   }
   if (p.memory_type >= 0) argv.push_back(fmt::format("--memory-type-index={}", p.memory_type));
+  argv.push_back("--gl-driver=" + p.gl_driver);
   return argv;
 }
 

@@ -16,6 +16,7 @@ Result<WorkerProcess*> Lane::worker(Slot which) {
     if (a.rfind("--phase-a", 0) != 0 || which == Slot::a) argv.push_back(a);
   if (warmth_.gl && which == Slot::a) argv.emplace_back("--warm=gl");
   if (warmth_.cuda) argv.emplace_back("--warm=cuda");
+  argv.push_back("--gl-driver=" + warmth_.gl_driver);
   auto child = os::ChildProcess::spawn(exe_, argv, {sockets->second.fd()});
   if (!child) return std::move(child).error();
   trace::event(fmt::format("spawned worker {} pid {}", which == Slot::a ? "A" : "B", child->pid()));

@@ -9,6 +9,7 @@
 #include "extmem/probe/probe.h"
 #include "probe/routes.h"
 #include "probe/worker/child_context.h"
+#include "probe/worker/drivers.h"
 #include "probe/worker/measure.h"
 
 namespace extmem::probe {
@@ -32,6 +33,9 @@ int run_child(const ChildArgs& a) {
   ChildParams p{a.row, a.role == "server" ? Role::server : Role::client, a.device_index, Layout{a.size, a.regions_at_end},
                 a.soak_s};
   p.memory_type = a.memory_type;
+  // Before any driver loads: Mesa takes its GL driver from the environment as libEGL starts.
+  drivers::set_gl_request(a.gl_driver, a.device_index);
+  if (route->needs.gl) (void)drivers::gl_driver();
   if (a.measure) measure::enable(a.measure_repeats);
   ChildContext ctx(p, os::Channel(os::UniqueFd(3)), os::Channel(os::UniqueFd(4)));
   return p.role == Role::server ? route->server.main(ctx) : route->client.main(ctx);

@@ -1,6 +1,7 @@
 #include "probe/worker/drivers.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <optional>
 
@@ -31,6 +32,33 @@ std::map<std::uint32_t, Result<std::shared_ptr<vk::Device>>>& kept_devices() {
 Kept<gles::EglContext>& kept_egl() {
   static auto* k = new Kept<gles::EglContext>();
   return *k;
+}
+
+struct GlRequest {
+  std::string requested = "auto";
+  std::uint32_t device_index = 0;
+  std::optional<GlDriverChoice> chosen;
+  bool applied = false;
+};
+
+GlRequest& gl_request() {
+  static auto* r = new GlRequest();
+  return *r;
+}
+
+// The selected device as `auto` needs it, from the kept instance: properties only.
+std::optional<VulkanDriverFacts> device_facts(std::uint32_t index) {
+  auto inst = vulkan_instance();
+  if (!inst) return std::nullopt;
+  auto pds = (*inst)->physical_devices();
+  if (!pds || index >= pds->size()) return std::nullopt;
+  VkPhysicalDeviceProperties base{};
+  (*inst)->fn().vkGetPhysicalDeviceProperties((*pds)[index], &base);
+  VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  if (base.apiVersion >= VK_API_VERSION_1_2) p2.pNext = &drv;  // the struct is core from 1.2 (lavapipe: 1.3)
+  (*inst)->fn().vkGetPhysicalDeviceProperties2((*pds)[index], &p2);
+  return VulkanDriverFacts{p2.properties.vendorID, p2.properties.deviceName, drv.driverName};
 }
 
 Result<std::shared_ptr<vk::Device>> open(std::uint32_t index, const std::vector<std::string>& extensions) {
@@ -66,9 +94,37 @@ Result<std::shared_ptr<vk::Device>> vulkan_device(std::uint32_t index, const std
   return it->second;
 }
 
+void set_gl_request(std::string requested, std::uint32_t device_index) {
+  GlRequest& r = gl_request();
+  r.requested = std::move(requested);
+  r.device_index = device_index;
+}
+
+const GlDriverChoice& decide_gl_driver() {
+  GlRequest& r = gl_request();
+  if (!r.chosen) {
+    const char* user = std::getenv("MESA_LOADER_DRIVER_OVERRIDE");
+    std::optional<VulkanDriverFacts> facts;
+    if (r.requested == "auto" && user == nullptr) facts = device_facts(r.device_index);
+    r.chosen = choose_gl_driver(r.requested, facts, user, mesa_egl_vendor_file());
+  }
+  return *r.chosen;
+}
+
+const GlDriverChoice& gl_driver() {
+  GlRequest& r = gl_request();
+  (void)decide_gl_driver();
+  if (!r.applied) {
+    apply_gl_driver(*r.chosen);
+    r.applied = true;
+  }
+  return *r.chosen;
+}
+
 Result<std::shared_ptr<gles::EglContext>> egl_context() {
   Kept<gles::EglContext>& k = kept_egl();
   if (!k) {
+    (void)gl_driver();
     auto created = gles::EglContext::create();
     if (created)
       k.emplace(std::shared_ptr<gles::EglContext>(std::move(*created)));

@@ -14,6 +14,7 @@
 
 #include "extmem/core/error.h"
 #include "extmem/cuda/enumerate.h"
+#include "probe/gl_driver.h"
 #include "gles/egl_context.h"
 #include "vulkan/context.h"
 
@@ -32,8 +33,24 @@ const std::vector<std::string>& route_device_extensions();
 /// `wanted` outside route_device_extensions(): a fresh device for this caller only.
 Result<std::shared_ptr<vk::Device>> vulkan_device(std::uint32_t index, const std::vector<std::string>& wanted);
 
+/// Records --gl-driver for this process (auto, system, zink or llvmpipe; checked
+/// by the parent) and the Vulkan device index `auto` looks at. Loads nothing.
+void set_gl_request(std::string requested, std::uint32_t device_index);
+
+/// The GL driver of this process (gl_driver.h), decided on the first call and
+/// written into the environment then, so it must come before libEGL is loaded
+/// and while no other thread reads the environment; egl_context() calls it.
+/// `auto` without a user MESA_LOADER_DRIVER_OVERRIDE reads the device's
+/// VkPhysicalDeviceProperties2 on the kept instance (no device is created);
+/// an instance or device that cannot be read makes it the system GL, saying why.
+const GlDriverChoice& gl_driver();
+
+/// gl_driver()'s decision without writing the environment (yet): a caller that
+/// has other threads running learns whether it must let them finish first.
+const GlDriverChoice& decide_gl_driver();
+
 /// The process's EGL/GLES context (gles::EglContext::create), created on first use
-/// and kept, current on this thread. Pending GL errors are drained before it is
+/// and kept, current on this thread; gl_driver() is put in place first. Pending GL errors are drained before it is
 /// handed out, so a route never reads an error left by the previous one.
 /// Errors: gles::EglContext::create()'s, kept like vulkan_device()'s.
 Result<std::shared_ptr<gles::EglContext>> egl_context();

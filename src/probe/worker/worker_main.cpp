@@ -133,6 +133,12 @@ int run_worker(const WorkerArgs& a) {
     if (found.selected) device_index = *found.selected;
     trace::event("vulkan enumerated");
   }
+  // The GL driver is chosen here, once the device is known and before libEGL (and the
+  // lavapipe device, with its threads) is loaded: Mesa reads the environment as it starts.
+  drivers::set_gl_request(a.gl_driver, device_index);
+  if (!drivers::decide_gl_driver().env.empty() && cuda_found.valid())
+    found.cuda = cuda_found.get();  // setenv must not race cuInit's getenv; CUDA has then already started
+  found.gl_driver = drivers::gl_driver();
   auto device = drivers::vulkan_device(device_index, {});
   trace::event("vulkan device");
   if (a.warm_gl || (a.phase_a && a.phase_a_gl)) {
@@ -143,7 +149,10 @@ int run_worker(const WorkerArgs& a) {
     found.gles = not_started("GLES");
   }
   if (a.phase_a) {
-    found.cuda = cuda_found.valid() ? cuda_found.get() : Result<cuda::Enumeration>(not_started("CUDA"));
+    if (cuda_found.valid())
+      found.cuda = cuda_found.get();
+    else if (!a.phase_a_cuda)
+      found.cuda = not_started("CUDA");
     if (!control.send(os::MsgType::findings, encode_phase_a(found)).ok()) return 0;
     trace::event("phase A sent");
   }
