@@ -1,5 +1,6 @@
 #include "probe/phase_a_wire.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace extmem {
@@ -64,6 +65,10 @@ Result<PhaseAFindings> decode_phase_a(std::string_view text) {
   } catch (const json::exception& e) {
     return Error{"decode phase A", ErrorKind::protocol, {}, e.what()};
   }
+}
+
+Error driver_not_started(const char* driver) {
+  return Error{fmt::format("not started, no selected row uses {}", driver), ErrorKind::unsupported, {}, {}};
 }
 
 }  // namespace extmem::probe

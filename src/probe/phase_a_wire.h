@@ -24,6 +24,10 @@ struct PhaseAFindings {
   Result<cuda::Enumeration> cuda = Error{"phase A", ErrorKind::protocol, {}, "not enumerated"};
 };
 
+/// The finding for a driver phase A did not start because no selected row uses it
+/// (`driver`: "GLES" or "CUDA"): both modes report it in the same words.
+Error driver_not_started(const char* driver);
+
 /// JSON text of `f` (under os::kMaxPayload for any device count a machine has).
 std::string encode_phase_a(const PhaseAFindings& f);
 

@@ -70,8 +70,10 @@ Status fits_the_heap(const ProbeOptions& o, const vk::DeviceInfo& dev) {
 // thread while Vulkan enumerates; EGL too, unless --gl-driver=auto must see the
 // selected Vulkan device first (then EGL follows the enumeration, as in the worker).
 // The GL driver goes into this process's environment, which the route children inherit.
-PhaseAFindings local_phase_a(const std::string& device, const std::string& gl_request) {
+PhaseAFindings local_phase_a(const std::string& device, const std::string& gl_request, bool gl, bool cuda) {
   PhaseAFindings f;
+  if (!gl) f.gles = driver_not_started("GLES");
+  if (!cuda) f.cuda = driver_not_started("CUDA");
   const char* user = std::getenv("MESA_LOADER_DRIVER_OVERRIDE");
   const bool needs_device = gl_request == "auto" && user == nullptr;
   const std::string vendor_file = mesa_egl_vendor_file();
@@ -79,20 +81,21 @@ PhaseAFindings local_phase_a(const std::string& device, const std::string& gl_re
   if (!needs_device) {
     f.gl_driver = choose_gl_driver(gl_request, std::nullopt, user, vendor_file);
     apply_gl_driver(f.gl_driver);  // before any other thread runs: setenv must not race a getenv
-    gles_future = std::async(std::launch::async, [] { return gles::enumerate(); });
+    if (gl) gles_future = std::async(std::launch::async, [] { return gles::enumerate(); });
   }
-  auto cuda_future = std::async(std::launch::async, [] { return cuda::enumerate(); });
+  std::future<Result<cuda::Enumeration>> cuda_future;
+  if (cuda) cuda_future = std::async(std::launch::async, [] { return cuda::enumerate(); });
   f.vulkan = vk::enumerate();
   if (f.vulkan) f.selected = vk::select_device(f.vulkan->devices, device);
   if (needs_device) {
     std::optional<VulkanDriverFacts> facts;
     if (f.vulkan && f.selected) facts = facts_of(f.vulkan->devices.at(*f.selected));
     f.gl_driver = choose_gl_driver(gl_request, facts, user, vendor_file);
-    if (!f.gl_driver.env.empty()) f.cuda = cuda_future.get();  // CUDA's thread done before setenv
+    if (!f.gl_driver.env.empty() && cuda_future.valid()) f.cuda = cuda_future.get();  // CUDA's thread done before setenv
     apply_gl_driver(f.gl_driver);
-    gles_future = std::async(std::launch::async, [] { return gles::enumerate(); });
+    if (gl) gles_future = std::async(std::launch::async, [] { return gles::enumerate(); });
   }
-  f.gles = gles_future.get();
+  if (gles_future.valid()) f.gles = gles_future.get();
   if (cuda_future.valid()) f.cuda = cuda_future.get();
   return f;
 }
@@ -132,10 +135,17 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   // Before phase A only the filters decide rows (which drivers the workers open up front).
   std::optional<Engine> warm;
   std::optional<PhaseAFindings> found;
+  const std::vector<PlannedRow> early_plan = plan_rows(o, {-1}, PhaseAFacts{});
+  bool uses_gl = false, uses_cuda = false;  // EGL and CUDA start only for a row that may use them
+  for (const PlannedRow& r : early_plan) {
+    if (r.decided) continue;
+    uses_gl = uses_gl || r.route->needs.gl;
+    uses_cuda = uses_cuda || r.route->needs.cuda;
+  }
   if (!o.list_devices && !engine.isolate_route) {
     EngineOptions early = engine;
     early.select_device = o.device;
-    warm.emplace(early, plan_rows(o, {-1}, PhaseAFacts{}));
+    warm.emplace(early, early_plan);
     if (warm->finds_phase_a()) {
       auto a = warm->phase_a(o.timeout_s);
       trace::event("phase A received");
@@ -144,7 +154,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
     }
   }
   if (!found) {
-    found = local_phase_a(o.device, o.gl_driver);
+    found = local_phase_a(o.device, o.gl_driver, uses_gl, uses_cuda);
     engine.base.gl_driver = found->gl_driver.served;  // fresh children put in place what phase A chose
   }
   if (!found->vulkan) return Error{"cannot run", ErrorKind::unsupported, {}, found->vulkan.error().message()};

@@ -70,10 +70,6 @@ std::optional<ChildParams> job_params(const json& j, std::uint32_t device_index,
   }
 }
 
-Error not_started(const char* driver) {
-  return Error{fmt::format("not started, no selected row uses {}", driver), ErrorKind::unsupported, {}, {}};
-}
-
 }  // namespace
 
 HygieneSnapshot HygieneSnapshot::take() {
@@ -146,13 +142,13 @@ int run_worker(const WorkerArgs& a) {
     found.gles = egl ? Result<gles::GlesInfo>(gles::describe(**egl)) : Result<gles::GlesInfo>(egl.error());
     trace::event("egl context");
   } else {
-    found.gles = not_started("GLES");
+    found.gles = driver_not_started("GLES");
   }
   if (a.phase_a) {
     if (cuda_found.valid())
       found.cuda = cuda_found.get();
     else if (!a.phase_a_cuda)
-      found.cuda = not_started("CUDA");
+      found.cuda = driver_not_started("CUDA");
     if (!control.send(os::MsgType::findings, encode_phase_a(found)).ok()) return 0;
     trace::event("phase A sent");
   }
