@@ -53,6 +53,8 @@ EXTMEM_SAME_TYPE(CUresult)
 EXTMEM_SAME_TYPE(CUuuid)
 EXTMEM_SAME_TYPE(CUctx_st)
 EXTMEM_SAME_TYPE(CUextMemory_st)
+EXTMEM_SAME_TYPE(CUevent_st)
+EXTMEM_SAME_TYPE(CUstream_st)
 EXTMEM_SAME_TYPE(CUdevice_attribute)
 EXTMEM_SAME_TYPE(CUexternalMemoryHandleType)
 EXTMEM_SAME_TYPE(CUDA_EXTERNAL_MEMORY_HANDLE_DESC)
@@ -73,6 +75,8 @@ static_assert(std::is_same_v<ours::CUdeviceptr, ::CUdeviceptr>);
 static_assert(std::is_same_v<ours::CUmemGenericAllocationHandle, ::CUmemGenericAllocationHandle>);
 static_assert(std::is_same_v<theirs_t<ours::CUcontext>, ::CUcontext>);
 static_assert(std::is_same_v<theirs_t<ours::CUexternalMemory>, ::CUexternalMemory>);
+static_assert(std::is_same_v<theirs_t<ours::CUevent>, ::CUevent>);
+static_assert(std::is_same_v<theirs_t<ours::CUstream>, ::CUstream>);
 
 // Enums: same size and underlying type, and every enumerator we declare has cuda.h's value.
 #define EXTMEM_SAME_ENUM(name)                                                                   \
@@ -101,6 +105,7 @@ EXTMEM_SAME_VALUE(CU_MEM_ALLOCATION_TYPE_PINNED)
 EXTMEM_SAME_VALUE(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
 EXTMEM_SAME_VALUE(CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
 EXTMEM_SAME_VALUE(CU_MEM_ALLOC_GRANULARITY_MINIMUM)
+EXTMEM_SAME_VALUE(CU_EVENT_DEFAULT)
 #undef EXTMEM_SAME_VALUE
 // The two cuda.h macros, against the copies taken before cuda.h was included.
 static_assert(kOurDeviceMap == CU_MEMHOSTREGISTER_DEVICEMAP);

@@ -90,4 +90,66 @@ TEST(FieldChecks, SoakRejectsBadValues) {
   }
 }
 
+// An OPAQUE_FD import of fds no driver exported: lavapipe refuses both with
+// VK_ERROR_INVALID_EXTERNAL_HANDLE (the conformant answer, so the legs read rt
+// and the row is OK), and closes the fd it refused (measured on Mesa 22.3).
+TEST(FieldChecks, ForeignFdsAreRefusedWithTheirCode) {
+  ProbeRun r = probe("--only=T1-opaque-fd-foreign-fd");
+  std::string line = line_of(r.out, "T1-opaque-fd-foreign-fd");
+  EXPECT_TRUE(has(line, "T1-opaque-fd-foreign-fd OK memfd[D]=rt tmpfs[D]=rt |")) << line;
+  EXPECT_TRUE(has(line, "memfd: refused=VK_ERROR_INVALID_EXTERNAL_HANDLE fd-consumed=yes (a failed import closed an fd it did not own)"))
+      << line;
+  EXPECT_TRUE(has(line, "tmpfs: refused=VK_ERROR_INVALID_EXTERNAL_HANDLE")) << line;
+  EXPECT_TRUE(has(line, "tmpfs file in ")) << line;
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+// Negative control: handed an fd the driver did export, the import is accepted, and that is a FAIL naming the step.
+TEST(FieldChecks, AnAcceptedForeignFdFails) {
+  ProbeRun r = probe("--only=T1-opaque-fd-foreign-fd", "EXTMEM_TEST_FAULT=T1-opaque-fd-foreign-fd:server:memfd_create:exported");
+  std::string line = line_of(r.out, "T1-opaque-fd-foreign-fd");
+  EXPECT_TRUE(has(line, "T1-opaque-fd-foreign-fd PARTIAL memfd[D]=no tmpfs[D]=rt")) << line;
+  EXPECT_TRUE(has(line, "vkAllocateMemory(import OPAQUE_FD of a memfd no driver exported) -> VK_SUCCESS")) << line;
+  EXPECT_TRUE(has(line, "memfd: accepted (a finding")) << line;
+  EXPECT_EQ(r.code, 1) << r.out;
+}
+
+// A driver that crashes on the foreign import takes only its worker down: the row is FAIL naming the step.
+TEST(FieldChecks, ACrashOnTheForeignImportIsThatRowsFail) {
+  ProbeRun r = probe("--only=T1-opaque-fd-foreign-fd",
+                     "'EXTMEM_TEST_FAULT=T1-opaque-fd-foreign-fd:server:import OPAQUE_FD of a memfd:abort'");
+  std::string line = line_of(r.out, "T1-opaque-fd-foreign-fd");
+  EXPECT_TRUE(has(line, "FAIL")) << line;
+  EXPECT_TRUE(has(line, "SIGABRT")) << line;
+  EXPECT_TRUE(has(line, "vkAllocateMemory(import OPAQUE_FD of a memfd no driver exported)")) << line;
+  EXPECT_EQ(r.code, 1) << r.out;
+}
+
+// Re-export of imported memory on lavapipe: exportFromImportedHandleTypes has OPAQUE_FD (promised),
+// and the third mapping shares the bytes both ways.
+TEST(FieldChecks, ReexportedImportSharesTheBytes) {
+  ProbeRun r = probe("--only=T1-opaque-fd");
+  std::string line = line_of(r.out, "T1-opaque-fd");
+  EXPECT_TRUE(has(line, "T1-opaque-fd OK rawmmap[i]=no vkimport[D]=rt gpu[D]=rt reexport[i]=rt")) << line;
+  EXPECT_TRUE(has(line, "reexport: exportFromImported=0x1 (promised)")) << line;
+  EXPECT_TRUE(has(line, "reimport fd-consumed=yes firstImportSeesD=yes")) << line;
+}
+
+// The host-pointer size matrix and invalid pointers as lavapipe answers them (Mesa 22.3): it
+// accepts every size, off-alignment too, and a NULL and an unaligned pointer; each acceptance of
+// invalid input is marked a finding, and none of it touches the verdict.
+TEST(FieldChecks, HostPointerSizeMatrixAndInvalidPointers) {
+  ProbeRun r = probe("--only=T3-external-memory-host");
+  std::string line = line_of(r.out, "T3-external-memory-host");
+  EXPECT_TRUE(has(line, "T3-external-memory-host OK ")) << line;
+  EXPECT_TRUE(has(line, "sizeMatrix(align=4096): 65536(k*align)=accepted 61440(k*align-4096)=accepted "
+                        "64512(k*align-1024)=accepted (a finding: accepted a size off the alignment)"))
+      << line;
+  EXPECT_TRUE(has(line, "invalidPointer: NULL props=VK_SUCCESS import=accepted (a finding: accepted invalid input); "
+                        "unaligned(+2048) props=VK_SUCCESS import=accepted (a finding: accepted invalid input)"))
+      << line;
+  EXPECT_FALSE(has(line, "UNSUPPORTED")) << line;
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
 }  // namespace

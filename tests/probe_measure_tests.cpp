@@ -87,7 +87,8 @@ TEST(ProbeMeasure, EveryRoundTrippedLegHasFiguresAndBaseline) {
   for (const json& row : r.measured_doc["rows"]) {
     bool any_rt = false;
     for (const json& leg : row["legs"]) any_rt = any_rt || leg["value"] == "rt";
-    if (!any_rt) {
+    // The foreign-fd row's rt legs are refusals that move no bytes: it is never measured.
+    if (!any_rt || row["row"] == "T1-opaque-fd-foreign-fd") {
       EXPECT_FALSE(row.contains("measure")) << row["row"];
       continue;
     }
@@ -117,6 +118,12 @@ TEST(ProbeMeasure, EveryRoundTrippedLegHasFiguresAndBaseline) {
       if (gpu) {
         EXPECT_TRUE(figure_ok(f["gpu_out_gbps"]) && figure_ok(f["gpu_in_gbps"])) << f.dump();
         EXPECT_TRUE(figure_ok(f["gpu_baseline_gbps"])) << "lavapipe has a DEVICE_LOCAL type: " << f.dump();
+        // Lavapipe's queue family has 64 timestamp bits (period 1 ns): every GPU figure is GPU-timed and says so.
+        for (const char* key : {"gpu_out_gbps", "gpu_in_gbps", "gpu_baseline_gbps"})
+          EXPECT_EQ(f[key].value("clock", std::string()), "vk-timestamp") << row["row"] << " " << name << " " << key;
+        EXPECT_EQ(f.value("gpu_clock", std::string()), "vk-timestamp") << f.dump();
+        EXPECT_EQ(f["gpu_timestamp"].value("valid_bits", 0), 64) << f.dump();
+        EXPECT_FALSE(f.contains("gpu_clock_fallback")) << f.dump();
       }
     }
   }
@@ -363,10 +370,10 @@ struct Timer {
   std::optional<Copy> fails;
   std::vector<std::pair<Copy, unsigned>> calls;
   measure::CopyTimer fn() {
-    return [this](Copy c, unsigned n) -> Result<double> {
+    return [this](Copy c, unsigned n) -> Result<measure::Timed> {
       calls.emplace_back(c, n);
       if (fails == c) return Error{"cuMemcpyDtoD", ErrorKind::driver, "CUDA_ERROR_ILLEGAL_ADDRESS", {}};
-      return per_copy[c] * n;
+      return measure::Timed{per_copy[c] * n, measure::clocks::cuda_event};
     };
   }
 };
@@ -381,6 +388,8 @@ TEST(MeasureCopyLeg, FiguresFromTheTimerSaveFirstRestoreLast) {
   EXPECT_DOUBLE_EQ(e["gpu_baseline_gbps"]["median"].get<double>(), 10.0);
   EXPECT_EQ(e["gpu_out_gbps"]["n"], 3);
   EXPECT_EQ(e["gpu_copies_per_sample"], 1);  // 0.1 s per copy: no batching
+  EXPECT_EQ(e["gpu_out_gbps"]["clock"], "cuda-event") << "each figure names the clock its samples came from";
+  EXPECT_EQ(e["gpu_clock"], "cuda-event");
   EXPECT_FALSE(e.contains("gpu_error"));
   ASSERT_EQ(t.calls.size(), 1u + 1u + 3u * 3u + 1u);
   EXPECT_EQ(t.calls.front(), std::make_pair(Copy::save, 1u));
@@ -465,6 +474,28 @@ TEST(MeasureRow, CudaLegFiguresReachTheTextLine) {
   EXPECT_NE(line.find("cudaimport: gpu-out=2 GB/s [1-3] gpu-in=2 GB/s [1-3] gpu-device-local=2 GB/s [1-3] import=2 us [1-3]"),
             std::string::npos)
       << line;
+}
+
+// A GPU figure's clock is printed beside it, and the PCIe link's rate beside the copies in and
+// out of shared host memory (not beside the device-local baseline, nor for device memory).
+TEST(MeasureRow, ClockAndPcieLinkReachTheTextLine) {
+  json f = {{"median", 2.0}, {"min", 1.0}, {"max", 3.0}, {"n", 3}, {"clock", "vk-timestamp"}};
+  json m = {{"size", 64u << 20}, {"repeats", 3}, {"baseline", json::object()}, {"route", json::object()},
+            {"pcie_link", {{"address", "0000:1b:00.0"}, {"speed_gts", 32.0}, {"width", 16}, {"gbps", 63.0}}},
+            {"legs", {{"gpu", {{"gpu_out_gbps", f}, {"gpu_baseline_gbps", f}, {"gpu_shared_memory", "host"}}},
+                      {"cudaimport", {{"gpu_out_gbps", f}, {"gpu_shared_memory", "device-local"}}}}}};
+  std::string line = extmem::probe::measure_line(m);
+  EXPECT_NE(line.find("gpu-out=2 GB/s [1-3] (vk-timestamp) [PCIe x16 32 GT/s: 63 GB/s]"), std::string::npos) << line;
+  EXPECT_NE(line.find("gpu-device-local=2 GB/s [1-3] (vk-timestamp);"), std::string::npos) << line;
+  EXPECT_NE(line.find("cudaimport: gpu-out=2 GB/s [1-3] (vk-timestamp);"), std::string::npos)
+      << "device memory does not cross the link: " << line;
+}
+
+// The line-code arithmetic behind pcie_link: Gen5 x16 and Gen2 x8.
+TEST(MeasurePcie, TheoreticalRateAfterLineCoding) {
+  EXPECT_NEAR(measure::pcie_gbps(32.0, 16), 63.015, 1e-3);  // 128b/130b
+  EXPECT_NEAR(measure::pcie_gbps(5.0, 8), 4.0, 1e-9);       // 8b/10b
+  EXPECT_EQ(measure::pcie_gbps(0, 16), 0);
 }
 
 }  // namespace copyleg

@@ -37,6 +37,12 @@ struct CUctx_st;  ///< opaque, owned by the driver
 using CUcontext = CUctx_st*;
 struct CUextMemory_st;  ///< opaque, owned by the driver
 using CUexternalMemory = CUextMemory_st*;
+struct CUevent_st;  ///< opaque, owned by the driver (cuEventCreate/cuEventDestroy)
+using CUevent = CUevent_st*;
+struct CUstream_st;  ///< opaque; the rows pass only the null (default) stream
+using CUstream = CUstream_st*;
+/// cuEventCreate flags: 0 (CU_EVENT_DEFAULT) keeps timing on, which --measure needs.
+inline constexpr unsigned int CU_EVENT_DEFAULT = 0x0;
 
 /// The 16 bytes of cuDeviceGetUuid (the same value as Vulkan's deviceUUID).
 struct CUuuid {
@@ -181,6 +187,12 @@ using cuMemSetAccess = CUresult(CUdeviceptr ptr, std::size_t bytes, const CUmemA
 using cuMemHostRegister_v2 = CUresult(void* host, std::size_t bytes, unsigned int flags);
 using cuMemHostUnregister = CUresult(void* host);
 using cuMemHostGetDevicePointer_v2 = CUresult(CUdeviceptr* ptr, void* host, unsigned int flags);
+// Events time GPU work on the GPU's clock (--measure); elapsed time is in milliseconds.
+using cuEventCreate = CUresult(CUevent* event, unsigned int flags);
+using cuEventRecord = CUresult(CUevent event, CUstream stream);
+using cuEventSynchronize = CUresult(CUevent event);
+using cuEventElapsedTime_v2 = CUresult(float* milliseconds, CUevent start, CUevent end);
+using cuEventDestroy_v2 = CUresult(CUevent event);
 }  // namespace fn
 
 }  // namespace extmem::cudrv

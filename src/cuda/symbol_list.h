@@ -47,4 +47,9 @@
   X(cuMemSetAccess, cuMemSetAccess)                                   \
   X(cuMemHostRegister, cuMemHostRegister_v2)                          \
   X(cuMemHostUnregister, cuMemHostUnregister)                         \
-  X(cuMemHostGetDevicePointer, cuMemHostGetDevicePointer_v2)
+  X(cuMemHostGetDevicePointer, cuMemHostGetDevicePointer_v2)       \
+  X(cuEventCreate, cuEventCreate)                                     \
+  X(cuEventRecord, cuEventRecord)                                     \
+  X(cuEventSynchronize, cuEventSynchronize)                           \
+  X(cuEventElapsedTime, cuEventElapsedTime_v2)                        \
+  X(cuEventDestroy, cuEventDestroy_v2)

@@ -36,7 +36,8 @@ namespace extmem::gles {
   X(PFNGLDELETESYNCPROC, glDeleteSync)                                                              \
   X(PFNGLFINISHPROC, glFinish)
 
-// GL_EXT_memory_object / GL_EXT_memory_object_fd: null when the extension is absent.
+// GL_EXT_memory_object / GL_EXT_memory_object_fd, and GL_EXT_disjoint_timer_query
+// (the --measure GPU clock): null when the extension is absent.
 #define EXTMEM_GL_EXT_FUNCS(X)                                           \
   X(PFNGLCREATEMEMORYOBJECTSEXTPROC, glCreateMemoryObjectsEXT)           \
   X(PFNGLDELETEMEMORYOBJECTSEXTPROC, glDeleteMemoryObjectsEXT)           \
@@ -44,7 +45,12 @@ namespace extmem::gles {
   X(PFNGLIMPORTMEMORYFDEXTPROC, glImportMemoryFdEXT)                     \
   X(PFNGLBUFFERSTORAGEMEMEXTPROC, glBufferStorageMemEXT)                 \
   X(PFNGLGETUNSIGNEDBYTEVEXTPROC, glGetUnsignedBytevEXT)                 \
-  X(PFNGLGETUNSIGNEDBYTEI_VEXTPROC, glGetUnsignedBytei_vEXT)
+  X(PFNGLGETUNSIGNEDBYTEI_VEXTPROC, glGetUnsignedBytei_vEXT)             \
+  X(PFNGLGENQUERIESEXTPROC, glGenQueriesEXT)                             \
+  X(PFNGLDELETEQUERIESEXTPROC, glDeleteQueriesEXT)                       \
+  X(PFNGLBEGINQUERYEXTPROC, glBeginQueryEXT)                             \
+  X(PFNGLENDQUERYEXTPROC, glEndQueryEXT)                                 \
+  X(PFNGLGETQUERYOBJECTUI64VEXTPROC, glGetQueryObjectui64vEXT)
 
 #define EXTMEM_GL_DECLARE(type, name) type name = nullptr;
 

@@ -10,6 +10,7 @@ namespace extmem::probe {
 // and its entry below, nothing else outside its own file.
 extern const RouteDef kT0AhbBlobTransfer, kT0SustainedLock;                 // routes/not_built.cpp
 extern const RouteDef kT1OpaqueFd, kT1DmaBuf;                               // routes/t1_export.cpp
+extern const RouteDef kT1OpaqueFdForeignFd;                                 // routes/t1_opaque_fd_foreign_fd.cpp
 extern const RouteDef kT1GlesSameProc, kT1GlesCrossProc;                    // routes/t1_gles.cpp
 extern const RouteDef kT3MemfdCrossProcess;                                 // routes/t3_memfd_cross_process.cpp
 extern const RouteDef kT3ExternalMemoryHost;                                // routes/t3_external_memory_host.cpp
@@ -30,7 +31,7 @@ std::span<const RouteDef> route_table() {
   // Copies, made once: the definitions live in other translation units, so
   // their order of initialisation is only settled by the first call.
   static const std::vector<RouteDef> table = {
-      kT0AhbBlobTransfer, kT0SustainedLock, kT1OpaqueFd, kT1DmaBuf, kT1GlesSameProc, kT1GlesCrossProc,
+      kT0AhbBlobTransfer, kT0SustainedLock, kT1OpaqueFd, kT1DmaBuf, kT1OpaqueFdForeignFd, kT1GlesSameProc, kT1GlesCrossProc,
       kT3MemfdCrossProcess, kT3ExternalMemoryHost, kT3ClientMemfdServerImport, kT3MemfdSealed,
       kT1OpaqueFdCuda, kT1CudaVmmFd, kT3CudaHostRegister,
   };

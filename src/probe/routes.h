@@ -78,6 +78,9 @@ struct RouteDef {
   MemoryTypes memory_types = MemoryTypes::route_picks;
   RouteHalf server;              ///< the "server" process (EXTMEM_TEST_FAULT role "server")
   RouteHalf client;              ///< the "client" process; main null for a single-process route
+  /// --measure gives the row a second, measuring run when a leg round-tripped; false for a
+  /// route whose legs move no bytes (T1-opaque-fd-foreign-fd: its rt is a driver's refusal).
+  bool measured = true;
 
   /// The declared leg named `name`, or null.
   const LegDef* leg(std::string_view name) const;

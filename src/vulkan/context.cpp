@@ -131,6 +131,7 @@ Result<std::unique_ptr<Device>> Device::create(std::shared_ptr<Instance> instanc
     return Error{"vkGetPhysicalDeviceProperties", ErrorKind::unsupported, "apiVersion 1.0",
                  "external memory needs a Vulkan 1.1 device"};
   f.vkGetPhysicalDeviceMemoryProperties(dev->pd_, &dev->mem_);
+  dev->timestamp_period_ = props.limits.timestampPeriod;
 
   std::uint32_t nq = 0;
   f.vkGetPhysicalDeviceQueueFamilyProperties(dev->pd_, &nq, nullptr);
@@ -145,6 +146,7 @@ Result<std::unique_ptr<Device>> Device::create(std::shared_ptr<Instance> instanc
     }
   }
   if (!found) return Error{"find transfer queue", ErrorKind::unsupported, {}, "no queue family supports transfer"};
+  dev->timestamp_valid_bits_ = qf[dev->queue_family_].timestampValidBits;
 
   std::vector<std::string> available = instance->device_extensions(dev->pd_);
   for (const std::string& w : wanted) {
@@ -160,6 +162,14 @@ Result<std::unique_ptr<Device>> Device::create(std::shared_ptr<Instance> instanc
     p2.pNext = &host;
     f.vkGetPhysicalDeviceProperties2(dev->pd_, &p2);
     dev->host_ptr_alignment_ = host.minImportedHostPointerAlignment;
+  }
+
+  if (std::find(available.begin(), available.end(), VK_EXT_PCI_BUS_INFO_EXTENSION_NAME) != available.end()) {
+    VkPhysicalDevicePCIBusInfoPropertiesEXT pci{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &pci;
+    f.vkGetPhysicalDeviceProperties2(dev->pd_, &p2);
+    dev->pci_ = PciAddress{pci.pciDomain, pci.pciBus, pci.pciDevice, pci.pciFunction};
   }
 
   float priority = 1.0f;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,11 @@ class Buffer {
 };
 
 /// How to allocate a buffer's memory (the pNext chain pieces the routes vary).
+/// A PCI function's address (VkPhysicalDevicePCIBusInfoPropertiesEXT, VK_EXT_pci_bus_info).
+struct PciAddress {
+  std::uint32_t domain = 0, bus = 0, device = 0, function = 0;
+};
+
 struct AllocationRequest {
   VkDeviceSize size = 0;                                ///< buffer size, bytes
   VkExternalMemoryHandleTypeFlags external_handle_types = 0;  ///< VkExternalMemoryBufferCreateInfo
@@ -129,6 +135,14 @@ class Device {
   std::uint32_t queue_family() const noexcept { return queue_family_; }
   /// VkPhysicalDeviceExternalMemoryHostPropertiesEXT::minImportedHostPointerAlignment, bytes (0 if not exposed).
   VkDeviceSize min_imported_host_pointer_alignment() const noexcept { return host_ptr_alignment_; }
+  /// VkPhysicalDeviceLimits::timestampPeriod: nanoseconds per timestamp tick.
+  float timestamp_period() const noexcept { return timestamp_period_; }
+  /// VkQueueFamilyProperties::timestampValidBits of queue_family(): 0 means the
+  /// queue family has no timestamps, else 36..64 meaningful low bits.
+  std::uint32_t timestamp_valid_bits() const noexcept { return timestamp_valid_bits_; }
+  /// The device's PCI address when the physical device exposes VK_EXT_pci_bus_info
+  /// (queried, not enabled: a properties query needs only the extension's support); nullopt otherwise.
+  std::optional<PciAddress> pci_address() const noexcept { return pci_; }
 
   /// VkPhysicalDeviceIDProperties::deviceUUID as 32 lower-case hex digits.
   std::string device_uuid() const;
@@ -155,6 +169,9 @@ class Device {
   DeviceFns fn_{};
   VkPhysicalDeviceMemoryProperties mem_{};
   VkDeviceSize host_ptr_alignment_ = 0;
+  float timestamp_period_ = 0;
+  std::uint32_t timestamp_valid_bits_ = 0;
+  std::optional<PciAddress> pci_;
   std::vector<std::string> enabled_;
 };
 

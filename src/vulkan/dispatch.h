@@ -39,6 +39,11 @@ namespace extmem::vk {
   X(vkEndCommandBuffer)              \
   X(vkCmdCopyBuffer)                 \
   X(vkCmdPipelineBarrier)            \
+  X(vkCreateQueryPool)               \
+  X(vkDestroyQueryPool)              \
+  X(vkCmdResetQueryPool)             \
+  X(vkCmdWriteTimestamp)             \
+  X(vkGetQueryPoolResults)           \
   X(vkQueueSubmit)                   \
   X(vkCreateFence)                   \
   X(vkDestroyFence)                  \

@@ -11,7 +11,8 @@ namespace extmem::test {
 
 inline const std::vector<std::string> kRowNames = {
     "T0-ahb-blob-transfer",        "T0S-sustained-lock",          "T1-opaque-fd",
-    "T1-dma-buf",                  "T1-gles-memobj-fd-same-proc", "T1-gles-memobj-fd-cross-proc",
+    "T1-dma-buf",                  "T1-opaque-fd-foreign-fd",
+    "T1-gles-memobj-fd-same-proc", "T1-gles-memobj-fd-cross-proc",
     "T3-memfd-cross-process",      "T3-external-memory-host",     "T3-client-memfd-server-import",
     "T3-memfd-sealed",
     "T1-opaque-fd-cuda",           "T1-cuda-vmm-fd",              "T3-cuda-host-register",

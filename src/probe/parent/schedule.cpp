@@ -51,7 +51,7 @@ struct Engine::State {
     if (!supervised) return std::move(supervised).error();
     RowResult r = std::move(*supervised);
     r.row = planned.row;
-    if (options.measure && has_round_trip(r)) {
+    if (options.measure && planned.route->measured && has_round_trip(r)) {
       // A second run that only measures, at --measure-size: the verdict above is already decided.
       p.measure = true;
       p.measure_repeats = options.measure_repeats;

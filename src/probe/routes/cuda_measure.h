@@ -15,9 +15,12 @@ namespace extmem::probe {
 /// shared allocation's first `bytes`): measure::copy_leg() with each copy a
 /// cuMemcpyDtoD of `bytes` between `shared` and a cuMemAlloc buffer
 /// (gpu_out_gbps, gpu_in_gbps), and between two cuMemAlloc buffers
-/// (gpu_baseline_gbps). A sample is timed by wall clock from a
-/// cuCtxSynchronize'd start through its copies and a final cuCtxSynchronize;
-/// copies on the context's default stream run one after another. The shared
+/// (gpu_baseline_gbps). A sample starts after a cuCtxSynchronize and is timed
+/// on the GPU by cuEventElapsedTime between events recorded on the default
+/// stream before and after its copies (clock "cuda-event"); when an event
+/// cannot be created, by wall clock through a final cuCtxSynchronize (clock
+/// "wall", leg.gpu_clock_fallback says why). Copies on the default stream run
+/// one after another. The shared
 /// bytes are saved to a third cuMemAlloc buffer and put back. A failing
 /// cuMemAlloc is noted as leg.gpu_error ("partner buffer: cuMemAlloc(N bytes)
 /// -> CUDA_ERROR_…"). The current context must be the device's. Does nothing

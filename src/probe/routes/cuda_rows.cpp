@@ -24,6 +24,8 @@ constexpr std::string_view kFdExtensions[] = {"VK_KHR_external_memory_fd"};
 constexpr HandleNeed kOpaqueFdExport[] = {{"OPAQUE_FD", HandleFeature::exportable}};
 constexpr LegDef kOpaqueFdCudaLegs[] = {
     {"cudaimport", true, "the Vulkan export imported into CUDA: the GPU reads and writes it, seen by the exporter"},
+    {"cudaoffset", true,
+     "a second CUDA view at region D's offset reads and writes the bytes at that offset, not at the base"},
 };
 constexpr LegDef kVmmLegs[] = {
     {"cudaimport", true, "a cuMemCreate fd imported and mapped by a second CUDA context: GPU copies round-trip"},

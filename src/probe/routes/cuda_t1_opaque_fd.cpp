@@ -42,14 +42,53 @@ Result<double> import_once(const cuda::Api& api, int fd, const CUDA_EXTERNAL_MEM
   return (t1 - t0) * 1e6;
 }
 
+// The offset view (docs/probe.md, "CUDA views at an offset"): a second mapped buffer whose
+// offset is region D's, not 0. A driver that maps the allocation's base whatever the offset
+// passes every check made at offset 0; here the view's first bytes must be region D's and its
+// bytes further in must be the server's region F, both at their offsets in the allocation.
+void offset_view(ChildContext& ctx, const CudaSide& side, CUexternalMemory ext, Leg& leg, RouteReport& rep) {
+  const Layout& layout = ctx.layout();
+  const cuda::Api& api = *side.api;
+  const std::size_t off = layout.offset(Region::D);
+  const std::size_t span = layout.offset(Region::F) + kRegionSize - off;  // D, E and F
+  leg.attempted = true;
+  ctx.step(fmt::format("cuExternalMemoryGetMappedBuffer(offset {})", off));
+  CUDA_EXTERNAL_MEMORY_BUFFER_DESC bd{};
+  bd.offset = off;
+  bd.size = span;
+  CUdeviceptr view = 0;
+  if (CUresult m = api.cuExternalMemoryGetMappedBuffer(&view, ext, &bd); m != CUDA_SUCCESS) {
+    // The offset is a multiple of 4096 inside the allocation, which satisfies the Vulkan buffer
+    // alignment CUDA asks the offset to match (cuda.h), so a refusal is the leg's failure.
+    fail_leg(leg, cuda::cu_error(api, fmt::format("cuExternalMemoryGetMappedBuffer(offset {})", off), m));
+    return;
+  }
+  // The region helpers address base + layout.offset(region); a base `off` bytes before the view
+  // makes them address the view at (region offset - off), i.e. the same allocation offset.
+  const CUdeviceptr base = view - off;
+  if (cuda_write_region(ctx, side, base, Region::D, leg)) {
+    ctx.step("server checks region D (written through the offset view)");
+    confirm_remote(ctx, Region::D, leg);
+  }
+  ctx.step("server writes region F");
+  if (auto s = peer_write(ctx, Region::F); !s) {
+    fail_leg(leg, s.error());
+  } else {
+    cuda_read_region(ctx, side, base, Region::F, leg);
+  }
+  rep.detail.push_back(fmt::format("cudaoffset: view at {} of {} bytes", off, span));
+  (void)api.cuMemFree(view);
+}
+
 }  // namespace
 
 int cuda_opaque_fd_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
   Leg cu{"cudaimport", true};
+  Leg offv{"cudaoffset", true};
   auto finish = [&] {
-    rep.legs = {cu};
+    rep.legs = {cu, offv};
     return end_half(ctx, rep);
   };
   auto setup = await_setup(ctx, rep, "the server's export");
@@ -102,6 +141,7 @@ int cuda_opaque_fd_client(ChildContext& ctx) {
       measure::import_latency(cu.name, [&] { return import_once(api, setup->fd.get(), desc, layout.size); });
     }
     (void)api.cuMemFree(ptr);  // a mapped buffer is freed with cuMemFree (cuda.h)
+    if (cu.read_ok) offset_view(ctx, *side, ext, offv, rep);
   }
   (void)api.cuDestroyExternalMemory(ext);
   return finish();

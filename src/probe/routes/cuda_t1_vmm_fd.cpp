@@ -221,6 +221,7 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
           confirm_remote(ctx, Region::E, cu);
         }
         if (cu.read_ok && cu.write_ok && measure::enabled()) {
+          measure::leg_field(cu.name, "gpu_shared_memory", "device-local");  // cuMemCreate'd device memory
           cuda_copy_leg(ctx, api, cu.name, mapping.va(), layout.size);
           ctx.step("measure import latency (cudaimport)");
           if (setup->fd.valid())
@@ -270,6 +271,7 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
         confirm_remote(ctx, Region::C, vki);
       }
       if (vki.read_ok && vki.write_ok && measure::enabled()) {
+        measure::leg_field(vki.name, "gpu_shared_memory", "device-local");
         measure::gpu_leg(vki.name, **dev, buf->buffer, layout.size);
         ctx.step("measure import latency (vkimport)");
         req.import_fd = setup->fd.get();  // measure::import_leg imports a fresh dup of it each time

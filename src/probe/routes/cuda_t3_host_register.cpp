@@ -93,6 +93,7 @@ int cuda_host_register_server(ChildContext& ctx) {
         confirm_remote(ctx, Region::E, host);
       }
       if (host.read_ok && host.write_ok && measure::enabled()) {
+        measure::leg_field(host.name, "gpu_shared_memory", "host");  // a registered memfd: host pages
         cuda_copy_leg(ctx, api, host.name, dptr, layout.size);
         ctx.step("measure registration latency (cudahost)");
         measure::import_latency(host.name, [&] { return register_once(api, setup->fd.get(), layout.size); });

@@ -25,20 +25,45 @@ void gl_copy_leg(const gles::EglContext& ctx, const std::string& leg, GLuint sha
     gl.glDeleteBuffers(static_cast<GLsizei>(plain.size()), plain.data());
     return;
   }
-  auto seconds = [&](GLuint src, GLuint dst, unsigned copies) -> Result<double> {
+  // GPU time from a GL_TIME_ELAPSED_EXT query where GL_EXT_disjoint_timer_query is offered;
+  // GLES has no timer query otherwise, and then the wall clock stands in, labelled.
+  GLuint query = 0;
+  if (ctx.has_extension("GL_EXT_disjoint_timer_query") && gl.glGenQueriesEXT != nullptr && gl.glBeginQueryEXT != nullptr &&
+      gl.glEndQueryEXT != nullptr && gl.glGetQueryObjectui64vEXT != nullptr && gl.glDeleteQueriesEXT != nullptr) {
+    gl.glGenQueriesEXT(1, &query);
+  } else {
+    measure::leg_field(leg, "gpu_clock_fallback", "GL_EXT_disjoint_timer_query not offered by the context");
+  }
+  auto seconds = [&](GLuint src, GLuint dst, unsigned copies) -> Result<measure::Timed> {
     gl.glFinish();  // nothing queued before the sample may count in it
+    if (query != 0) {
+      GLint disjoint = 0;
+      gl.glGetIntegerv(GL_GPU_DISJOINT_EXT, &disjoint);  // reading clears it: a fresh start for this sample
+    }
     const double t0 = os::monotonic_seconds();
+    if (query != 0) gl.glBeginQueryEXT(GL_TIME_ELAPSED_EXT, query);
     gl.glBindBuffer(GL_COPY_READ_BUFFER, src);
     gl.glBindBuffer(GL_COPY_WRITE_BUFFER, dst);
     for (unsigned c = 0; c < copies; ++c)
       gl.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0, 0, static_cast<GLsizeiptr>(bytes));
+    if (query != 0) gl.glEndQueryEXT(GL_TIME_ELAPSED_EXT);
     gl.glFinish();
     const double t1 = os::monotonic_seconds();
     if (GLenum e = ctx.take_error(); e != GL_NO_ERROR)
       return Error{"glCopyBufferSubData", ErrorKind::driver, gles::gl_error_name(e), {}};
-    return t1 - t0;
+    if (query == 0) return measure::Timed{t1 - t0, measure::clocks::wall};
+    GLuint64 ns = 0;
+    gl.glGetQueryObjectui64vEXT(query, GL_QUERY_RESULT_EXT, &ns);  // waits for the result
+    GLint disjoint = 0;
+    gl.glGetIntegerv(GL_GPU_DISJOINT_EXT, &disjoint);
+    if (GLenum e = ctx.take_error(); e != GL_NO_ERROR)
+      return Error{"glGetQueryObjectui64vEXT(GL_TIME_ELAPSED_EXT)", ErrorKind::driver, gles::gl_error_name(e), {}};
+    // A disjoint operation (a clock change, a GPU reset) makes the query's value meaningless
+    // (GL_EXT_disjoint_timer_query): that one sample falls back to the wall clock.
+    if (disjoint != 0) return measure::Timed{t1 - t0, measure::clocks::wall};
+    return measure::Timed{static_cast<double>(ns) * 1e-9, measure::clocks::gl_time_elapsed};
   };
-  measure::copy_leg(leg, bytes, true, [&](measure::Copy c, unsigned n) -> Result<double> {
+  measure::copy_leg(leg, bytes, true, [&](measure::Copy c, unsigned n) -> Result<measure::Timed> {
     switch (c) {
       case measure::Copy::save: return seconds(shared, plain[0], n);
       case measure::Copy::out: return seconds(shared, plain[1], n);
@@ -49,6 +74,7 @@ void gl_copy_leg(const gles::EglContext& ctx, const std::string& leg, GLuint sha
     return Error{"measure", ErrorKind::invalid_argument, {}, "unknown copy"};
   });
   gl.glDeleteBuffers(static_cast<GLsizei>(plain.size()), plain.data());
+  if (query != 0) gl.glDeleteQueriesEXT(1, &query);
   (void)ctx.take_error();
 }
 

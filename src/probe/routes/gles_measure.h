@@ -13,9 +13,11 @@ namespace extmem::probe {
 /// at least `bytes` long): measure::copy_leg() with each copy a
 /// glCopyBufferSubData of `bytes` between `shared` and a plain buffer
 /// (glBufferData, GL_DYNAMIC_COPY) as gpu_out_gbps / gpu_in_gbps, and between
-/// two plain buffers as gpu_baseline_gbps. A sample is timed by wall clock
-/// from a glFinish through its copies and a final glFinish (GL orders the
-/// copies; GLES has no timer queries without GL_EXT_disjoint_timer_query). The
+/// two plain buffers as gpu_baseline_gbps. A sample starts after a glFinish
+/// and is timed on the GPU by a GL_TIME_ELAPSED_EXT query around its copies
+/// (GL_EXT_disjoint_timer_query; clock "gl-time-elapsed"); without that
+/// extension, or for a sample during which GL_GPU_DISJOINT_EXT was raised, by
+/// wall clock through a final glFinish (clock "wall"). GL orders the copies. The
 /// shared bytes are saved to a third plain buffer and put back. A GL error is
 /// noted as leg.gpu_error ("<what>: <GL call> -> GL_…"). `ctx` must be
 /// current. Does nothing unless measure::enabled().

@@ -14,6 +14,7 @@
 #include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
+#include "probe/routes/reexport.h"
 #include "probe/routes/vk_export.h"
 
 namespace extmem::probe {
@@ -25,9 +26,13 @@ int client(ChildContext& ctx, const HandleKind& h) {
   Leg raw{"rawmmap", h.raw_mmap_decisive};
   Leg vki{"vkimport", true};
   Leg gpu{"gpu", true};
+  // Opaque fds only: re-export of imported memory (reexport.h); notrun when the import failed.
+  const bool reexports = h.bit == VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  Leg reexp{"reexport", false};
   std::function<void()> soak;  // set once there is something to soak
   auto finish = [&] {
     rep.legs = {raw, vki, gpu};
+    if (reexports) rep.legs.push_back(reexp);
     return end_half(ctx, rep, soak);
   };
 
@@ -90,6 +95,12 @@ int client(ChildContext& ctx, const HandleKind& h) {
       rep.detail.push_back("vkimport " + dup->settle(imported || af.memory_allocated));
       if (imported) {
         buf = std::move(*imported);
+        // Whether the GPU copies of the gpu leg cross the bus: the heap of the exporter's memory type.
+        const VkPhysicalDeviceMemoryProperties& mp = dev->memory_properties();
+        const bool device_heap = buf.memory_type_index < mp.memoryTypeCount &&
+                                 (mp.memoryHeaps[mp.memoryTypes[buf.memory_type_index].heapIndex].flags &
+                                  VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0;
+        measure::leg_field(gpu.name, "gpu_shared_memory", device_heap ? "device-local" : "host");
         if (measure::enabled()) {
           ctx.step(fmt::format("measure import latency ({})", h.name));
           vk::AllocationRequest again = req;
@@ -138,6 +149,8 @@ int client(ChildContext& ctx, const HandleKind& h) {
       gpu_whole(ctx, *dev, buf.buffer, layout.size, peer_far(ctx, layout.size), gpu);
     }
   }
+  if (reexports && !vk_view.empty())
+    reexport_leg(ctx, *dev, ReexportSource{setup->fd.get(), alloc_size, type_index, dedicated}, vk_view, reexp, rep);
   if (!raw_view.empty()) alias_leg(ctx, raw_view, raw);
   if (!vk_view.empty()) alias_leg(ctx, vk_view, vki);
   GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {
@@ -164,6 +177,9 @@ constexpr LegDef kOpaqueFdLegs[] = {
     {"rawmmap", false, "the exported fd mapped with mmap shares the allocation's bytes"},
     {"vkimport", true, "the fd imported into a second Vulkan device and mapped shares the bytes"},
     {"gpu", true, "the importer's GPU reads and writes the shared bytes, seen by the exporter"},
+    {"reexport", false,
+     "the imported memory re-exported (vkGetMemoryFdKHR) and imported again shares the bytes both ways "
+     "(informational: exportFromImportedHandleTypes is the driver's promise, printed in the detail)"},
 };
 constexpr LegDef kDmaBufLegs[] = {
     {"rawmmap", true, "the exported dma-buf mapped with mmap shares the allocation's bytes"},

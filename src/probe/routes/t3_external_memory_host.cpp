@@ -12,6 +12,7 @@
 #include "probe/worker/gpu_access.h"
 #include "probe/routes/host_backings.h"
 #include "probe/routes/host_import.h"
+#include "probe/routes/host_matrix.h"
 #include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
@@ -75,6 +76,9 @@ int server(ChildContext& ctx) {
   alias_leg(ctx, view, mmap_leg);
   rep.legs = {mmap_leg, host};
   probe_extra_backings(ctx, *dev, align, rep);
+  // Last, so a driver that crashes on invalid input has every leg above already measured.
+  host_size_matrix(ctx, *dev, align, rep);
+  host_invalid_pointers(ctx, *dev, align, rep);
   GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {
     return gpu_round(*dev, buf->buffer, layout, read, read_seed, write, write_seed);
   };

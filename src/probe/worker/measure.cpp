@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -27,6 +29,7 @@ struct Log {
   json baseline = json::object();
   json legs = json::object();
   json route = json::object();
+  json pcie;  // pcie_link(): null until asked
 };
 
 Log& log() {
@@ -153,24 +156,30 @@ void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, cons
     failed("save the shared bytes", saved.error());
     return;
   }
-  // The clock runs around the whole batch and the wait for the GPU, so a copy that is fast next to
-  // that overhead (a large GPU: 64 MiB in tens of µs) is repeated until a sample lasts >= ~5 ms.
-  // Calibrated on the device's own memory, the fastest copy measured here.
+  // A sample is a batch of copies: a copy that is fast next to the timer's own fixed cost (the
+  // submit and fence wait under the wall clock; a few microseconds of pipeline drain under a GPU
+  // clock) is repeated until a sample lasts >= ~5 ms. Calibrated on the device's own memory, the
+  // fastest copy measured here.
   unsigned batch = 1;
-  if (auto one = time(Copy::baseline, 1); one && *one > 0 && *one < 0.005)
-    batch = static_cast<unsigned>(std::min(64.0, std::ceil(0.005 / *one)));
+  if (auto one = time(Copy::baseline, 1); one && one->seconds > 0 && one->seconds < 0.005)
+    batch = static_cast<unsigned>(std::min<double>(kMaxCopiesPerSample, std::ceil(0.005 / one->seconds)));
   e["gpu_copies_per_sample"] = batch;
   auto samples = [&](Copy c, const char* key) {
     std::vector<double> v;
+    const char* clock = clocks::wall;
     for (unsigned i = 0; i < l.repeats; ++i) {
       auto t = time(c, batch);
       if (!t) {
         failed(key, t.error());
         return false;
       }
-      v.push_back(gbps(bytes * batch, *t));
+      v.push_back(gbps(bytes * batch, t->seconds));
+      clock = t->clock;
     }
-    e[key] = figure(v);
+    json f = figure(v);
+    f["clock"] = clock;
+    e[key] = f;
+    e["gpu_clock"] = clock;
     return true;
   };
   bool ok = samples(Copy::out, "gpu_out_gbps") && samples(Copy::in, "gpu_in_gbps");
@@ -218,10 +227,40 @@ void gpu_leg(const std::string& leg, const vk::Device& device, VkBuffer shared, 
   }
   leg_field(leg, "gpu_partner_memory_type", bufs[1].memory_type_index);
   const vk::DeviceFns& f = device.fn();
+  pcie_link(device);
+  // GPU time from a timestamp pair in the same submission when the queue family
+  // has timestamps (timestampValidBits 0 means it has none: Vulkan spec,
+  // VkQueueFamilyProperties); otherwise the wall clock, said so in the leg.
+  VkQueryPool pool = VK_NULL_HANDLE;
+  const std::uint32_t valid_bits = device.timestamp_valid_bits();
+  if (valid_bits == 0) {
+    leg_field(leg, "gpu_clock_fallback", fmt::format("queue family {} has timestampValidBits=0", device.queue_family()));
+  } else {
+    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = 2;
+    if (VkResult r = f.vkCreateQueryPool(device.handle(), &qi, nullptr, &pool); r != VK_SUCCESS) {
+      pool = VK_NULL_HANDLE;
+      leg_field(leg, "gpu_clock_fallback", std::string("vkCreateQueryPool(TIMESTAMP) -> ") + vk::result_name(r));
+    } else {
+      leg_field(leg, "gpu_timestamp", {{"period_ns", device.timestamp_period()}, {"valid_bits", valid_bits}});
+    }
+  }
+  struct PoolGuard {
+    const vk::Device& d;
+    VkQueryPool& p;
+    ~PoolGuard() {
+      if (p != VK_NULL_HANDLE) d.fn().vkDestroyQueryPool(d.handle(), p, nullptr);
+    }
+  } pool_guard{device, pool};
   // `copies` back-to-back copies in one submission, a transfer barrier between them so they do not overlap.
-  auto copy_seconds = [&](VkBuffer src, VkBuffer dst, unsigned copies) -> Result<double> {
+  auto copy_seconds = [&](VkBuffer src, VkBuffer dst, unsigned copies) -> Result<Timed> {
     const double t0 = os::monotonic_seconds();
     auto s = device.submit_and_wait([&](VkCommandBuffer cmd) {
+      if (pool != VK_NULL_HANDLE) {
+        f.vkCmdResetQueryPool(cmd, pool, 0, 2);
+        f.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, pool, 0);
+      }
       VkBufferCopy region{0, 0, bytes};
       for (unsigned c = 0; c < copies; ++c) {
         if (c > 0) {
@@ -233,11 +272,21 @@ void gpu_leg(const std::string& leg, const vk::Device& device, VkBuffer shared, 
         }
         f.vkCmdCopyBuffer(cmd, src, dst, 1, &region);
       }
+      if (pool != VK_NULL_HANDLE) f.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 1);
     });
     if (!s) return std::move(s).error();
-    return os::monotonic_seconds() - t0;
+    const double wall = os::monotonic_seconds() - t0;
+    if (pool == VK_NULL_HANDLE) return Timed{wall, clocks::wall};
+    std::uint64_t ticks[2] = {};
+    VkResult r = f.vkGetQueryPoolResults(device.handle(), pool, 0, 2, sizeof ticks, ticks, sizeof ticks[0],
+                                         VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    if (r != VK_SUCCESS) return vk::vk_error("vkGetQueryPoolResults(TIMESTAMP)", r);
+    // Only the low timestampValidBits bits count; the counter may wrap between the two writes.
+    const std::uint64_t mask = valid_bits >= 64 ? ~0ull : (1ull << valid_bits) - 1;
+    const std::uint64_t delta = ((ticks[1] & mask) - (ticks[0] & mask)) & mask;
+    return Timed{static_cast<double>(delta) * device.timestamp_period() * 1e-9, clocks::vk_timestamp};
   };
-  copy_leg(leg, bytes, dl >= 0, [&](Copy c, unsigned n) -> Result<double> {
+  copy_leg(leg, bytes, dl >= 0, [&](Copy c, unsigned n) -> Result<Timed> {
     switch (c) {
       case Copy::save: return copy_seconds(shared, bufs[0].buffer, n);
       case Copy::out: return copy_seconds(shared, bufs[1].buffer, n);
@@ -323,10 +372,48 @@ void mmap_latency(int fd, std::size_t bytes) {
   route_latency("mmap_us", us);
 }
 
+double pcie_gbps(double gts, unsigned lanes) {
+  if (gts <= 0 || lanes == 0) return 0;
+  // Line coding: 8b/10b for 2.5 and 5 GT/s, 128b/130b from 8 GT/s (gens 3 to 5).
+  const double efficiency = gts < 8 ? 8.0 / 10.0 : 128.0 / 130.0;
+  return gts * lanes * efficiency / 8.0;
+}
+
+void pcie_link(const vk::Device& device) {
+  Log& l = log();
+  if (!l.enabled || !l.pcie.is_null()) return;
+  std::optional<vk::PciAddress> at = device.pci_address();
+  if (!at) {
+    l.pcie = {{"unknown", "VK_EXT_pci_bus_info not exposed by the device"}};
+    return;
+  }
+  const std::string address = fmt::format("{:04x}:{:02x}:{:02x}.{:x}", at->domain, at->bus, at->device, at->function);
+  const std::string dir = "/sys/bus/pci/devices/" + address + "/";
+  auto first_line = [](const std::string& path) -> std::string {
+    std::FILE* fp = std::fopen(path.c_str(), "re");
+    if (fp == nullptr) return {};
+    char buf[128] = {};
+    const bool got = std::fgets(buf, sizeof buf, fp) != nullptr;
+    std::fclose(fp);
+    return got ? std::string(buf) : std::string();
+  };
+  const std::string speed = first_line(dir + "current_link_speed"), width = first_line(dir + "current_link_width");
+  const double gts = std::atof(speed.c_str());  // "32.0 GT/s PCIe": the number leads
+  const long lanes = std::atol(width.c_str());
+  if (gts <= 0 || lanes <= 0) {
+    l.pcie = {{"unknown", fmt::format("{}current_link_speed/current_link_width unreadable or 0", dir)},
+              {"address", address}};
+    return;
+  }
+  l.pcie = {{"address", address}, {"speed_gts", gts}, {"width", lanes}, {"gbps", pcie_gbps(gts, static_cast<unsigned>(lanes))}};
+}
+
 json collected() {
   const Log& l = log();
   if (!l.enabled) return nullptr;
-  return {{"size", l.size}, {"repeats", l.repeats}, {"baseline", l.baseline}, {"legs", l.legs}, {"route", l.route}};
+  json out = {{"size", l.size}, {"repeats", l.repeats}, {"baseline", l.baseline}, {"legs", l.legs}, {"route", l.route}};
+  if (!l.pcie.is_null()) out["pcie_link"] = l.pcie;
+  return out;
 }
 
 }  // namespace extmem::probe::measure

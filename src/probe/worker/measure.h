@@ -41,11 +41,13 @@ nlohmann::json figure(std::vector<double> samples);
 /// Does nothing unless enabled().
 void cpu_leg(const std::string& leg, std::span<std::byte> view);
 
-/// GPU copy bandwidth (vkCmdCopyBuffer of `bytes`, wall clock around submit
-/// and fence wait, GB/s) into the shared buffer (gpu_in_gbps), out of it
+/// GPU copy bandwidth (vkCmdCopyBuffer of `bytes`, GB/s) into the shared buffer (gpu_in_gbps), out of it
 /// (gpu_out_gbps), and between two device-local buffers (gpu_baseline_gbps)
 /// when the device has a DEVICE_LOCAL type; copy_leg() samples, and the
-/// copies of one sample go in one submission. The partner buffers are
+/// copies of one sample go in one submission, timed by a timestamp query
+/// pair in that submission when the queue family has timestampValidBits > 0
+/// (clock "vk-timestamp"), else by wall clock (clock "wall", with
+/// leg.gpu_clock_fallback saying why). The partner buffers are
 /// device-local (preferring a type that is not HOST_VISIBLE). The shared
 /// bytes are saved on the GPU and copied back after. A failing call is noted
 /// as leg.gpu_error (step -> VkResult). Does nothing unless enabled().
@@ -62,19 +64,46 @@ enum class Copy {
   restore,   ///< keep -> shared (once, at the end, also after a failed sample)
 };
 
-/// Seconds that `copies` back-to-back, non-overlapping GPU copies of the whole
-/// allocation took (wall clock from the first call until the GPU finished),
-/// or the failing call's Error.
-using CopyTimer = std::function<Result<double>(Copy, unsigned copies)>;
+/// The clock a GPU figure was taken with; every GPU figure object carries its
+/// name as "clock", so a reader never mistakes submission latency for bandwidth.
+namespace clocks {
+/// vkCmdWriteTimestamp before and after the copies (TOP_OF_PIPE, BOTTOM_OF_PIPE),
+/// ticks masked to the queue family's timestampValidBits, times timestampPeriod
+/// ns (Vulkan spec, "Timestamp Queries").
+inline constexpr const char* vk_timestamp = "vk-timestamp";
+/// A GL_TIME_ELAPSED_EXT query around the copies (GL_EXT_disjoint_timer_query),
+/// nanoseconds; a sample whose GL_GPU_DISJOINT_EXT was raised is not used.
+inline constexpr const char* gl_time_elapsed = "gl-time-elapsed";
+/// cuEventElapsedTime between two events recorded on the default stream, ms.
+inline constexpr const char* cuda_event = "cuda-event";
+/// The host's monotonic clock from the first call until the GPU finished: the
+/// labelled fallback (it includes submission and wait latency).
+inline constexpr const char* wall = "wall";
+}  // namespace clocks
+
+/// One timed sample: seconds, and which clock (one of measure::clocks) took them.
+struct Timed {
+  double seconds = 0;
+  const char* clock = clocks::wall;
+};
+
+/// Times `copies` back-to-back, non-overlapping GPU copies of the whole
+/// allocation: the seconds they took on the named clock, or the failing call's Error.
+using CopyTimer = std::function<Result<Timed>(Copy, unsigned copies)>;
 
 /// The GPU copy figures of leg `leg` (Vulkan, CUDA and GL legs alike), each
 /// copy being `bytes` long: times Copy::save, then one Copy::baseline to
-/// calibrate (a copy under 5 ms makes a sample that many copies, up to 64, so
-/// a sample lasts ~5 ms; gpu_copies_per_sample), then repeats() samples of
+/// calibrate (a copy under 5 ms makes a sample that many copies, up to
+/// kMaxCopiesPerSample, so a sample lasts ~5 ms on its clock and a timer's
+/// fixed cost stays small; gpu_copies_per_sample), then repeats() samples of
 /// Copy::out, Copy::in and, when `has_baseline`, Copy::baseline, as
-/// gpu_out_gbps / gpu_in_gbps / gpu_baseline_gbps (GB/s = 1e9 bytes/s), then
+/// gpu_out_gbps / gpu_in_gbps / gpu_baseline_gbps (GB/s = 1e9 bytes/s; each
+/// figure's "clock" is its samples' clock, and leg.gpu_clock the leg's), then
 /// Copy::restore. The first failure is noted as leg.gpu_error ("<what>: <step>
 /// -> <code>") and ends the sampling. Does nothing unless enabled().
+/// Most copies one GPU sample batches (copy_leg's calibration).
+inline constexpr unsigned kMaxCopiesPerSample = 256;
+
 void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, const CopyTimer& time);
 
 /// Repeats `once` repeats() times as leg `leg`'s import_us figure. `once`
@@ -107,7 +136,22 @@ void merge_peer(const nlohmann::json& peer);
 /// "mmap_us" (no page touched: the cost of the call). Does nothing unless enabled().
 void mmap_latency(int fd, std::size_t bytes);
 
-/// Everything logged: {"size", "repeats", "baseline", "legs": {name: {...}}, "route": {...}};
+/// The theoretical rate of the PCIe link of `device`'s PCI function, for
+/// printing beside the GPU figures that cross it: the device's PCI address from
+/// VkPhysicalDevicePCIBusInfoPropertiesEXT (VK_EXT_pci_bus_info), then
+/// current_link_speed ("32.0 GT/s PCIe") and current_link_width ("16") from
+/// /sys/bus/pci/devices/<address>/. Logged as "pcie_link": {"address",
+/// "speed_gts", "width", "gbps"} where gbps = GT/s x lanes x line-code
+/// efficiency (8b/10b below 8 GT/s, 128b/130b from 8 GT/s) / 8 bits, 1e9
+/// bytes/s per direction; or {"unknown": "<why>"} when the extension is
+/// absent or sysfs does not say. Once per process; does nothing unless enabled().
+void pcie_link(const vk::Device& device);
+
+/// GB/s per direction of a PCIe link running `gts` GT/s per lane on `lanes`
+/// lanes, after line coding (see pcie_link); 0 for a non-positive input.
+double pcie_gbps(double gts, unsigned lanes);
+
+/// Everything logged: {"size", "repeats", "baseline", "legs": {name: {...}}, "route": {...}, "pcie_link"?};
 /// null when not enabled().
 nlohmann::json collected();
 
