@@ -27,6 +27,7 @@ namespace extmem::cudrv {
 enum CUresult : unsigned int {
   CUDA_SUCCESS = 0,
   CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_NOT_READY = 600,  ///< cuStreamQuery: work on the stream has not completed (S1-cuda-semaphore's poll)
 };
 
 using CUdevice = int;                          ///< a device ordinal's handle (cuDeviceGet)
@@ -37,6 +38,77 @@ struct CUctx_st;  ///< opaque, owned by the driver
 using CUcontext = CUctx_st*;
 struct CUextMemory_st;  ///< opaque, owned by the driver
 using CUexternalMemory = CUextMemory_st*;
+struct CUextSemaphore_st;  ///< opaque, owned by the driver (cuImportExternalSemaphore)
+using CUexternalSemaphore = CUextSemaphore_st*;
+struct CUstream_st;  ///< opaque, owned by the driver (cuStreamCreate)
+using CUstream = CUstream_st*;
+
+/// cuStreamCreate flag: the stream does not synchronise with the legacy default stream.
+inline constexpr unsigned int CU_STREAM_NON_BLOCKING = 0x1;
+
+/// The kind of semaphore handle cuImportExternalSemaphore receives (S1-cuda-semaphore:
+/// a Vulkan binary semaphore's opaque fd, or a timeline semaphore's).
+enum CUexternalSemaphoreHandleType : unsigned int {
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD = 1,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD = 9,
+};
+
+/// What cuImportExternalSemaphore imports: handle.fd is the fd, owned by the
+/// driver once the import succeeds; flags and reserved zero.
+struct CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+  CUexternalSemaphoreHandleType type;
+  union {
+    int fd;
+    struct {
+      void* handle;
+      const void* name;
+    } win32;
+    const void* nvSciSyncObj;
+  } handle;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+/// cuSignalExternalSemaphoresAsync's parameters: params.fence.value is the
+/// timeline value to signal (ignored for a binary semaphore); the rest zero.
+struct CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS {
+  struct {
+    struct {
+      unsigned long long value;
+    } fence;
+    union {
+      void* fence;
+      unsigned long long reserved;
+    } nvSciSync;
+    struct {
+      unsigned long long key;
+    } keyedMutex;
+    unsigned int reserved[12];
+  } params;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+/// cuWaitExternalSemaphoresAsync's parameters: params.fence.value is the
+/// timeline value to wait for (ignored for a binary semaphore); the rest zero.
+struct CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS {
+  struct {
+    struct {
+      unsigned long long value;
+    } fence;
+    union {
+      void* fence;
+      unsigned long long reserved;
+    } nvSciSync;
+    struct {
+      unsigned long long key;
+      unsigned int timeoutMs;
+    } keyedMutex;
+    unsigned int reserved[10];
+  } params;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
 
 /// The 16 bytes of cuDeviceGetUuid (the same value as Vulkan's deviceUUID).
 struct CUuuid {
@@ -181,6 +253,21 @@ using cuMemSetAccess = CUresult(CUdeviceptr ptr, std::size_t bytes, const CUmemA
 using cuMemHostRegister_v2 = CUresult(void* host, std::size_t bytes, unsigned int flags);
 using cuMemHostUnregister = CUresult(void* host);
 using cuMemHostGetDevicePointer_v2 = CUresult(CUdeviceptr* ptr, void* host, unsigned int flags);
+using cuImportExternalSemaphore = CUresult(CUexternalSemaphore* semaphore, const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC* desc);
+using cuDestroyExternalSemaphore = CUresult(CUexternalSemaphore semaphore);
+using cuSignalExternalSemaphoresAsync = CUresult(const CUexternalSemaphore* semaphores,
+                                                 const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* params, unsigned int count,
+                                                 CUstream stream);
+using cuWaitExternalSemaphoresAsync = CUresult(const CUexternalSemaphore* semaphores,
+                                               const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* params, unsigned int count,
+                                               CUstream stream);
+using cuStreamCreate = CUresult(CUstream* stream, unsigned int flags);
+using cuStreamDestroy_v2 = CUresult(CUstream stream);
+using cuStreamQuery = CUresult(CUstream stream);
+using cuMemcpyHtoDAsync_v2 = CUresult(CUdeviceptr dst, const void* src, std::size_t bytes, CUstream stream);
+using cuMemcpyDtoHAsync_v2 = CUresult(void* dst, CUdeviceptr src, std::size_t bytes, CUstream stream);
+using cuMemAllocHost_v2 = CUresult(void** host, std::size_t bytes);
+using cuMemFreeHost = CUresult(void* host);
 }  // namespace fn
 
 }  // namespace extmem::cudrv

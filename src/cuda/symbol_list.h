@@ -47,4 +47,15 @@
   X(cuMemSetAccess, cuMemSetAccess)                                   \
   X(cuMemHostRegister, cuMemHostRegister_v2)                          \
   X(cuMemHostUnregister, cuMemHostUnregister)                         \
-  X(cuMemHostGetDevicePointer, cuMemHostGetDevicePointer_v2)
+  X(cuMemHostGetDevicePointer, cuMemHostGetDevicePointer_v2)       \
+  X(cuImportExternalSemaphore, cuImportExternalSemaphore)             \
+  X(cuDestroyExternalSemaphore, cuDestroyExternalSemaphore)           \
+  X(cuSignalExternalSemaphoresAsync, cuSignalExternalSemaphoresAsync) \
+  X(cuWaitExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync)     \
+  X(cuStreamCreate, cuStreamCreate)                                   \
+  X(cuStreamDestroy, cuStreamDestroy_v2)                              \
+  X(cuStreamQuery, cuStreamQuery)                                     \
+  X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2)                          \
+  X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2)                          \
+  X(cuMemAllocHost, cuMemAllocHost_v2)                                \
+  X(cuMemFreeHost, cuMemFreeHost)
