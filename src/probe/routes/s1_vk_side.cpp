@@ -419,7 +419,13 @@ int vk_side_serve(ChildContext& ctx, std::span<const SemaphoreKind* const> kinds
   // Whatever the peer did, nothing is left pending on the GPU when the half ends.
   clean = s.drain_round();
   if (s.waiter) clean = s.waiter->drain() && clean;
-  (void)clean;
+  if (!clean) {
+    // Work that did not finish still uses the pool, the staging buffer and the
+    // export: leave them alive (VkWaiter's destructor says why).
+    (void)s.sd.release();
+    (void)new vk::Buffer(std::move(s.staging));
+    (void)new Exported(std::move(s.ex));
+  }
   return 0;
 }
 
