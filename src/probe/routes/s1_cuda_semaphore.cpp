@@ -197,7 +197,9 @@ bool run_proof(ChildContext& ctx, sync::OrderingSubject& subject, Leg& leg, Rout
                const std::string& fd_text) {
   sync::ProofOutcome o = sync::prove_ordering(subject, s1::proof_config(), s1::step_sink, &ctx);
   s1::record_proof(o, leg);
-  rep.detail.push_back(fmt::format("{}: {} semaphore {}", label, s1::proof_detail(o, false, 0),
+  // CUDA imports an fd for the object's life (permanent); OPAQUE_FD's transference is by reference.
+  rep.detail.push_back(fmt::format("{}: {} import=permanent transference=reference semaphore {}", label,
+                                   s1::proof_detail(o, false, 0),
                                    fd_text.empty() ? "fd-consumed=notrun" : fd_text));
   return o.drained;
 }

@@ -264,7 +264,9 @@ int gl_client(ChildContext& ctx) {
     s1::record_proof(o, glwait);
     if (subject.unsupported) rep.facts.unsupported = *subject.unsupported;
     keep = keep || !o.drained;
-    rep.detail.push_back(fmt::format("glwait: {} semaphore {}", s1::proof_detail(o, false, 0),
+    // GL's import replaces the semaphore's payload for good (permanent); OPAQUE_FD: by reference.
+    rep.detail.push_back(fmt::format("glwait: {} import=permanent transference=reference semaphore {}",
+                                     s1::proof_detail(o, false, 0),
                                      subject.fd_text.empty() ? "fd-consumed=notrun" : subject.fd_text));
   }
 
@@ -323,7 +325,8 @@ int gl_client(ChildContext& ctx) {
         f.glFinish();
       }
       keep = keep || !o.drained;
-      rep.detail.push_back(fmt::format("glsignal: {} gate {} signal {}", s1::proof_detail(o, false, 0),
+      rep.detail.push_back(fmt::format("glsignal: {} import=permanent transference=reference gate {} signal {}",
+                                       s1::proof_detail(o, false, 0),
                                        gate_text.empty() ? "fd-consumed=notrun" : gate_text,
                                        signal_text.empty() ? "fd-consumed=notrun" : signal_text));
     }
