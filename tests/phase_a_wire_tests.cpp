@@ -20,6 +20,7 @@ TEST(PhaseAWire, RoundTripKeepsValuesAndErrors) {
   d.types = {{0, 0, 7, "DEVICE_LOCAL|HOST_VISIBLE|HOST_COHERENT"}};
   d.extensions = {{"VK_KHR_external_memory_fd", true}, {"VK_EXT_external_memory_dma_buf", false}};
   d.external_buffers = {{"OPAQUE_FD", 1, 6, true, true, false, 1, 1}};
+  d.external_semaphores = {{"OPAQUE_FD", "timeline", true, 3, true, true, 1, 1}, {"SYNC_FD", "binary", true, 0, false, false, 0, 0}};
   d.min_imported_host_pointer_alignment = 4096;
   e.devices = {d};
   PhaseAFindings f;
@@ -41,6 +42,11 @@ TEST(PhaseAWire, RoundTripKeepsValuesAndErrors) {
   EXPECT_EQ(b.types[0].flag_names, "DEVICE_LOCAL|HOST_VISIBLE|HOST_COHERENT");
   EXPECT_EQ(b.extensions, d.extensions);
   EXPECT_TRUE(b.external_buffers[0].importable);
+  ASSERT_EQ(b.external_semaphores.size(), 2u);
+  EXPECT_EQ(b.external_semaphores[0].semaphore_type, "timeline");
+  EXPECT_TRUE(b.external_semaphores[0].exportable);
+  EXPECT_EQ(b.external_semaphores[1].handle_type, "SYNC_FD");
+  EXPECT_EQ(b.external_semaphores[1].features, 0u);
   EXPECT_EQ(b.min_imported_host_pointer_alignment, 4096u);
   ASSERT_TRUE(back->selected);
   EXPECT_EQ(*back->selected, 1u);

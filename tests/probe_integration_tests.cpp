@@ -353,6 +353,64 @@ TEST_F(ProbeIntegration, DefaultRunDmaBufUnsupported) {
   EXPECT_NE(why_of(line).find("dma_buf"), std::string::npos) << line;
 }
 
+// The Vulkan and GL S1 rows are UNSUPPORTED on lavapipe with the exact reason: it has no
+// VK_KHR_external_semaphore_fd (S1-cuda-semaphore is SKIP without a CUDA driver: cuda_tests.cpp).
+TEST_F(ProbeIntegration, DefaultRunS1RowsUnsupportedWithReason) {
+  for (const char* row : {"S1-semaphore-opaque-fd", "S1-timeline-opaque-fd", "S1-sync-fd", "S1-gles-semaphore"}) {
+    std::string line = result_line(default_run().out, row);
+    EXPECT_EQ(status_of(default_run().out, row), "UNSUPPORTED") << line;
+    EXPECT_EQ(why_of(line), "VK_KHR_external_semaphore_fd not exposed by the device") << line;
+  }
+}
+
+// Phase A decides the S1 rows on lavapipe without starting a process: a fault hook that aborts every
+// step of either half would otherwise turn the UNSUPPORTED into FAIL.
+TEST_F(ProbeIntegration, S1UnsupportedStartsNoProcess) {
+  for (const char* role : {"server", "client"}) {
+    const Proc p = probe({"--only=S1-semaphore-opaque-fd,S1-sync-fd"},
+                         {{"EXTMEM_TEST_FAULT", std::string("S1-semaphore-opaque-fd:") + role + "::abort"}});
+    EXPECT_EQ(p.code, 0) << p.out;
+    EXPECT_EQ(status_of(p.out, "S1-semaphore-opaque-fd"), "UNSUPPORTED") << p.out;
+    EXPECT_EQ(status_of(p.out, "S1-sync-fd"), "UNSUPPORTED") << p.out;
+  }
+}
+
+// Under zink (GL on lavapipe's Vulkan) GL has no GL_EXT_semaphore_fd either, and S1-gles-semaphore stays
+// UNSUPPORTED with the Vulkan reason, which phase A checks first.
+TEST_F(ProbeIntegration, ZinkGlesSemaphoreRowUnsupported) {
+  const Proc p = probe({"--only-s1"}, {{"LIBGL_ALWAYS_SOFTWARE", "1"}, {"MESA_LOADER_DRIVER_OVERRIDE", "zink"}});
+  EXPECT_NE(p.out.find("GL_RENDERER=zink"), std::string::npos) << p.out.substr(0, 3000);
+  EXPECT_NE(p.out.find("GL_EXT_semaphore_fd=no"), std::string::npos) << p.out.substr(0, 3000);
+  const std::string line = result_line(p.out, "S1-gles-semaphore");
+  EXPECT_EQ(status_of(p.out, "S1-gles-semaphore"), "UNSUPPORTED") << line;
+  EXPECT_EQ(why_of(line), "VK_KHR_external_semaphore_fd not exposed by the device") << line;
+}
+
+// --only-s1 selects exactly the S1 rows; the others are SKIP "not selected".
+TEST_F(ProbeIntegration, OnlyS1SelectsTheSyncRows) {
+  const Proc p = probe({"--only-s1"});
+  for (const std::string& row : extmem::test::kRowNames) {
+    const std::string line = result_line(p.out, row);
+    if (row.rfind("S1-", 0) == 0) {
+      EXPECT_EQ(why_of(line).find("not selected"), std::string::npos) << line;
+    } else {
+      // Android-only rows keep their platform reason, which is decided first.
+      EXPECT_EQ(status_of(p.out, row), "SKIP") << line;
+      if (why_of(line).find("Android") == std::string::npos)
+        EXPECT_NE(why_of(line).find("not selected by --only-s1"), std::string::npos) << line;
+    }
+  }
+}
+
+// Phase A lists the external semaphore properties per handle type and semaphore type; lavapipe offers none.
+TEST_F(ProbeIntegration, DefaultRunPhaseAListsExternalSemaphores) {
+  const std::string& out = default_run().out;
+  for (const char* kind : {"OPAQUE_FD binary", "OPAQUE_FD timeline", "SYNC_FD binary", "SYNC_FD timeline"})
+    EXPECT_NE(out.find(std::string("external semaphore ") + kind + ": export=no import=no compatible=0x0"),
+              std::string::npos)
+        << kind << "\n" << out.substr(0, 4000);
+}
+
 // The three T3 rows are OK with every decisive leg round-tripped.
 TEST_F(ProbeIntegration, DefaultRunT3RowsOk) {
   for (const char* row : {"T3-memfd-cross-process", "T3-external-memory-host", "T3-client-memfd-server-import"}) {

@@ -27,6 +27,7 @@ namespace extmem::cudrv {
 enum CUresult : unsigned int {
   CUDA_SUCCESS = 0,
   CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_NOT_READY = 600,  ///< cuStreamQuery: work on the stream has not completed (S1-cuda-semaphore's poll)
 };
 
 using CUdevice = int;                          ///< a device ordinal's handle (cuDeviceGet)
@@ -39,10 +40,79 @@ struct CUextMemory_st;  ///< opaque, owned by the driver
 using CUexternalMemory = CUextMemory_st*;
 struct CUevent_st;  ///< opaque, owned by the driver (cuEventCreate/cuEventDestroy)
 using CUevent = CUevent_st*;
-struct CUstream_st;  ///< opaque; the rows pass only the null (default) stream
+struct CUstream_st;  ///< opaque, owned by the driver (cuStreamCreate); the null stream is the default one
 using CUstream = CUstream_st*;
 /// cuEventCreate flags: 0 (CU_EVENT_DEFAULT) keeps timing on, which --measure needs.
 inline constexpr unsigned int CU_EVENT_DEFAULT = 0x0;
+struct CUextSemaphore_st;  ///< opaque, owned by the driver (cuImportExternalSemaphore)
+using CUexternalSemaphore = CUextSemaphore_st*;
+
+/// cuStreamCreate flag: the stream does not synchronise with the legacy default stream.
+inline constexpr unsigned int CU_STREAM_NON_BLOCKING = 0x1;
+
+/// The kind of semaphore handle cuImportExternalSemaphore receives (S1-cuda-semaphore:
+/// a Vulkan binary semaphore's opaque fd, or a timeline semaphore's).
+enum CUexternalSemaphoreHandleType : unsigned int {
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD = 1,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD = 9,
+};
+
+/// What cuImportExternalSemaphore imports: handle.fd is the fd, owned by the
+/// driver once the import succeeds; flags and reserved zero.
+struct CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+  CUexternalSemaphoreHandleType type;
+  union {
+    int fd;
+    struct {
+      void* handle;
+      const void* name;
+    } win32;
+    const void* nvSciSyncObj;
+  } handle;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+/// cuSignalExternalSemaphoresAsync's parameters: params.fence.value is the
+/// timeline value to signal (ignored for a binary semaphore); the rest zero.
+struct CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS {
+  struct {
+    struct {
+      unsigned long long value;
+    } fence;
+    union {
+      void* fence;
+      unsigned long long reserved;
+    } nvSciSync;
+    struct {
+      unsigned long long key;
+    } keyedMutex;
+    unsigned int reserved[12];
+  } params;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+/// cuWaitExternalSemaphoresAsync's parameters: params.fence.value is the
+/// timeline value to wait for (ignored for a binary semaphore); the rest zero.
+struct CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS {
+  struct {
+    struct {
+      unsigned long long value;
+    } fence;
+    union {
+      void* fence;
+      unsigned long long reserved;
+    } nvSciSync;
+    struct {
+      unsigned long long key;
+      unsigned int timeoutMs;
+    } keyedMutex;
+    unsigned int reserved[10];
+  } params;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
 
 /// The 16 bytes of cuDeviceGetUuid (the same value as Vulkan's deviceUUID).
 struct CUuuid {
@@ -193,6 +263,21 @@ using cuEventRecord = CUresult(CUevent event, CUstream stream);
 using cuEventSynchronize = CUresult(CUevent event);
 using cuEventElapsedTime_v2 = CUresult(float* milliseconds, CUevent start, CUevent end);
 using cuEventDestroy_v2 = CUresult(CUevent event);
+using cuImportExternalSemaphore = CUresult(CUexternalSemaphore* semaphore, const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC* desc);
+using cuDestroyExternalSemaphore = CUresult(CUexternalSemaphore semaphore);
+using cuSignalExternalSemaphoresAsync = CUresult(const CUexternalSemaphore* semaphores,
+                                                 const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* params, unsigned int count,
+                                                 CUstream stream);
+using cuWaitExternalSemaphoresAsync = CUresult(const CUexternalSemaphore* semaphores,
+                                               const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* params, unsigned int count,
+                                               CUstream stream);
+using cuStreamCreate = CUresult(CUstream* stream, unsigned int flags);
+using cuStreamDestroy_v2 = CUresult(CUstream stream);
+using cuStreamQuery = CUresult(CUstream stream);
+using cuMemcpyHtoDAsync_v2 = CUresult(CUdeviceptr dst, const void* src, std::size_t bytes, CUstream stream);
+using cuMemcpyDtoHAsync_v2 = CUresult(void* dst, CUdeviceptr src, std::size_t bytes, CUstream stream);
+using cuMemAllocHost_v2 = CUresult(void** host, std::size_t bytes);
+using cuMemFreeHost = CUresult(void* host);
 }  // namespace fn
 
 }  // namespace extmem::cudrv

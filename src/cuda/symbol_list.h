@@ -52,4 +52,15 @@
   X(cuEventRecord, cuEventRecord)                                     \
   X(cuEventSynchronize, cuEventSynchronize)                           \
   X(cuEventElapsedTime, cuEventElapsedTime_v2)                        \
-  X(cuEventDestroy, cuEventDestroy_v2)
+  X(cuEventDestroy, cuEventDestroy_v2) \
+  X(cuImportExternalSemaphore, cuImportExternalSemaphore)             \
+  X(cuDestroyExternalSemaphore, cuDestroyExternalSemaphore)           \
+  X(cuSignalExternalSemaphoresAsync, cuSignalExternalSemaphoresAsync) \
+  X(cuWaitExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync)     \
+  X(cuStreamCreate, cuStreamCreate)                                   \
+  X(cuStreamDestroy, cuStreamDestroy_v2)                              \
+  X(cuStreamQuery, cuStreamQuery)                                     \
+  X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2)                          \
+  X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2)                          \
+  X(cuMemAllocHost, cuMemAllocHost_v2)                                \
+  X(cuMemFreeHost, cuMemFreeHost)

@@ -225,6 +225,14 @@ Result<std::unique_ptr<EglContext>> EglContext::create() {
 #undef EXTMEM_LOAD
     if (!c->has_extension("GL_EXT_memory_object_fd")) c->gl_.glImportMemoryFdEXT = nullptr;
   }
+#define EXTMEM_LOAD(type, name) c->gl_.name = reinterpret_cast<type>(load(#name));
+  if (c->has_extension("GL_EXT_semaphore_fd")) {
+    EXTMEM_GL_SEMAPHORE_FUNCS(EXTMEM_LOAD)
+  }
+  if (c->has_extension("GL_EXT_buffer_storage")) {
+    EXTMEM_GL_BUFFER_STORAGE_FUNCS(EXTMEM_LOAD)
+  }
+#undef EXTMEM_LOAD
   c->take_error();
   return c;
 }

@@ -34,7 +34,9 @@ namespace extmem::gles {
   X(PFNGLFENCESYNCPROC, glFenceSync)                                                                \
   X(PFNGLCLIENTWAITSYNCPROC, glClientWaitSync)                                                      \
   X(PFNGLDELETESYNCPROC, glDeleteSync)                                                              \
-  X(PFNGLFINISHPROC, glFinish)
+  X(PFNGLFINISHPROC, glFinish)                                                                      \
+  X(PFNGLFLUSHPROC, glFlush)                                                                        \
+  X(PFNGLBUFFERSUBDATAPROC, glBufferSubData)
 
 // GL_EXT_memory_object / GL_EXT_memory_object_fd, and GL_EXT_disjoint_timer_query
 // (the --measure GPU clock): null when the extension is absent.
@@ -52,11 +54,23 @@ namespace extmem::gles {
   X(PFNGLENDQUERYEXTPROC, glEndQueryEXT)                                 \
   X(PFNGLGETQUERYOBJECTUI64VEXTPROC, glGetQueryObjectui64vEXT)
 
+// GL_EXT_semaphore / GL_EXT_semaphore_fd (S1-gles-semaphore) and GL_EXT_buffer_storage:
+// null unless GL_EXT_semaphore_fd (resp. GL_EXT_buffer_storage) is exposed.
+#define EXTMEM_GL_SEMAPHORE_FUNCS(X)                           \
+  X(PFNGLGENSEMAPHORESEXTPROC, glGenSemaphoresEXT)             \
+  X(PFNGLDELETESEMAPHORESEXTPROC, glDeleteSemaphoresEXT)       \
+  X(PFNGLIMPORTSEMAPHOREFDEXTPROC, glImportSemaphoreFdEXT)     \
+  X(PFNGLWAITSEMAPHOREEXTPROC, glWaitSemaphoreEXT)             \
+  X(PFNGLSIGNALSEMAPHOREEXTPROC, glSignalSemaphoreEXT)
+#define EXTMEM_GL_BUFFER_STORAGE_FUNCS(X) X(PFNGLBUFFERSTORAGEEXTPROC, glBufferStorageEXT)
+
 #define EXTMEM_GL_DECLARE(type, name) type name = nullptr;
 
 struct GlFns {
   EXTMEM_GL_FUNCS(EXTMEM_GL_DECLARE)
   EXTMEM_GL_EXT_FUNCS(EXTMEM_GL_DECLARE)
+  EXTMEM_GL_SEMAPHORE_FUNCS(EXTMEM_GL_DECLARE)
+  EXTMEM_GL_BUFFER_STORAGE_FUNCS(EXTMEM_GL_DECLARE)
 };
 
 /// Name of a GL error enum ("GL_OUT_OF_MEMORY"), "0x%04x" when unknown.

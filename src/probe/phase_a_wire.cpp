@@ -9,11 +9,13 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Error, step, kind, code, detail)
 namespace vk {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MemoryHeapInfo, size, flags, flag_names)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MemoryTypeInfo, index, heap_index, flags, flag_names)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ExternalSemaphoreInfo, handle_type, semaphore_type, queried, features, exportable,
+                                   importable, export_from, compatible)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ExternalBufferInfo, handle_type, handle_type_bit, features, exportable, importable,
                                    dedicated_only, export_from, compatible)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceInfo, index, name, vendor_id, device_id, device_type, api_version,
                                    driver_version, driver_name, driver_info, device_uuid, driver_uuid, heaps, types,
-                                   extensions, external_buffers, min_imported_host_pointer_alignment)
+                                   extensions, external_buffers, external_semaphores, min_imported_host_pointer_alignment)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(VulkanEnumeration, loader_version, devices)
 }  // namespace vk
 namespace gles {

@@ -177,6 +177,12 @@ Result<std::unique_ptr<Device>> Device::create(std::shared_ptr<Instance> instanc
   qci.queueFamilyIndex = dev->queue_family_;
   qci.queueCount = 1;
   qci.pQueuePriorities = &priority;
+  // A device exposing VK_KHR_timeline_semaphore must support its feature, so a
+  // caller that chains no features of its own gets it enabled with the extension
+  // (the S1 routes wait on and signal timeline semaphores on the kept device).
+  VkPhysicalDeviceTimelineSemaphoreFeatures timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
+  timeline.timelineSemaphore = VK_TRUE;
+  if (features == nullptr && dev->has(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME)) features = &timeline;
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = features;
   dci.queueCreateInfoCount = 1;

@@ -117,6 +117,8 @@ class Device {
   /// supports transfer. `wanted` extensions are enabled when present (see has()).
   /// `features` (may be null) is chained into VkDeviceCreateInfo::pNext as is:
   /// feature structs of extensions the caller knows are in `wanted` and present.
+  /// With `features` null and VK_KHR_timeline_semaphore enabled, its
+  /// timelineSemaphore feature is enabled too (the extension requires it supported).
   /// Errors: invalid_argument (no such index), unsupported (device older than
   /// Vulkan 1.1, no transfer queue), vk_error("vkCreateDevice").
   static Result<std::unique_ptr<Device>> create(std::shared_ptr<Instance> instance, std::uint32_t index,

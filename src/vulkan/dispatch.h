@@ -18,6 +18,7 @@ namespace extmem::vk {
   X(vkGetPhysicalDeviceQueueFamilyProperties)   \
   X(vkEnumerateDeviceExtensionProperties)       \
   X(vkGetPhysicalDeviceExternalBufferProperties) \
+  X(vkGetPhysicalDeviceExternalSemaphoreProperties) \
   X(vkCreateDevice)                             \
   X(vkGetDeviceProcAddr)
 

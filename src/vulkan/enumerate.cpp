@@ -158,6 +158,33 @@ Result<VulkanEnumeration> enumerate(const Instance& inst) {
       }
       d.external_buffers.push_back(x);
     }
+    for (auto [name, bit] : {std::pair{"OPAQUE_FD", VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT},
+                             std::pair{"SYNC_FD", VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_SYNC_FD_BIT}}) {
+      for (VkSemaphoreType type : {VK_SEMAPHORE_TYPE_BINARY, VK_SEMAPHORE_TYPE_TIMELINE}) {
+        ExternalSemaphoreInfo x;
+        x.handle_type = name;
+        x.semaphore_type = type == VK_SEMAPHORE_TYPE_TIMELINE ? "timeline" : "binary";
+        const bool timeline = type == VK_SEMAPHORE_TYPE_TIMELINE;
+        // Chaining the timeline type is only valid where the device knows it.
+        x.queried = base.apiVersion >= VK_API_VERSION_1_1 && f.vkGetPhysicalDeviceExternalSemaphoreProperties != nullptr &&
+                    (!timeline || has(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME));
+        if (x.queried) {
+          VkSemaphoreTypeCreateInfo t{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+          t.semaphoreType = type;
+          VkPhysicalDeviceExternalSemaphoreInfo info{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_SEMAPHORE_INFO};
+          info.pNext = timeline ? &t : nullptr;
+          info.handleType = bit;
+          VkExternalSemaphoreProperties p{VK_STRUCTURE_TYPE_EXTERNAL_SEMAPHORE_PROPERTIES};
+          f.vkGetPhysicalDeviceExternalSemaphoreProperties(pd, &info, &p);
+          x.features = p.externalSemaphoreFeatures;
+          x.exportable = p.externalSemaphoreFeatures & VK_EXTERNAL_SEMAPHORE_FEATURE_EXPORTABLE_BIT;
+          x.importable = p.externalSemaphoreFeatures & VK_EXTERNAL_SEMAPHORE_FEATURE_IMPORTABLE_BIT;
+          x.export_from = p.exportFromImportedHandleTypes;
+          x.compatible = p.compatibleHandleTypes;
+        }
+        d.external_semaphores.push_back(x);
+      }
+    }
     out.devices.push_back(std::move(d));
   }
   return out;

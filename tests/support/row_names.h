@@ -16,6 +16,8 @@ inline const std::vector<std::string> kRowNames = {
     "T3-memfd-cross-process",      "T3-external-memory-host",     "T3-client-memfd-server-import",
     "T3-memfd-sealed",
     "T1-opaque-fd-cuda",           "T1-cuda-vmm-fd",              "T3-cuda-host-register",
+    "S1-semaphore-opaque-fd",      "S1-timeline-opaque-fd",       "S1-sync-fd",
+    "S1-gles-semaphore",           "S1-cuda-semaphore",
 };
 
 }  // namespace extmem::test

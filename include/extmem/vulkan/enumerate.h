@@ -37,6 +37,20 @@ struct ExternalBufferInfo {
   std::uint32_t compatible = 0;     ///< compatibleHandleTypes
 };
 
+/// vkGetPhysicalDeviceExternalSemaphoreProperties for one handle type and semaphore
+/// type (VK_KHR_external_semaphore_capabilities, core 1.1; the timeline query
+/// chains VkSemaphoreTypeCreateInfo and is made only with VK_KHR_timeline_semaphore).
+struct ExternalSemaphoreInfo {
+  std::string handle_type;          ///< "OPAQUE_FD", "SYNC_FD"
+  std::string semaphore_type;       ///< "binary", "timeline"
+  bool queried = false;             ///< false: not asked (timeline without VK_KHR_timeline_semaphore, or Vulkan 1.0)
+  std::uint32_t features = 0;       ///< VkExternalSemaphoreFeatureFlags
+  bool exportable = false;
+  bool importable = false;
+  std::uint32_t export_from = 0;    ///< exportFromImportedHandleTypes
+  std::uint32_t compatible = 0;     ///< compatibleHandleTypes
+};
+
 struct DeviceInfo {
   std::uint32_t index = 0;
   std::string name;
@@ -50,6 +64,7 @@ struct DeviceInfo {
   std::vector<MemoryTypeInfo> types;
   std::vector<std::pair<std::string, bool>> extensions;  ///< the extensions the routes use, present or not
   std::vector<ExternalBufferInfo> external_buffers;      ///< one per handle type above
+  std::vector<ExternalSemaphoreInfo> external_semaphores; ///< OPAQUE_FD and SYNC_FD, each binary and timeline (the S1 rows)
   std::uint64_t min_imported_host_pointer_alignment = 0; ///< bytes; 0 without VK_EXT_external_memory_host
 };
 

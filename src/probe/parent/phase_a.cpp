@@ -51,6 +51,12 @@ void print_vulkan(std::ostream& out, const vk::VulkanEnumeration& e, int selecte
       out << fmt::format("  external buffer {}: export={} import={} dedicated-only={} compatible=0x{:x} exportFrom=0x{:x}\n",
                          x.handle_type, x.exportable ? "yes" : "no", x.importable ? "yes" : "no",
                          x.dedicated_only ? "yes" : "no", x.compatible, x.export_from);
+    for (const vk::ExternalSemaphoreInfo& x : d.external_semaphores)
+      out << (x.queried ? fmt::format("  external semaphore {} {}: export={} import={} compatible=0x{:x} exportFrom=0x{:x}\n",
+                                      x.handle_type, x.semaphore_type, x.exportable ? "yes" : "no",
+                                      x.importable ? "yes" : "no", x.compatible, x.export_from)
+                        : fmt::format("  external semaphore {} {}: not queried (no VK_KHR_timeline_semaphore)\n",
+                                      x.handle_type, x.semaphore_type));
   }
 }
 
@@ -106,7 +112,7 @@ nlohmann::json to_json(const vk::VulkanEnumeration& e, int selected) {
   nlohmann::json devices = nlohmann::json::array();
   for (const vk::DeviceInfo& d : e.devices) {
     nlohmann::json heaps = nlohmann::json::array(), types = nlohmann::json::array(), ext = nlohmann::json::object(),
-                   xb = nlohmann::json::array();
+                   xb = nlohmann::json::array(), xs = nlohmann::json::array();
     for (const auto& h : d.heaps) heaps.push_back({{"size", h.size}, {"flags", h.flags}, {"flag_names", h.flag_names}});
     for (const auto& t : d.types)
       types.push_back({{"index", t.index}, {"heap_index", t.heap_index}, {"flags", t.flags}, {"flag_names", t.flag_names}});
@@ -115,11 +121,15 @@ nlohmann::json to_json(const vk::VulkanEnumeration& e, int selected) {
       xb.push_back({{"handle_type", x.handle_type}, {"features", x.features}, {"exportable", x.exportable},
                     {"importable", x.importable}, {"dedicated_only", x.dedicated_only},
                     {"export_from_imported", x.export_from}, {"compatible", x.compatible}});
+    for (const auto& x : d.external_semaphores)
+      xs.push_back({{"handle_type", x.handle_type}, {"semaphore_type", x.semaphore_type}, {"queried", x.queried},
+                    {"features", x.features}, {"exportable", x.exportable}, {"importable", x.importable},
+                    {"export_from_imported", x.export_from}, {"compatible", x.compatible}});
     devices.push_back({{"index", d.index}, {"name", d.name}, {"vendor_id", d.vendor_id}, {"device_id", d.device_id},
                        {"device_type", d.device_type}, {"api_version", d.api_version},
                        {"driver_version", d.driver_version}, {"driver_name", d.driver_name},
                        {"driver_info", d.driver_info}, {"device_uuid", d.device_uuid}, {"driver_uuid", d.driver_uuid},
-                       {"heaps", heaps}, {"memory_types", types}, {"extensions", ext}, {"external_buffers", xb},
+                       {"heaps", heaps}, {"memory_types", types}, {"extensions", ext}, {"external_buffers", xb}, {"external_semaphores", xs},
                        {"min_imported_host_pointer_alignment", d.min_imported_host_pointer_alignment}});
   }
   return {{"loader_version", e.loader_version}, {"selected", selected}, {"devices", devices}};

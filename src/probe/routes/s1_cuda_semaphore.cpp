@@ -1,0 +1,356 @@
+// S1-cuda-semaphore: the Vulkan server (s1_vk_side.h) exports the T1
+// allocation and semaphores; this client imports the allocation into CUDA and
+// runs the ordering proof (probe/sync_proof.h) three times:
+//   cudawait-binary    Vulkan signals a binary OPAQUE_FD semaphore (held behind
+//                      its host's gate), CUDA waits (cuWaitExternalSemaphoresAsync)
+//                      before copying region E out
+//   cudawait-timeline  the same with a timeline semaphore, value 1
+//   cudasignal         CUDA writes region E and signals a timeline semaphore the
+//                      Vulkan side exported (cuSignalExternalSemaphoresAsync),
+//                      releasing a Vulkan wait
+// CUDA has no fence to look at without waiting, so "landed" is cuStreamQuery
+// (CUDA_SUCCESS, not CUDA_ERROR_NOT_READY) plus the marker the stream copies
+// into pinned host memory after the region. docs/probe.md, "S1".
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "extmem/core/pattern.h"
+#include "probe/routes.h"
+#include "probe/routes/cuda_route_util.h"
+#include "probe/routes/s1_peer.h"
+#include "probe/routes/s1_vk_side.h"
+#include "probe/sync_proof.h"
+#include "probe/worker/half_end.h"
+#include "probe/worker/import_dup.h"
+#include "probe/worker/route_util.h"
+
+namespace extmem::probe {
+namespace {
+
+using vksync::SemaphoreKind;
+
+// The import failure a driver gives for a handle type it does not do; any other
+// code at an import site is FAIL (the Vulkan side advertised the export).
+bool not_supported(const Error& e) { return e.code == "CUDA_ERROR_NOT_SUPPORTED"; }
+
+// A stream, pinned host memory, an imported semaphore: one CUDA side of one proof.
+class CudaStreamSide {
+ public:
+  explicit CudaStreamSide(const cuda::Api& api) : api_(api) {}
+  ~CudaStreamSide() {
+    if (leaked_) return;  // pending work may still use them (see VkWaiter's destructor)
+    if (sem_ != nullptr) (void)api_.cuDestroyExternalSemaphore(sem_);
+    if (stream_ != nullptr) (void)api_.cuStreamDestroy(stream_);
+    if (host_ != nullptr) (void)api_.cuMemFreeHost(host_);
+  }
+  CudaStreamSide(const CudaStreamSide&) = delete;
+  CudaStreamSide& operator=(const CudaStreamSide&) = delete;
+
+  Status create(ChildContext& ctx) {
+    ctx.step("cuStreamCreate(CU_STREAM_NON_BLOCKING)");
+    if (CUresult r = api_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS)
+      return cuda::cu_error(api_, "cuStreamCreate", r);
+    ctx.step("cuMemAllocHost(pinned copy buffer)");
+    if (CUresult r = api_.cuMemAllocHost(&host_, kHostBytes); r != CUDA_SUCCESS) {
+      host_ = nullptr;
+      return cuda::cu_error(api_, fmt::format("cuMemAllocHost({} bytes)", kHostBytes), r);
+    }
+    std::memset(host_, 0, kHostBytes);
+    return {};
+  }
+
+  // Imports a dup of `fd`; `what` names the semaphore in steps. Sets fd_text.
+  Status import(ChildContext& ctx, int fd, bool timeline) {
+    auto dup = ImportDup::of(fd);
+    if (!dup) return std::move(dup).error();
+    const char* type = timeline ? "TIMELINE_SEMAPHORE_FD" : "OPAQUE_FD";
+    ctx.step(fmt::format("cuImportExternalSemaphore({})", type));
+    CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC desc{};
+    desc.type = timeline ? CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD : CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD;
+    desc.handle.fd = dup->number();
+    CUresult r = api_.cuImportExternalSemaphore(&sem_, &desc);
+    // A successful import owns the fd (cuda.h, cuImportExternalSemaphore).
+    fd_text = dup->settle(r == CUDA_SUCCESS);
+    if (r != CUDA_SUCCESS) {
+      sem_ = nullptr;
+      return cuda::cu_error(api_, fmt::format("cuImportExternalSemaphore({})", type), r);
+    }
+    return {};
+  }
+
+  // Polls the stream for at most `bound` (CUDA has no bounded stream wait).
+  Result<sync::Waited> wait(std::chrono::milliseconds bound) {
+    const auto deadline = std::chrono::steady_clock::now() + bound;
+    for (;;) {
+      CUresult r = api_.cuStreamQuery(stream_);
+      if (r == CUDA_SUCCESS) return sync::Waited{sync::WaitResult::signalled, "CUDA_SUCCESS"};
+      if (r != CUDA_ERROR_NOT_READY) return cuda::cu_error(api_, "cuStreamQuery", r);
+      if (std::chrono::steady_clock::now() >= deadline)
+        return sync::Waited{sync::WaitResult::timed_out, "CUDA_ERROR_NOT_READY"};
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
+  bool drain() {
+    auto w = wait(std::chrono::milliseconds(5000));
+    const bool ok = w && w->result == sync::WaitResult::signalled;
+    if (!ok) leaked_ = true;
+    return ok;
+  }
+
+  static constexpr std::size_t kHostBytes = kRegionSize + 256;
+  const cuda::Api& api_;
+  CUstream stream_ = nullptr;
+  void* host_ = nullptr;
+  CUexternalSemaphore sem_ = nullptr;
+  std::string fd_text;
+  bool leaked_ = false;
+};
+
+// CUDA waits, the Vulkan peer produces (cudawait-binary, cudawait-timeline).
+class CudaConsumer final : public sync::OrderingSubject {
+ public:
+  CudaConsumer(ChildContext& ctx, const cuda::Api& api, const SemaphoreKind& kind, CUdeviceptr shared,
+               CUdeviceptr marker)
+      : ctx_(ctx), side_(api), kind_(kind), shared_(shared), marker_(marker) {}
+
+  Status hold() override {
+    if (auto s = side_.create(ctx_); !s) return s;
+    os::UniqueFd fd;
+    auto r = s1::ask(ctx_, {{"op", "hold"}, {"kind", s1::key_of(kind_)}}, &fd);
+    if (!r) {
+      if (r.error().kind == ErrorKind::unsupported) unsupported = r.error().detail;
+      return std::move(r).error();
+    }
+    if (!fd.valid()) return Error{"receive the semaphore fd", ErrorKind::protocol, {}, "the hold reply carried no fd"};
+    Status s = side_.import(ctx_, fd.get(), kind_.type == VK_SEMAPHORE_TYPE_TIMELINE);
+    if (!s && not_supported(s.error())) unsupported = "client: " + why_of(s.error());
+    return s;
+  }
+
+  Status arm() override {
+    const cuda::Api& api = side_.api_;
+    ctx_.step("cuWaitExternalSemaphoresAsync + cuMemcpyDtoHAsync(region E) + marker");
+    CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS wp{};
+    wp.params.fence.value = s1::kTimelineValue;  // ignored for a binary semaphore
+    if (CUresult r = api.cuWaitExternalSemaphoresAsync(&side_.sem_, &wp, 1, side_.stream_); r != CUDA_SUCCESS)
+      return cuda::cu_error(api, "cuWaitExternalSemaphoresAsync", r);
+    armed_ = true;
+    if (CUresult r = api.cuMemcpyDtoHAsync(side_.host_, shared_, kRegionSize, side_.stream_); r != CUDA_SUCCESS)
+      return cuda::cu_error(api, "cuMemcpyDtoHAsync(region E)", r);
+    if (CUresult r = api.cuMemcpyDtoHAsync(static_cast<std::byte*>(side_.host_) + kRegionSize, marker_, 4, side_.stream_);
+        r != CUDA_SUCCESS)
+      return cuda::cu_error(api, "cuMemcpyDtoHAsync(marker)", r);
+    return {};
+  }
+
+  Result<sync::Observation> observe() override {
+    sync::Observation o;
+    CUresult r = side_.api_.cuStreamQuery(side_.stream_);
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY) return cuda::cu_error(side_.api_, "cuStreamQuery", r);
+    o.fence_signalled = r == CUDA_SUCCESS;
+    std::uint32_t m = 0;
+    std::memcpy(&m, static_cast<const std::byte*>(side_.host_) + kRegionSize, sizeof m);
+    o.marker_present = m == s1::kMarker;
+    return o;  // CUDA cannot read an external semaphore's counter: no counter check here
+  }
+
+  Result<sync::Waited> wait_consumer(std::chrono::milliseconds bound) override { return side_.wait(bound); }
+
+  Status release() override {
+    auto r = s1::ask(ctx_, {{"op", "release"}}, nullptr);
+    if (!r) return std::move(r).error();
+    return {};
+  }
+
+  Result<sync::CopyCheck> check_copy() override {
+    std::span<const std::byte> got(static_cast<const std::byte*>(side_.host_), kRegionSize);
+    return sync::CopyCheck{pattern::count_stale_words(got, s1::kProducerSeed), kRegionSize / 4,
+                           pattern::first_mismatch(got, s1::kProducerSeed)};
+  }
+
+  bool drain() override {
+    auto r = s1::ask(ctx_, {{"op", "drain"}}, nullptr);
+    const bool peer = r && r->value("drained", false);
+    return (!armed_ || side_.drain()) && peer;
+  }
+
+  std::optional<std::string> unsupported;
+  const std::string& fd_text() const { return side_.fd_text; }
+
+ private:
+  ChildContext& ctx_;
+  CudaStreamSide side_;
+  const SemaphoreKind& kind_;
+  CUdeviceptr shared_;  // region E of the imported allocation
+  CUdeviceptr marker_;  // 4 bytes holding kMarker
+  bool armed_ = false;
+};
+
+// Runs one proof into `leg` and the detail; returns whether its work drained.
+bool run_proof(ChildContext& ctx, sync::OrderingSubject& subject, Leg& leg, RouteReport& rep, const std::string& label,
+               const std::string& fd_text) {
+  sync::ProofOutcome o = sync::prove_ordering(subject, s1::proof_config(), s1::step_sink, &ctx);
+  s1::record_proof(o, leg);
+  // CUDA imports an fd for the object's life (permanent); OPAQUE_FD's transference is by reference.
+  rep.detail.push_back(fmt::format("{}: {} import=permanent transference=reference semaphore {}", label,
+                                   s1::proof_detail(o, false, 0),
+                                   fd_text.empty() ? "fd-consumed=notrun" : fd_text));
+  return o.drained;
+}
+
+int cuda_client(ChildContext& ctx) {
+  const Layout& layout = ctx.layout();
+  RouteReport rep;
+  Leg wait_binary{"cudawait-binary", true};
+  Leg wait_timeline{"cudawait-timeline", true};
+  Leg signal{"cudasignal", true};
+  auto finish = [&] {
+    rep.legs = {wait_binary, wait_timeline, signal};
+    return end_half(ctx, rep);
+  };
+  // CUDA first: the row's first requirement is the CUDA driver, so a driver that
+  // cannot be loaded decides it (SKIP or UNSUPPORTED naming the entry point),
+  // whatever the Vulkan side then finds. The Vulkan side's own answer
+  // (VK_KHR_external_semaphore_fd, exportable kinds) comes with its setup.
+  auto uuid = selected_vulkan_uuid(ctx);
+  if (!uuid) {
+    rep.facts.fatal = "client: " + why_of(uuid.error());
+    return finish();
+  }
+  auto side = open_cuda(ctx, rep.facts, *uuid, kRegionSize);
+  if (!side) return finish();
+  const cuda::Api& api = *side->api;
+  auto setup = await_setup(ctx, rep, "the Vulkan side's allocation");
+  if (!setup) return 0;
+  const auto alloc_size = setup->info.value("allocation_size", std::uint64_t{0});
+  const bool dedicated = setup->info.value("dedicated", false);
+  if (alloc_size < layout.size) {
+    rep.facts.fatal = fmt::format("server announced allocation {} < size {}", alloc_size, layout.size);
+    return finish();
+  }
+
+  // The T1 allocation in CUDA, as T1-opaque-fd-cuda imports it.
+  auto dup = ImportDup::of(setup->fd.get());
+  if (!dup) {
+    rep.facts.fatal = "client: " + why_of(dup.error());
+    return finish();
+  }
+  ctx.step("cuImportExternalMemory(OPAQUE_FD)");
+  CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
+  desc.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+  desc.handle.fd = dup->number();
+  desc.size = alloc_size;
+  desc.flags = dedicated ? CUDA_EXTERNAL_MEMORY_DEDICATED : 0;  // CUDA must be told what Vulkan did
+  CUexternalMemory ext = nullptr;
+  CUresult r = api.cuImportExternalMemory(&ext, &desc);
+  rep.detail.push_back("memory " + dup->settle(r == CUDA_SUCCESS));
+  if (r != CUDA_SUCCESS) {
+    rep.facts.fatal = "client: " + why_of(cuda::cu_error(api, "cuImportExternalMemory(OPAQUE_FD)", r));
+    return finish();
+  }
+  CUdeviceptr base = 0;
+  CUDA_EXTERNAL_MEMORY_BUFFER_DESC bd{};
+  bd.size = layout.size;
+  ctx.step("cuExternalMemoryGetMappedBuffer");
+  r = api.cuExternalMemoryGetMappedBuffer(&base, ext, &bd);
+  if (r != CUDA_SUCCESS) {
+    (void)api.cuDestroyExternalMemory(ext);
+    rep.facts.fatal = "client: " + why_of(cuda::cu_error(api, "cuExternalMemoryGetMappedBuffer", r));
+    return finish();
+  }
+  const CUdeviceptr region = base + layout.offset(s1::kRegion);
+  bool keep_memory = false;  // set when work that uses it could not be drained
+
+  ctx.step("cuMemAlloc + cuMemsetD32(marker)");
+  auto marker = cuda::DeviceBuffer::allocate(api, 256);
+  Status marker_ok = marker ? Status{} : Status{marker.error()};
+  if (marker) {
+    if (CUresult m = api.cuMemsetD32((*marker)->ptr(), s1::kMarker, 1); m != CUDA_SUCCESS)
+      marker_ok = cuda::cu_error(api, "cuMemsetD32(marker)", m);
+  }
+  if (!marker_ok) {
+    rep.facts.fatal = "client: " + why_of(marker_ok.error());
+  } else {
+    for (auto [kind, leg, label] : {std::tuple{&vksync::kBinaryOpaque, &wait_binary, "cudawait-binary"},
+                                    std::tuple{&vksync::kTimelineOpaque, &wait_timeline, "cudawait-timeline"}}) {
+      CudaConsumer subject(ctx, api, *kind, region, (*marker)->ptr());
+      if (!run_proof(ctx, subject, *leg, rep, label, subject.fd_text())) keep_memory = true;
+      if (subject.unsupported) rep.facts.unsupported = *subject.unsupported;
+    }
+
+    // The other direction: CUDA produces, the Vulkan side waits.
+    CudaStreamSide producer(api);
+    std::vector<std::byte> data(kRegionSize), stale(kRegionSize);
+    pattern::fill(data, s1::kProducerSeed);
+    pattern::fill(stale, s1::kStaleSeed);
+    s1::PeerVkWaiter::Producer ops{
+        .hold =
+            [&]() -> Status {
+              if (auto s = producer.create(ctx); !s) return s;
+              std::memcpy(producer.host_, data.data(), kRegionSize);
+              ctx.step("cuMemcpyHtoD(region E, stale pattern)");
+              if (CUresult c = api.cuMemcpyHtoD(region, stale.data(), kRegionSize); c != CUDA_SUCCESS)
+                return cuda::cu_error(api, "cuMemcpyHtoD(region E, stale pattern)", c);
+              return {};
+            },
+        .write_and_signal =
+            [&]() -> Status {
+              ctx.step("cuMemcpyHtoDAsync(region E) + cuSignalExternalSemaphoresAsync(value 1)");
+              if (CUresult c = api.cuMemcpyHtoDAsync(region, producer.host_, kRegionSize, producer.stream_); c != CUDA_SUCCESS)
+                return cuda::cu_error(api, "cuMemcpyHtoDAsync(region E)", c);
+              CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS sp{};
+              sp.params.fence.value = s1::kTimelineValue;
+              if (CUresult c = api.cuSignalExternalSemaphoresAsync(&producer.sem_, &sp, 1, producer.stream_);
+                  c != CUDA_SUCCESS)
+                return cuda::cu_error(api, "cuSignalExternalSemaphoresAsync", c);
+              return {};
+            },
+        .drain = [&] { return producer.stream_ == nullptr || producer.drain(); },
+    };
+    s1::PeerVkWaiter subject(ctx, ops);
+    auto fd = subject.prepare(vksync::kTimelineOpaque);
+    Status imported = fd ? producer.import(ctx, fd->get(), true) : Status{fd.error()};
+    if (!imported) {
+      fail_leg(signal, imported.error());
+      if (not_supported(imported.error())) rep.facts.unsupported = "client: " + why_of(imported.error());
+      if (!fd && fd.error().kind == ErrorKind::unsupported) rep.facts.unsupported = fd.error().detail;
+    } else {
+      if (!run_proof(ctx, subject, signal, rep, "cudasignal", producer.fd_text)) keep_memory = true;
+    }
+  }
+  if (!keep_memory) {
+    (void)api.cuMemFree(base);
+    (void)api.cuDestroyExternalMemory(ext);
+  }
+  return finish();
+}
+
+constexpr const SemaphoreKind* kKinds[] = {&vksync::kBinaryOpaque, &vksync::kTimelineOpaque};
+constexpr HandleNeed kMemory[] = {{"OPAQUE_FD", HandleFeature::exportable}};
+constexpr LegDef kLegs[] = {
+    {"cudawait-binary", true, "CUDA's stream waited on a Vulkan binary semaphore from another process before its copy"},
+    {"cudawait-timeline", true, "CUDA's stream waited on a Vulkan timeline semaphore (value 1) before its copy"},
+    {"cudasignal", true, "CUDA's signal of a timeline semaphore released a Vulkan wait in the other process"},
+};
+
+}  // namespace
+
+extern const RouteDef kS1CudaSemaphore{
+    .row = "S1-cuda-semaphore",
+    .group = "s1",
+    // No extensions here: CUDA's answer comes first (see cuda_client); the Vulkan
+    // server reports VK_KHR_external_semaphore_fd's absence itself.
+    .needs = {.handle_types = kMemory, .cuda = true},
+    .legs = kLegs,
+    .server = {"exports the T1 allocation and semaphores; produces for CUDA's waits, waits for CUDA's signal",
+               [](ChildContext& c) { return s1::vk_side_serve(c, kKinds); }},
+    .client = {"imports them into CUDA; waits before a copy, writes and signals; drives the ordering proofs",
+               cuda_client}};
+
+}  // namespace extmem::probe

@@ -1,0 +1,364 @@
+// S1-gles-semaphore: GL_EXT_semaphore_fd across processes (opaque fds only).
+// The Vulkan server (s1_vk_side.h) exports the T1 allocation and binary
+// semaphores; this client imports the allocation into GL (the T1-gles ladder)
+// and runs the ordering proof (probe/sync_proof.h) twice:
+//   glwait    the Vulkan side's held write + signal; GL imports the semaphore,
+//             glWaitSemaphoreEXT on the shared buffer, then glCopyBufferSubData
+//             of region E out and a marker after it
+//   glsignal  GL writes region E and glSignalSemaphoreEXT a semaphore the Vulkan
+//             side exported, releasing its GPU wait; GL's write is itself held
+//             behind a Vulkan gate signal (glWaitSemaphoreEXT), whose host
+//             release is the proof's "release". The GL signal is submitted
+//             (glFlush) before the Vulkan wait, as a binary semaphore needs
+//             (VUID-vkQueueSubmit-pWaitSemaphores-03238).
+// docs/probe.md, "S1".
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "extmem/core/pattern.h"
+#include "probe/routes.h"
+#include "probe/routes/gles_import.h"
+#include "probe/routes/s1_peer.h"
+#include "probe/routes/s1_vk_side.h"
+#include "probe/sync_proof.h"
+#include "probe/worker/drivers.h"
+#include "probe/worker/half_end.h"
+#include "probe/worker/import_dup.h"
+#include "probe/worker/route_util.h"
+
+namespace extmem::probe {
+namespace {
+
+using gles::EglContext;
+
+Error gl_error(const std::string& step, GLenum e) {
+  return Error{step, ErrorKind::driver, gles::gl_error_name(e), {}};
+}
+
+// Fails with the GL call's error, if it raised one.
+Status gl_check(const EglContext& gl, const std::string& step) {
+  GLenum e = gl.take_error();
+  if (e != GL_NO_ERROR) return gl_error(step, e);
+  return {};
+}
+
+// A GL object deleted with its owner's call.
+struct GlBuffer {
+  const EglContext& gl;
+  GLuint id = 0;
+  std::byte* map = nullptr;
+  bool leaked = false;
+  ~GlBuffer() {
+    if (id == 0 || leaked) return;
+    if (map != nullptr) {
+      gl.gl().glBindBuffer(GL_COPY_WRITE_BUFFER, id);
+      (void)gl.gl().glUnmapBuffer(GL_COPY_WRITE_BUFFER);
+    }
+    gl.gl().glDeleteBuffers(1, &id);
+  }
+};
+struct GlSemaphore {
+  const EglContext& gl;
+  GLuint id = 0;
+  bool leaked = false;
+  ~GlSemaphore() {
+    if (id != 0 && !leaked) gl.gl().glDeleteSemaphoresEXT(1, &id);
+  }
+};
+struct GlSync {
+  const EglContext& gl;
+  GLsync sync = nullptr;
+  ~GlSync() {
+    if (sync != nullptr) gl.gl().glDeleteSync(sync);
+  }
+};
+
+// A buffer of `bytes` with `init`, stored with glBufferStorageEXT and mapped
+// READ | PERSISTENT | COHERENT when `mapped`, so the host can look at it while GL work is pending.
+Status make_buffer(const EglContext& gl, GlBuffer& b, std::span<const std::byte> init, bool mapped, const char* what) {
+  const auto& f = gl.gl();
+  f.glGenBuffers(1, &b.id);
+  f.glBindBuffer(GL_COPY_WRITE_BUFFER, b.id);
+  const GLbitfield flags = mapped ? (GL_MAP_READ_BIT | GL_MAP_PERSISTENT_BIT_EXT | GL_MAP_COHERENT_BIT_EXT) : 0;
+  f.glBufferStorageEXT(GL_COPY_WRITE_BUFFER, static_cast<GLsizeiptr>(init.size()), init.data(), flags);
+  if (auto s = gl_check(gl, fmt::format("glBufferStorageEXT({})", what)); !s) return s;
+  if (mapped) {
+    b.map = static_cast<std::byte*>(f.glMapBufferRange(GL_COPY_WRITE_BUFFER, 0, static_cast<GLsizeiptr>(init.size()), flags));
+    if (auto s = gl_check(gl, fmt::format("glMapBufferRange({}, READ|PERSISTENT|COHERENT)", what)); !s) return s;
+    if (b.map == nullptr) return Error{fmt::format("glMapBufferRange({})", what), ErrorKind::driver, "NULL", {}};
+  }
+  return {};
+}
+
+// Imports a dup of `fd` into a new GL semaphore. Sets `fd_text`.
+Status import_semaphore(ChildContext& ctx, const EglContext& gl, GlSemaphore& sem, int fd, std::string& fd_text) {
+  const auto& f = gl.gl();
+  auto dup = ImportDup::of(fd);
+  if (!dup) return std::move(dup).error();
+  ctx.step("glGenSemaphoresEXT + glImportSemaphoreFdEXT(GL_HANDLE_TYPE_OPAQUE_FD_EXT)");
+  f.glGenSemaphoresEXT(1, &sem.id);
+  f.glImportSemaphoreFdEXT(sem.id, GL_HANDLE_TYPE_OPAQUE_FD_EXT, dup->number());
+  Status s = gl_check(gl, "glImportSemaphoreFdEXT(OPAQUE_FD)");
+  // A successful import owns the fd (GL_EXT_semaphore_fd).
+  fd_text = dup->settle(s.ok());
+  return s;
+}
+
+// GL's client wait for at most `ns` nanoseconds: signalled or timed out.
+Result<sync::Waited> client_wait(const EglContext& gl, GLsync sync, std::uint64_t ns) {
+  if (sync == nullptr) return Error{"glClientWaitSync", ErrorKind::protocol, {}, "no fence (not armed)"};
+  GLenum r = gl.gl().glClientWaitSync(sync, GL_SYNC_FLUSH_COMMANDS_BIT, ns);
+  if (r == GL_ALREADY_SIGNALED || r == GL_CONDITION_SATISFIED)
+    return sync::Waited{sync::WaitResult::signalled, r == GL_ALREADY_SIGNALED ? "GL_ALREADY_SIGNALED" : "GL_CONDITION_SATISFIED"};
+  if (r == GL_TIMEOUT_EXPIRED) return sync::Waited{sync::WaitResult::timed_out, "GL_TIMEOUT_EXPIRED"};
+  return gl_error("glClientWaitSync", gl.take_error());
+}
+
+// GL waits, the Vulkan peer produces (glwait).
+class GlConsumer final : public sync::OrderingSubject {
+ public:
+  GlConsumer(ChildContext& ctx, const EglContext& gl, GLuint shared, GlBuffer& copy, GLuint marker)
+      : ctx_(ctx), gl_(gl), shared_(shared), copy_(copy), marker_(marker), sem_{gl}, fence_{gl} {}
+
+  Status hold() override {
+    os::UniqueFd fd;
+    auto r = s1::ask(ctx_, {{"op", "hold"}, {"kind", s1::key_of(vksync::kBinaryOpaque)}}, &fd);
+    if (!r) {
+      if (r.error().kind == ErrorKind::unsupported) unsupported = r.error().detail;
+      return std::move(r).error();
+    }
+    if (!fd.valid()) return Error{"receive the semaphore fd", ErrorKind::protocol, {}, "the hold reply carried no fd"};
+    return import_semaphore(ctx_, gl_, sem_, fd.get(), fd_text);
+  }
+
+  Status arm() override {
+    const auto& f = gl_.gl();
+    const Layout& layout = ctx_.layout();
+    ctx_.step("glWaitSemaphoreEXT(shared buffer) + glCopyBufferSubData(region E) + marker + glFenceSync");
+    f.glWaitSemaphoreEXT(sem_.id, 1, &shared_, 0, nullptr, nullptr);
+    if (auto s = gl_check(gl_, "glWaitSemaphoreEXT"); !s) return s;
+    armed_ = true;
+    f.glBindBuffer(GL_COPY_READ_BUFFER, shared_);
+    f.glBindBuffer(GL_COPY_WRITE_BUFFER, copy_.id);
+    f.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, static_cast<GLintptr>(layout.offset(s1::kRegion)), 0,
+                          kRegionSize);
+    f.glBindBuffer(GL_COPY_READ_BUFFER, marker_);
+    f.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0, kRegionSize, 4);
+    if (auto s = gl_check(gl_, "glCopyBufferSubData(region E, marker)"); !s) return s;
+    f.glMemoryBarrier(GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT_EXT);
+    fence_.sync = f.glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+    if (auto s = gl_check(gl_, "glFenceSync"); !s) return s;
+    f.glFlush();
+    return gl_check(gl_, "glFlush");
+  }
+
+  Result<sync::Observation> observe() override {
+    sync::Observation o;
+    if (fence_.sync != nullptr) {
+      GLenum r = gl_.gl().glClientWaitSync(fence_.sync, 0, 0);
+      if (r == GL_WAIT_FAILED) return gl_error("glClientWaitSync(0)", gl_.take_error());
+      o.fence_signalled = r == GL_ALREADY_SIGNALED || r == GL_CONDITION_SATISFIED;
+    }
+    std::uint32_t m = 0;
+    std::memcpy(&m, copy_.map + kRegionSize, sizeof m);
+    o.marker_present = m == s1::kMarker;
+    return o;  // GL cannot read a semaphore's state: no counter
+  }
+
+  Result<sync::Waited> wait_consumer(std::chrono::milliseconds bound) override {
+    return client_wait(gl_, fence_.sync, static_cast<std::uint64_t>(bound.count()) * 1'000'000ull);
+  }
+
+  Status release() override {
+    auto r = s1::ask(ctx_, {{"op", "release"}}, nullptr);
+    if (!r) return std::move(r).error();
+    return {};
+  }
+
+  Result<sync::CopyCheck> check_copy() override {
+    std::span<const std::byte> got(copy_.map, kRegionSize);
+    return sync::CopyCheck{pattern::count_stale_words(got, s1::kProducerSeed), kRegionSize / 4,
+                           pattern::first_mismatch(got, s1::kProducerSeed)};
+  }
+
+  bool drain() override {
+    auto r = s1::ask(ctx_, {{"op", "drain"}}, nullptr);
+    bool ok = r && r->value("drained", false);
+    if (armed_) {
+      auto w = client_wait(gl_, fence_.sync, s1::kDrainNs);
+      if (!w || w->result != sync::WaitResult::signalled) ok = false;
+    }
+    if (!ok) sem_.leaked = true;  // GL may still wait on it
+    return ok;
+  }
+
+  std::optional<std::string> unsupported;
+  std::string fd_text;
+
+ private:
+  ChildContext& ctx_;
+  const EglContext& gl_;
+  GLuint shared_;
+  GlBuffer& copy_;
+  GLuint marker_;
+  GlSemaphore sem_;
+  GlSync fence_;
+  bool armed_ = false;
+};
+
+int gl_client(ChildContext& ctx) {
+  const Layout& layout = ctx.layout();
+  RouteReport rep;
+  Leg glwait{"glwait", true};
+  Leg glsignal{"glsignal", true};
+  auto finish = [&] {
+    rep.legs = {glwait, glsignal};
+    return end_half(ctx, rep);
+  };
+  auto setup = await_setup(ctx, rep, "the Vulkan side's allocation");
+  if (!setup) return 0;
+  auto egl = drivers::egl_context();
+  if (!egl) {
+    (egl.error().kind == ErrorKind::unsupported ? rep.facts.unsupported : rep.facts.fatal) = "client: " + why_of(egl.error());
+    return finish();
+  }
+  const EglContext& gl = **egl;
+  for (const char* e : {"GL_EXT_memory_object_fd", "GL_EXT_semaphore_fd", "GL_EXT_buffer_storage"}) {
+    if (!gl.has_extension(e)) {
+      rep.facts.unsupported = fmt::format("{} not exposed by the GL context ({})", e, gl.gl_renderer);
+      return finish();
+    }
+  }
+  const auto alloc_size = setup->info.value("allocation_size", std::uint64_t{0});
+  const auto fd_size = setup->info.value("fd_size", std::uint64_t{0});
+  ctx.step("import the allocation into GL (T1-gles ladder)");
+  GlImportResult imported = import_with_ladder(gl, setup->fd.get(), layout.size, alloc_size, fd_size);
+  for (const std::string& n : imported.fd_notes) rep.detail.push_back("memory " + n);
+  if (!imported.shared) {
+    rep.facts.fatal = "client: GL import of the allocation: " + imported.status;
+    return finish();
+  }
+  const GLuint shared = imported.shared->buffer;
+
+  std::vector<std::byte> zeros(kRegionSize + 256), marker_bytes(4), data(kRegionSize), stale(kRegionSize);
+  std::memcpy(marker_bytes.data(), &s1::kMarker, 4);
+  pattern::fill(data, s1::kProducerSeed);
+  pattern::fill(stale, s1::kStaleSeed);
+  GlBuffer copy{gl}, marker{gl}, producer_data{gl}, stale_data{gl};
+  ctx.step("create the GL copy, marker and producer buffers");
+  (void)gl.take_error();  // the ladder's refused rungs leave errors that are not ours
+  Status made = make_buffer(gl, copy, zeros, true, "copy");
+  if (made) made = make_buffer(gl, marker, marker_bytes, false, "marker");
+  if (made) made = make_buffer(gl, producer_data, data, false, "producer data");
+  if (made) made = make_buffer(gl, stale_data, stale, false, "stale data");
+  if (!made) {
+    rep.facts.fatal = "client: " + why_of(made.error());
+    return finish();
+  }
+  bool keep = false;  // work that could not drain still uses the GL objects
+
+  {  // glwait
+    GlConsumer subject(ctx, gl, shared, copy, marker.id);
+    sync::ProofOutcome o = sync::prove_ordering(subject, s1::proof_config(), s1::step_sink, &ctx);
+    s1::record_proof(o, glwait);
+    if (subject.unsupported) rep.facts.unsupported = *subject.unsupported;
+    keep = keep || !o.drained;
+    // GL's import replaces the semaphore's payload for good (permanent); OPAQUE_FD: by reference.
+    rep.detail.push_back(fmt::format("glwait: {} import=permanent transference=reference semaphore {}",
+                                     s1::proof_detail(o, false, 0),
+                                     subject.fd_text.empty() ? "fd-consumed=notrun" : subject.fd_text));
+  }
+
+  if (!keep) {  // glsignal: GL produces behind a Vulkan gate, the Vulkan side waits
+    const auto& f = gl.gl();
+    GlSemaphore gate{gl}, signal{gl};
+    std::string gate_text, signal_text;
+    bool gl_submitted = false;
+    s1::PeerVkWaiter::Producer ops{
+        .hold =
+            [&]() -> Status {
+              // GL's write of E, held behind a bare Vulkan gate signal.
+              os::UniqueFd fd;
+              auto r = s1::ask(ctx, {{"op", "hold"}, {"kind", s1::key_of(vksync::kBinaryOpaque)}, {"write", false}}, &fd);
+              if (!r) return std::move(r).error();
+              if (!fd.valid()) return Error{"receive the gate's fd", ErrorKind::protocol, {}, "no fd with the reply"};
+              if (auto s = import_semaphore(ctx, gl, gate, fd.get(), gate_text); !s) return s;
+              ctx.step("glCopyBufferSubData(stale pattern -> region E) + glFinish");
+              f.glBindBuffer(GL_COPY_READ_BUFFER, stale_data.id);
+              f.glBindBuffer(GL_COPY_WRITE_BUFFER, shared);
+              f.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0,
+                                    static_cast<GLintptr>(layout.offset(s1::kRegion)), kRegionSize);
+              f.glFinish();
+              if (auto s = gl_check(gl, "glCopyBufferSubData(stale pattern)"); !s) return s;
+              ctx.step("glWaitSemaphoreEXT(gate) + glCopyBufferSubData(region E) + glSignalSemaphoreEXT + glFlush");
+              f.glWaitSemaphoreEXT(gate.id, 1, &shared, 0, nullptr, nullptr);
+              f.glBindBuffer(GL_COPY_READ_BUFFER, producer_data.id);
+              f.glBindBuffer(GL_COPY_WRITE_BUFFER, shared);
+              f.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0,
+                                    static_cast<GLintptr>(layout.offset(s1::kRegion)), kRegionSize);
+              f.glSignalSemaphoreEXT(signal.id, 1, &shared, 0, nullptr, nullptr);
+              f.glFlush();
+              if (auto s = gl_check(gl, "glWaitSemaphoreEXT / glSignalSemaphoreEXT"); !s) return s;
+              gl_submitted = true;
+              return {};
+            },
+        .write_and_signal =
+            [&]() -> Status {
+              auto r = s1::ask(ctx, {{"op", "release"}}, nullptr);  // the Vulkan host signals the gate
+              if (!r) return std::move(r).error();
+              return {};
+            },
+        .drain = [&] { return true; },  // GL's part finishes with the gate; the peer's drain covers it
+    };
+    s1::PeerVkWaiter subject(ctx, ops);
+    auto fd = subject.prepare(vksync::kBinaryOpaque);
+    Status ready = fd ? import_semaphore(ctx, gl, signal, fd->get(), signal_text) : Status{fd.error()};
+    if (!ready) {
+      fail_leg(glsignal, ready.error());
+      if (!fd && fd.error().kind == ErrorKind::unsupported) rep.facts.unsupported = fd.error().detail;
+    } else {
+      sync::ProofOutcome o = sync::prove_ordering(subject, s1::proof_config(), s1::step_sink, &ctx);
+      s1::record_proof(o, glsignal);
+      if (gl_submitted && o.drained) {  // undrained, GL's wait may never end: no glFinish then
+        ctx.step("glFinish (GL's held write + signal)");
+        f.glFinish();
+      }
+      keep = keep || !o.drained;
+      rep.detail.push_back(fmt::format("glsignal: {} import=permanent transference=reference gate {} signal {}",
+                                       s1::proof_detail(o, false, 0),
+                                       gate_text.empty() ? "fd-consumed=notrun" : gate_text,
+                                       signal_text.empty() ? "fd-consumed=notrun" : signal_text));
+    }
+    if (keep) gate.leaked = signal.leaked = true;
+  }
+  if (keep) {
+    // Pending GL work may still use these (see VkWaiter's destructor).
+    copy.leaked = marker.leaked = producer_data.leaked = stale_data.leaked = true;
+    (void)imported.shared.release();
+  }
+  return finish();
+}
+
+constexpr const vksync::SemaphoreKind* kKinds[] = {&vksync::kBinaryOpaque};
+constexpr std::string_view kExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME,
+                                            VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME};
+constexpr HandleNeed kMemory[] = {{"OPAQUE_FD", HandleFeature::exportable}};
+constexpr LegDef kLegs[] = {
+    {"glwait", true, "GL's glWaitSemaphoreEXT on a Vulkan binary semaphore from another process held its copy until the signal"},
+    {"glsignal", true, "GL's glSignalSemaphoreEXT released a Vulkan wait in the other process, after GL's write"},
+};
+
+}  // namespace
+
+extern const RouteDef kS1GlesSemaphore{
+    .row = "S1-gles-semaphore",
+    .group = "s1",
+    .needs = {.extensions = kExtensions, .handle_types = kMemory, .gl = true},
+    .legs = kLegs,
+    .server = {"exports the T1 allocation and binary semaphores; produces for GL's wait, waits for GL's signal",
+               [](ChildContext& c) { return s1::vk_side_serve(c, kKinds); }},
+    .client = {"imports them into GLES; waits before a copy, writes and signals; drives the ordering proofs",
+               gl_client, true}};
+
+}  // namespace extmem::probe

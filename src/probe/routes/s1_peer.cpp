@@ -1,0 +1,61 @@
+#include "probe/routes/s1_peer.h"
+
+#include <fmt/format.h>
+
+namespace extmem::probe::s1 {
+
+using nlohmann::json;
+
+sync::ProofConfig proof_config() { return sync::ProofConfig{}; }
+
+void step_sink(void* user, std::string_view step) { static_cast<ChildContext*>(user)->step(step); }
+
+Result<json> ask(const ChildContext& ctx, const json& req, os::UniqueFd* fd) {
+  const std::string op = req.value("op", std::string("?"));
+  if (auto s = ctx.peer().send(os::MsgType::request, req.dump()); !s) return std::move(s).error();
+  auto frame = ctx.peer().recv(kReplyTimeoutMs);
+  if (!frame) {
+    Error e = std::move(frame).error();
+    e.step = fmt::format("producer's reply to \"{}\": {}", op, e.step);
+    return e;
+  }
+  if (frame->type != os::MsgType::reply)
+    return Error{fmt::format("producer's reply to \"{}\"", op), ErrorKind::protocol, {},
+                 fmt::format("message type {}, not a reply", int(frame->type))};
+  json j = json::parse(frame->payload, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return Error{fmt::format("producer's reply to \"{}\"", op), ErrorKind::protocol, {}, "not a JSON object"};
+  if (auto e = j.find("error"); e != j.end() && e->is_string()) {
+    const bool unsupported = j.value("unsupported", false);
+    return Error{j.value("step", std::string("producer")), unsupported ? ErrorKind::unsupported : ErrorKind::driver,
+                 j.value("code", std::string()), "server: " + e->get<std::string>()};
+  }
+  if (fd != nullptr) *fd = std::move(frame->fd);
+  return j;
+}
+
+Error site_error(const Error& e, const SiteFailure& site) {
+  return Error{e.step, site.unsupported ? ErrorKind::unsupported : ErrorKind::driver, e.code, site.why};
+}
+
+void record_proof(const sync::ProofOutcome& o, Leg& order) {
+  order.attempted = true;
+  order.write_ok = o.control_timed_out;
+  order.read_ok = o.ordered;
+  if (!o.ordered) {
+    order.failed_step = o.failed_step;
+    order.code = o.code;
+    order.note = o.detail;
+  }
+}
+
+std::string proof_detail(const sync::ProofOutcome& o, bool timeline, std::uint64_t last_counter) {
+  std::string out = fmt::format("order={} control={} held={}ms", o.ordered ? "ordered" : "not-proven",
+                                o.control_code.empty() ? "notrun" : o.control_code,
+                                proof_config().hold.count());
+  if (timeline) out += fmt::format(" counter={}", last_counter);
+  if (!o.drained) out += " drained=no";
+  return out;
+}
+
+}  // namespace extmem::probe::s1

@@ -1,0 +1,58 @@
+// What the S1 routes share (docs/probe.md, "S1"): the producer/consumer
+// conversation over the peer socket (hold, release, drain, done; each request
+// answered within a bound), the seeds of the data, the proof's bounds, and how
+// a proof outcome becomes the "order" leg and the row's detail.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "extmem/core/verdict.h"
+#include "extmem/os/fd.h"
+#include "probe/sync_proof.h"
+#include "probe/worker/child_context.h"
+#include "probe/worker/route_util.h"
+
+namespace extmem::probe::s1 {
+
+/// The pattern in the shared region before the producer's GPU write: a copy
+/// that ran early holds this, never the producer's data.
+inline constexpr std::uint64_t kStaleSeed = 0x5331'5354'414c'4500ull;
+/// The producer's data, written into the region by its GPU (or GL, or CUDA) after release.
+inline constexpr std::uint64_t kProducerSeed = 0x5331'5052'4f44'0000ull;
+
+/// How long the consumer waits for one reply of the producer, in ms: every
+/// socket wait of the S1 routes is bounded.
+inline constexpr int kReplyTimeoutMs = 10'000;
+
+/// The proof's bounds: held 300 ms, control 200 ms, 5 s for the copy to land.
+sync::ProofConfig proof_config();
+
+/// prove_ordering's StepSink: `user` is the ChildContext; reports each step to the parent.
+void step_sink(void* user, std::string_view step);
+
+/// Sends request `req` to the producer and waits at most kReplyTimeoutMs for
+/// its reply; the fd that came with it (if any) goes to `*fd` when `fd` is set.
+/// Errors: the channel's (timeout, peer closed); a reply with "error" comes back
+/// with the producer's step, code and text, kind unsupported when the producer
+/// found the capability not advertised ("server: ..." in the detail), else driver.
+Result<nlohmann::json> ask(const ChildContext& ctx, const nlohmann::json& req, os::UniqueFd* fd);
+
+/// An error reply's Error for a site failure: kind unsupported when `site` says
+/// so, its text in the detail.
+Error site_error(const Error& e, const SiteFailure& site);
+
+/// The "order" leg from a proof: attempted; write_ok when the wait held (the
+/// copy had not landed and the no-signal control timed out); read_ok when the
+/// copy then held exactly the producer's data; the failing step and code otherwise.
+void record_proof(const sync::ProofOutcome& o, Leg& order);
+
+/// "order=ordered control=VK_TIMEOUT held=300ms counter=0->1" or the failure,
+/// for the row's detail.
+std::string proof_detail(const sync::ProofOutcome& o, bool timeline, std::uint64_t last_counter);
+
+}  // namespace extmem::probe::s1
