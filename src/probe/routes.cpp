@@ -16,12 +16,14 @@ extern const RouteDef kT3ExternalMemoryHost;                                // r
 extern const RouteDef kT3ClientMemfdServerImport;                           // routes/t3_client_memfd_server_import.cpp
 extern const RouteDef kT3MemfdSealed;                                       // routes/t3_memfd_sealed.cpp
 extern const RouteDef kT1OpaqueFdCuda, kT1CudaVmmFd, kT3CudaHostRegister;   // routes/cuda_rows.cpp
+extern const RouteDef kT4ImageOpaqueFd, kT4ImageOpaqueFdLinear;             // routes/t4_image_opaque_fd.cpp
 
 namespace {
 constexpr RouteGroup kGroups[] = {
     {"t0", "the T0 (Android AHardwareBuffer) rows", false},
     {"t1", "the T1 (Vulkan export) rows", false},
     {"t3", "the T3 (host memory) rows", false},
+    {"t4", "the T4 (image) rows", false},
     {"gles", "the GLES rows", true},
 };
 }  // namespace
@@ -33,6 +35,7 @@ std::span<const RouteDef> route_table() {
       kT0AhbBlobTransfer, kT0SustainedLock, kT1OpaqueFd, kT1DmaBuf, kT1GlesSameProc, kT1GlesCrossProc,
       kT3MemfdCrossProcess, kT3ExternalMemoryHost, kT3ClientMemfdServerImport, kT3MemfdSealed,
       kT1OpaqueFdCuda, kT1CudaVmmFd, kT3CudaHostRegister,
+      kT4ImageOpaqueFd, kT4ImageOpaqueFdLinear,
   };
   return table;
 }

@@ -18,6 +18,8 @@ namespace extmem::vk {
   X(vkGetPhysicalDeviceQueueFamilyProperties)   \
   X(vkEnumerateDeviceExtensionProperties)       \
   X(vkGetPhysicalDeviceExternalBufferProperties) \
+  X(vkGetPhysicalDeviceImageFormatProperties2)  \
+  X(vkGetPhysicalDeviceFormatProperties2)       \
   X(vkCreateDevice)                             \
   X(vkGetDeviceProcAddr)
 
@@ -30,6 +32,14 @@ namespace extmem::vk {
   X(vkAllocateMemory)                \
   X(vkFreeMemory)                    \
   X(vkBindBufferMemory)              \
+  X(vkCreateImage)                   \
+  X(vkDestroyImage)                  \
+  X(vkGetImageMemoryRequirements2)   \
+  X(vkBindImageMemory)               \
+  X(vkGetImageSubresourceLayout)     \
+  X(vkCmdCopyBufferToImage)          \
+  X(vkCmdCopyImageToBuffer)          \
+  X(vkCmdClearColorImage)            \
   X(vkMapMemory)                     \
   X(vkUnmapMemory)                   \
   X(vkCreateCommandPool)             \

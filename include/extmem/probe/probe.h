@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <string_view>
@@ -42,7 +43,14 @@ struct ProbeOptions {
   unsigned jobs = 0;                  ///< --jobs: routes run side by side, 1..64; 0 = the default, 1 lane (default_jobs)
   std::string isolate = "none";       ///< --isolate: "none" (warm workers) or "route" (fresh processes per route)
   std::string self_exe = "/proc/self/exe";  ///< binary re-executed in child mode (tests point it at extmem)
+  /// --image-size=WxH: texels of the image rows' shared image, each side 1..kMaxImageSide here and at
+  /// most the device's maxImageDimension2D (checked after phase A).
+  std::uint32_t image_width = 256, image_height = 256;
 };
+
+/// The largest --image-size side validate() accepts before any device is known (texels);
+/// the device's maxImageDimension2D then bounds it further.
+inline constexpr std::uint32_t kMaxImageSide = 65536;
 
 /// Suffix of a row that exported from memory type `index` (--memory-type): "@mt<index>".
 std::string memory_type_suffix(unsigned index);
@@ -85,6 +93,7 @@ struct ChildArgs {
   bool measure = false;           ///< --measure: collect figures (probe/measure.h)
   unsigned measure_repeats = 5;   ///< samples per figure
   int memory_type = -1;           ///< exporting side's memory type; -1 = auto
+  std::uint32_t image_width = 256, image_height = 256;  ///< --image-size, texels
 };
 
 /// Child mode (`extmem probe --child=ROW --role=...`): expects the peer socket

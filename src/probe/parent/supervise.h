@@ -22,6 +22,7 @@ struct SuperviseParams {
   bool measure = false;         ///< --measure to the halves (the measuring run, never the verdict run)
   unsigned measure_repeats = 5;
   int memory_type = -1;         ///< --memory-type-index to the halves; -1 = auto
+  std::uint32_t image_width = 256, image_height = 256;  ///< --image-size to the halves, texels
 };
 
 /// Starts the server half and the client half as fresh processes (fd 3: the

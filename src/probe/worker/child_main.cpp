@@ -32,6 +32,8 @@ int run_child(const ChildArgs& a) {
   ChildParams p{a.row, a.role == "server" ? Role::server : Role::client, a.device_index, Layout{a.size, a.regions_at_end},
                 a.soak_s};
   p.memory_type = a.memory_type;
+  p.image_width = a.image_width;
+  p.image_height = a.image_height;
   if (a.measure) measure::enable(a.measure_repeats);
   ChildContext ctx(p, os::Channel(os::UniqueFd(3)), os::Channel(os::UniqueFd(4)));
   return p.role == Role::server ? route->server.main(ctx) : route->client.main(ctx);
