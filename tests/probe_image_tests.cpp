@@ -292,4 +292,40 @@ TEST(ImageRows, PhaseAPrintsImageFacts) {
   EXPECT_TRUE(has(r.out, "DRM render nodes: ")) << r.out;
 }
 
+// ---- the GL image rows ----
+
+constexpr const char* kZink = "LIBGL_ALWAYS_SOFTWARE=1 MESA_LOADER_DRIVER_OVERRIDE=zink";
+
+// llvmpipe (the default GL here) imports lavapipe's OPTIMAL image fd as a GL_RGBA8
+// texture on the first rung and round-trips both rounds, same process and across
+// (unlike its buffer import, which refuses storage): measured on Mesa 22.3.
+TEST(GlesImageRows, LlvmpipeAnswers) {
+  auto r = run_extmem("probe --only=T4-gles-image-same-proc,T4-gles-image-cross-proc");
+  EXPECT_EQ(r.code, 0) << r.out;
+  for (const char* row : {"T4-gles-image-same-proc", "T4-gles-image-cross-proc"}) {
+    const std::string line = result_line(r.out, row);
+    EXPECT_EQ(status_of(r.out, row), "OK") << line;
+    EXPECT_TRUE(has(line, "glimage[D]=rt")) << line;
+    EXPECT_TRUE(has(line, "uuid=match")) << line;
+    EXPECT_TRUE(has(line, "glimport fd-consumed=yes")) << line;
+    EXPECT_TRUE(has(line, "accepted=dedicated=off import=allocation(262144)")) << line;
+  }
+}
+
+// zink on lavapipe reads the image right, but its scissored glClear is not
+// covered by glFenceSync + glClientWaitSync: the owner sees it only after a
+// glFinish, so the rows FAIL (GL's writes did not reach the owner after the
+// fence) and say so: measured on Mesa 22.3.
+TEST(GlesImageRows, ZinkClearLandsOnlyAfterFinish) {
+  auto r = run_extmem("probe --only=T4-gles-image-same-proc,T4-gles-image-cross-proc", kZink);
+  EXPECT_TRUE(has(r.out, "GL_RENDERER=zink")) << r.out;
+  for (const char* row : {"T4-gles-image-same-proc", "T4-gles-image-cross-proc"}) {
+    const std::string line = result_line(r.out, row);
+    EXPECT_EQ(status_of(r.out, row), "FAIL") << line;
+    EXPECT_TRUE(has(line, "glimage[D]=read-only")) << line;
+    EXPECT_TRUE(has(line, "round 1: GL's scissored glClear reached the image only after glFinish")) << line;
+    EXPECT_TRUE(has(line, "content wrong only inside the rectangle, the rest intact")) << line;
+  }
+}
+
 }  // namespace

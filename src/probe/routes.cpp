@@ -17,6 +17,7 @@ extern const RouteDef kT3ClientMemfdServerImport;                           // r
 extern const RouteDef kT3MemfdSealed;                                       // routes/t3_memfd_sealed.cpp
 extern const RouteDef kT1OpaqueFdCuda, kT1CudaVmmFd, kT3CudaHostRegister;   // routes/cuda_rows.cpp
 extern const RouteDef kT4ImageOpaqueFd, kT4ImageOpaqueFdLinear;             // routes/t4_image_opaque_fd.cpp
+extern const RouteDef kT4GlesImageSameProc, kT4GlesImageCrossProc;          // routes/t4_gles_image.cpp
 
 namespace {
 constexpr RouteGroup kGroups[] = {
@@ -35,7 +36,7 @@ std::span<const RouteDef> route_table() {
       kT0AhbBlobTransfer, kT0SustainedLock, kT1OpaqueFd, kT1DmaBuf, kT1GlesSameProc, kT1GlesCrossProc,
       kT3MemfdCrossProcess, kT3ExternalMemoryHost, kT3ClientMemfdServerImport, kT3MemfdSealed,
       kT1OpaqueFdCuda, kT1CudaVmmFd, kT3CudaHostRegister,
-      kT4ImageOpaqueFd, kT4ImageOpaqueFdLinear,
+      kT4ImageOpaqueFd, kT4ImageOpaqueFdLinear, kT4GlesImageSameProc, kT4GlesImageCrossProc,
   };
   return table;
 }
