@@ -328,4 +328,17 @@ TEST(GlesImageRows, ZinkClearLandsOnlyAfterFinish) {
   }
 }
 
+// ---- the dma-buf modifier row ----
+
+// lavapipe has neither extension: UNSUPPORTED naming both, without a process
+// doing more than asking (the export itself is not built; see the route file).
+TEST(ImageRows, DmaBufModifierNamesWhatIsMissing) {
+  auto r = run_extmem("probe --only=T4-image-dma-buf-modifier");
+  const std::string line = result_line(r.out, "T4-image-dma-buf-modifier");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(status_of(r.out, "T4-image-dma-buf-modifier"), "UNSUPPORTED") << line;
+  EXPECT_TRUE(has(line, "VK_EXT_image_drm_format_modifier, VK_EXT_external_memory_dma_buf not exposed by the device"))
+      << line;
+}
+
 }  // namespace

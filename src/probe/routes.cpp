@@ -18,6 +18,7 @@ extern const RouteDef kT3MemfdSealed;                                       // r
 extern const RouteDef kT1OpaqueFdCuda, kT1CudaVmmFd, kT3CudaHostRegister;   // routes/cuda_rows.cpp
 extern const RouteDef kT4ImageOpaqueFd, kT4ImageOpaqueFdLinear;             // routes/t4_image_opaque_fd.cpp
 extern const RouteDef kT4GlesImageSameProc, kT4GlesImageCrossProc;          // routes/t4_gles_image.cpp
+extern const RouteDef kT4ImageDmaBufModifier;                               // routes/t4_image_dma_buf_modifier.cpp
 
 namespace {
 constexpr RouteGroup kGroups[] = {
@@ -37,6 +38,7 @@ std::span<const RouteDef> route_table() {
       kT3MemfdCrossProcess, kT3ExternalMemoryHost, kT3ClientMemfdServerImport, kT3MemfdSealed,
       kT1OpaqueFdCuda, kT1CudaVmmFd, kT3CudaHostRegister,
       kT4ImageOpaqueFd, kT4ImageOpaqueFdLinear, kT4GlesImageSameProc, kT4GlesImageCrossProc,
+      kT4ImageDmaBufModifier,
   };
   return table;
 }

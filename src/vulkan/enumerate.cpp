@@ -66,7 +66,8 @@ constexpr std::pair<const char*, VkExternalMemoryHandleTypeFlagBits> kImageHandl
     {"DMA_BUF", VK_EXTERNAL_MEMORY_HANDLE_TYPE_DMA_BUF_BIT_EXT},
 };
 
-// The DRM format modifiers listed for the image rows' format, each with its DMA_BUF query.
+}  // namespace
+
 std::vector<DrmModifierInfo> drm_modifiers(const Instance& inst, VkPhysicalDevice pd) {
   VkDrmFormatModifierPropertiesListEXT list{VK_STRUCTURE_TYPE_DRM_FORMAT_MODIFIER_PROPERTIES_LIST_EXT};
   VkFormatProperties2 fp{VK_STRUCTURE_TYPE_FORMAT_PROPERTIES_2};
@@ -93,6 +94,8 @@ std::vector<DrmModifierInfo> drm_modifiers(const Instance& inst, VkPhysicalDevic
   }
   return out;
 }
+
+namespace {
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "vulkan/context.h"
 
@@ -67,6 +68,13 @@ struct ImageRequest {
   int dedicated = -1;               ///< 1/0 force; -1: when the image requires or prefers it
   bool map = false;                 ///< vkMapMemory the whole allocation (LINEAR images in HOST_VISIBLE memory)
 };
+
+/// The DRM format modifiers the driver lists for kRouteImageFormat
+/// (vkGetPhysicalDeviceFormatProperties2 + VkDrmFormatModifierPropertiesListEXT),
+/// each with the DMA_BUF external image query for that modifier (tiling
+/// DRM_FORMAT_MODIFIER_EXT, usage kRouteImageUsage). Call only where the device
+/// exposes VK_EXT_image_drm_format_modifier (else the structure is unknown to it).
+std::vector<DrmModifierInfo> drm_modifiers(const Instance& instance, VkPhysicalDevice pd);
 
 /// A VkImage bound to its own VkDeviceMemory (optionally mapped). Move-only;
 /// destroys the image and frees the memory on destruction. The device must outlive it.

@@ -16,7 +16,7 @@ inline const std::vector<std::string> kRowNames = {
     "T3-memfd-sealed",
     "T1-opaque-fd-cuda",           "T1-cuda-vmm-fd",              "T3-cuda-host-register",
     "T4-image-opaque-fd",          "T4-image-opaque-fd@linear",   "T4-gles-image-same-proc",
-    "T4-gles-image-cross-proc",
+    "T4-gles-image-cross-proc",    "T4-image-dma-buf-modifier",
 };
 
 }  // namespace extmem::test
