@@ -26,6 +26,8 @@ const std::string kSource = EXTMEM_SOURCE_DIR;
 
 const RouteInfo* route_of(const std::string& row) {
   static const std::vector<RouteInfo> table = extmem::probe::routes();
+  for (const RouteInfo& r : table)
+    if (r.row == row) return &r;  // a row of its own, "T4-image-opaque-fd@linear" included
   const std::string base = row.substr(0, row.find('@'));  // "T1-opaque-fd@mt2" is a twin of "T1-opaque-fd"
   for (const RouteInfo& r : table)
     if (r.row == base) return &r;

@@ -106,6 +106,7 @@ void define_options(CLI::App* cmd, State& st) {
          "");
   flag("--measure", o.measure,
        "Per round-tripped leg: CPU and GPU bandwidth vs private/device-local memory, export/import/map latency");
+  valued("--image-size", "WxH", "Texels of the image rows' shared image, each side 1..maxImageDimension2D", "256x256");
   valued("--measure-size", "BYTES", "Bytes of the measured allocation: a multiple of 4096, 1 MiB to 1 GiB", "67108864");
   valued("--measure-repeats", "N", "Samples per figure (1..100); the median and min/max are reported", "7");
   valued("--memory-type", "auto|all|INDEX",
@@ -289,6 +290,8 @@ Runner add_probe(CLI::App& app) {
       state->child_args.measure = opts.measure;
       state->child_args.measure_repeats = opts.measure_repeats;
       state->child_args.gl_driver = opts.gl_driver;
+      state->child_args.image_width = opts.image_width;
+      state->child_args.image_height = opts.image_height;
       return probe::run_child(state->child_args);
     }
     if (!state->list_routes.empty()) {

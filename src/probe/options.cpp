@@ -27,6 +27,7 @@ constexpr const char* kIsolateAccepts = "route (fresh processes for every route)
 constexpr const char* kMemoryTypeAccepts = "auto, all, or a memory type INDEX (0..31)";
 constexpr const char* kPathAccepts = "a file path in an existing, writable directory";
 constexpr const char* kDeviceAccepts = "INDEX, deviceUUID (32 hex digits) or NAME-SUBSTRING";
+constexpr const char* kImageSizeAccepts = "WxH in texels, e.g. 256x256, each side from 1 to the device's maxImageDimension2D";
 
 Error usage(std::string option, std::string detail) {
   return Error{std::move(option), ErrorKind::invalid_argument, {}, std::move(detail)};
@@ -102,6 +103,12 @@ Status parse_option(ProbeOptions& o, std::string_view name, const std::string& t
     if (!whole_number(text, o.jobs)) return not_accepted(name, text, kJobsAccepts);
   } else if (name == "--isolate") {
     o.isolate = text;
+  } else if (name == "--image-size") {
+    // WxH: two plain decimal numbers around one 'x'; the ranges are validate()'s and, per device, find()'s.
+    const std::size_t x = text.find('x');
+    if (x == std::string::npos || !whole_number(text.substr(0, x), o.image_width) ||
+        !whole_number(text.substr(x + 1), o.image_height))
+      return not_accepted(name, text, kImageSizeAccepts);
   } else if (name == "--memory-type") {
     o.memory_type = text;
   } else if (name == "--gl-driver") {
@@ -142,6 +149,8 @@ Status validate(const ProbeOptions& o) {
   if (!o.verdict_path.empty())
     if (std::string problem = os::creatable_problem(o.verdict_path); !problem.empty())
       return usage("--verdict-file", problem);
+  if (o.image_width == 0 || o.image_height == 0 || o.image_width > kMaxImageSide || o.image_height > kMaxImageSide)
+    return usage("--image-size", fmt::format("{}x{} is not accepted: {}", o.image_width, o.image_height, kImageSizeAccepts));
   if (o.measure_size % 4096 != 0 || o.measure_size < (1u << 20) || o.measure_size > (1u << 30))
     return usage("--measure-size", fmt::format("{} bytes is not accepted: {}", o.measure_size, kMeasureSizeAccepts));
   if (o.measure_repeats < 1 || o.measure_repeats > 100)

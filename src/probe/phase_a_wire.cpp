@@ -13,9 +13,15 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ExternalSemaphoreInfo, handle_type, semaphore
                                    importable, export_from, compatible)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ExternalBufferInfo, handle_type, handle_type_bit, features, exportable, importable,
                                    dedicated_only, export_from, compatible)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ExternalImageInfo, handle_type, tiling, result, features, exportable, importable,
+                                   dedicated_only, export_from, compatible, max_width, max_height, max_mip_levels,
+                                   max_array_layers)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DrmModifierInfo, modifier, plane_count, tiling_features, dma_buf_result,
+                                   dma_buf_exportable, dma_buf_importable)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceInfo, index, name, vendor_id, device_id, device_type, api_version,
                                    driver_version, driver_name, driver_info, device_uuid, driver_uuid, heaps, types,
-                                   extensions, external_buffers, external_semaphores, min_imported_host_pointer_alignment)
+                                   extensions, external_buffers, external_semaphores, min_imported_host_pointer_alignment,
+                                   max_image_dimension_2d, external_images, drm_modifiers)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(VulkanEnumeration, loader_version, devices)
 }  // namespace vk
 namespace gles {

@@ -17,6 +17,9 @@ extern const RouteDef kT3ExternalMemoryHost;                                // r
 extern const RouteDef kT3ClientMemfdServerImport;                           // routes/t3_client_memfd_server_import.cpp
 extern const RouteDef kT3MemfdSealed;                                       // routes/t3_memfd_sealed.cpp
 extern const RouteDef kT1OpaqueFdCuda, kT1CudaVmmFd, kT3CudaHostRegister;   // routes/cuda_rows.cpp
+extern const RouteDef kT4ImageOpaqueFd, kT4ImageOpaqueFdLinear;             // routes/t4_image_opaque_fd.cpp
+extern const RouteDef kT4GlesImageSameProc, kT4GlesImageCrossProc;          // routes/t4_gles_image.cpp
+extern const RouteDef kT4ImageDmaBufModifier;                               // routes/t4_image_dma_buf_modifier.cpp
 extern const RouteDef kS1SemaphoreOpaqueFd, kS1TimelineOpaqueFd, kS1SyncFd;  // routes/s1_vk_semaphore.cpp
 extern const RouteDef kS1GlesSemaphore;                                     // routes/s1_gles_semaphore.cpp
 extern const RouteDef kS1CudaSemaphore;                                     // routes/s1_cuda_semaphore.cpp
@@ -26,6 +29,7 @@ constexpr RouteGroup kGroups[] = {
     {"t0", "the T0 (Android AHardwareBuffer) rows", false},
     {"t1", "the T1 (Vulkan export) rows", false},
     {"t3", "the T3 (host memory) rows", false},
+    {"t4", "the T4 (image) rows", false},
     {"gles", "the GLES rows", true},
     {"s1", "the S1 (GPU sync across processes) rows", false},
 };
@@ -38,6 +42,8 @@ std::span<const RouteDef> route_table() {
       kT0AhbBlobTransfer, kT0SustainedLock, kT1OpaqueFd, kT1DmaBuf, kT1OpaqueFdForeignFd, kT1GlesSameProc, kT1GlesCrossProc,
       kT3MemfdCrossProcess, kT3ExternalMemoryHost, kT3ClientMemfdServerImport, kT3MemfdSealed,
       kT1OpaqueFdCuda, kT1CudaVmmFd, kT3CudaHostRegister,
+      kT4ImageOpaqueFd, kT4ImageOpaqueFdLinear, kT4GlesImageSameProc, kT4GlesImageCrossProc,
+      kT4ImageDmaBufModifier,
       kS1SemaphoreOpaqueFd, kS1TimelineOpaqueFd, kS1SyncFd, kS1GlesSemaphore, kS1CudaSemaphore,
   };
   return table;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "extmem/probe/write.h"
@@ -57,7 +58,8 @@ std::string json_document(const Findings& f, const ProbeOptions& o) {
                {{"size", o.size}, {"regions_at_end", o.regions_at_end}, {"timeout_s", o.timeout_s}, {"soak_s", o.soak_s},
                 {"device", o.device}, {"only", o.only}, {"groups", o.groups}, {"no_gles", no_gles},
                 {"memory_type", o.memory_type}, {"gl_driver", o.gl_driver}, {"measure", o.measure}, {"measure_size", o.measure_size},
-                {"measure_repeats", o.measure_repeats}}},
+                {"measure_repeats", o.measure_repeats},
+                {"image_size", fmt::format("{}x{}", o.image_width, o.image_height)}}},
               {"context", to_json(f.phase_a.context)},
               {"vulkan", to_json(f.phase_a.vulkan, static_cast<int>(f.phase_a.selected))},
               {"gl_driver", to_json(f.phase_a.gl_driver, f.phase_a.gles)},

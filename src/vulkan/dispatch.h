@@ -19,6 +19,8 @@ namespace extmem::vk {
   X(vkEnumerateDeviceExtensionProperties)       \
   X(vkGetPhysicalDeviceExternalBufferProperties) \
   X(vkGetPhysicalDeviceExternalSemaphoreProperties) \
+  X(vkGetPhysicalDeviceImageFormatProperties2)  \
+  X(vkGetPhysicalDeviceFormatProperties2)       \
   X(vkCreateDevice)                             \
   X(vkGetDeviceProcAddr)
 
@@ -31,6 +33,14 @@ namespace extmem::vk {
   X(vkAllocateMemory)                \
   X(vkFreeMemory)                    \
   X(vkBindBufferMemory)              \
+  X(vkCreateImage)                   \
+  X(vkDestroyImage)                  \
+  X(vkGetImageMemoryRequirements2)   \
+  X(vkBindImageMemory)               \
+  X(vkGetImageSubresourceLayout)     \
+  X(vkCmdCopyBufferToImage)          \
+  X(vkCmdCopyImageToBuffer)          \
+  X(vkCmdClearColorImage)            \
   X(vkMapMemory)                     \
   X(vkUnmapMemory)                   \
   X(vkCreateCommandPool)             \

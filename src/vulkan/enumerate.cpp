@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "vulkan/context.h"
+#include "vulkan/image.h"
 
 namespace extmem::vk {
 namespace {
@@ -57,6 +58,44 @@ constexpr std::pair<const char*, VkExternalMemoryHandleTypeFlagBits> kHandleType
     {"HOST_ALLOCATION", VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT},
     {"AHARDWAREBUFFER", VK_EXTERNAL_MEMORY_HANDLE_TYPE_ANDROID_HARDWARE_BUFFER_BIT_ANDROID},
 };
+
+// The handle types the image rows export and import (HOST_ALLOCATION and
+// AHARDWAREBUFFER are not queried for images: no image row uses them here).
+constexpr std::pair<const char*, VkExternalMemoryHandleTypeFlagBits> kImageHandleTypes[] = {
+    {"OPAQUE_FD", VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT},
+    {"DMA_BUF", VK_EXTERNAL_MEMORY_HANDLE_TYPE_DMA_BUF_BIT_EXT},
+};
+
+}  // namespace
+
+std::vector<DrmModifierInfo> drm_modifiers(const Instance& inst, VkPhysicalDevice pd) {
+  VkDrmFormatModifierPropertiesListEXT list{VK_STRUCTURE_TYPE_DRM_FORMAT_MODIFIER_PROPERTIES_LIST_EXT};
+  VkFormatProperties2 fp{VK_STRUCTURE_TYPE_FORMAT_PROPERTIES_2};
+  fp.pNext = &list;
+  inst.fn().vkGetPhysicalDeviceFormatProperties2(pd, kRouteImageFormat, &fp);  // first call: the count
+  std::vector<VkDrmFormatModifierPropertiesEXT> mods(list.drmFormatModifierCount);
+  list.pDrmFormatModifierProperties = mods.data();
+  inst.fn().vkGetPhysicalDeviceFormatProperties2(pd, kRouteImageFormat, &fp);
+  mods.resize(list.drmFormatModifierCount);
+  std::vector<DrmModifierInfo> out;
+  for (const VkDrmFormatModifierPropertiesEXT& m : mods) {
+    DrmModifierInfo d;
+    d.modifier = m.drmFormatModifier;
+    d.plane_count = m.drmFormatModifierPlaneCount;
+    d.tiling_features = m.drmFormatModifierTilingFeatures;
+    ImageShape shape;
+    shape.tiling = VK_IMAGE_TILING_DRM_FORMAT_MODIFIER_EXT;
+    ExternalImageSupport s = external_image_support(inst, pd, shape, VK_EXTERNAL_MEMORY_HANDLE_TYPE_DMA_BUF_BIT_EXT,
+                                                    static_cast<std::int64_t>(m.drmFormatModifier));
+    d.dma_buf_result = result_name(s.result);
+    d.dma_buf_exportable = s.exportable();
+    d.dma_buf_importable = s.importable();
+    out.push_back(d);
+  }
+  return out;
+}
+
+namespace {
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -184,6 +223,32 @@ Result<VulkanEnumeration> enumerate(const Instance& inst) {
         }
         d.external_semaphores.push_back(x);
       }
+    }
+    d.max_image_dimension_2d = base.limits.maxImageDimension2D;
+    if (base.apiVersion >= VK_API_VERSION_1_1) {
+      for (VkImageTiling tiling : {VK_IMAGE_TILING_OPTIMAL, VK_IMAGE_TILING_LINEAR}) {
+        for (auto [name, bit] : kImageHandleTypes) {
+          ImageShape shape;
+          shape.tiling = tiling;
+          ExternalImageSupport s = external_image_support(inst, pd, shape, bit);
+          ExternalImageInfo x;
+          x.handle_type = name;
+          x.tiling = tiling_name(tiling);
+          x.result = result_name(s.result);
+          x.features = s.external.externalMemoryFeatures;
+          x.exportable = s.exportable();
+          x.importable = s.importable();
+          x.dedicated_only = s.dedicated_only();
+          x.export_from = s.external.exportFromImportedHandleTypes;
+          x.compatible = s.external.compatibleHandleTypes;
+          x.max_width = s.limits.maxExtent.width;
+          x.max_height = s.limits.maxExtent.height;
+          x.max_mip_levels = s.limits.maxMipLevels;
+          x.max_array_layers = s.limits.maxArrayLayers;
+          d.external_images.push_back(x);
+        }
+      }
+      if (has("VK_EXT_image_drm_format_modifier")) d.drm_modifiers = drm_modifiers(inst, pd);
     }
     out.devices.push_back(std::move(d));
   }

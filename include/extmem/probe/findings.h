@@ -29,6 +29,9 @@ struct RunContext {
   int pid = 0;
   std::string selinux;  ///< /proc/self/attr/current, or "none"
   std::string kernel;   ///< uname release
+  /// DRM render nodes present (/dev/dri/renderD*, sorted paths); empty when none. The
+  /// dma-buf image routes of a real display stack (GBM, scanout) need one.
+  std::vector<std::string> drm_render_nodes;
 };
 
 /// Which GL implementation the GLES rows run on, and why (--gl-driver; docs/probe.md,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <string_view>
@@ -51,7 +52,14 @@ struct ProbeOptions {
   std::string isolate = "none";       ///< --isolate: "none" (warm workers) or "route" (fresh processes per route)
   std::string gl_driver = "auto";     ///< --gl-driver: auto, system, zink or llvmpipe (docs/probe.md, "Which GL serves")
   std::string self_exe = "/proc/self/exe";  ///< binary re-executed in child mode (tests point it at extmem)
+  /// --image-size=WxH: texels of the image rows' shared image, each side 1..kMaxImageSide here and at
+  /// most the device's maxImageDimension2D (checked after phase A).
+  std::uint32_t image_width = 256, image_height = 256;
 };
+
+/// The largest --image-size side validate() accepts before any device is known (texels);
+/// the device's maxImageDimension2D then bounds it further.
+inline constexpr std::uint32_t kMaxImageSide = 65536;
 
 /// Suffix of a row that exported from memory type `index` (--memory-type): "@mt<index>".
 std::string memory_type_suffix(unsigned index);
@@ -103,6 +111,7 @@ struct ChildArgs {
   unsigned measure_repeats = 5;   ///< samples per figure
   int memory_type = -1;           ///< exporting side's memory type; -1 = auto
   std::string gl_driver = "auto"; ///< the GL driver the parent chose (system, zink, llvmpipe), or auto
+  std::uint32_t image_width = 256, image_height = 256;  ///< --image-size, texels
 };
 
 /// Child mode (`extmem probe --child=ROW --role=...`): expects the peer socket

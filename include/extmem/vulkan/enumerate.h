@@ -1,5 +1,5 @@
-// Phase A, Vulkan part: every physical device with identity, memory and
-// external-buffer properties (docs/probe.md, "Phase A").
+// Phase A, Vulkan part: every physical device with identity, memory,
+// external-buffer and external-image properties (docs/probe.md, "Phase A").
 #pragma once
 
 #include <cstdint>
@@ -51,6 +51,36 @@ struct ExternalSemaphoreInfo {
   std::uint32_t compatible = 0;     ///< compatibleHandleTypes
 };
 
+/// vkGetPhysicalDeviceImageFormatProperties2 with VkPhysicalDeviceExternalImageFormatInfo
+/// for one handle type and tiling, for the image rows' format (R8G8B8A8_UNORM) and usage
+/// (TRANSFER_SRC|TRANSFER_DST|SAMPLED|COLOR_ATTACHMENT), 2D, no create flags
+/// (VK_KHR_external_memory_capabilities, core 1.1; docs/probe.md, "T4 image rows").
+struct ExternalImageInfo {
+  std::string handle_type;          ///< "OPAQUE_FD", "DMA_BUF"
+  std::string tiling;               ///< "OPTIMAL", "LINEAR"
+  std::string result;               ///< the query's VkResult verbatim ("VK_SUCCESS", "VK_ERROR_FORMAT_NOT_SUPPORTED")
+  std::uint32_t features = 0;       ///< VkExternalMemoryFeatureFlags; 0 unless result is VK_SUCCESS
+  bool exportable = false;
+  bool importable = false;
+  bool dedicated_only = false;
+  std::uint32_t export_from = 0;    ///< exportFromImportedHandleTypes
+  std::uint32_t compatible = 0;     ///< compatibleHandleTypes
+  std::uint32_t max_width = 0, max_height = 0;  ///< maxExtent, texels
+  std::uint32_t max_mip_levels = 0, max_array_layers = 0;
+};
+
+/// One DRM format modifier the driver lists for R8G8B8A8_UNORM
+/// (VkDrmFormatModifierPropertiesListEXT, VK_EXT_image_drm_format_modifier),
+/// with the DMA_BUF image query for that modifier (tiling DRM_FORMAT_MODIFIER_EXT).
+struct DrmModifierInfo {
+  std::uint64_t modifier = 0;       ///< fourcc modifier value (DRM_FORMAT_MOD_LINEAR is 0)
+  std::uint32_t plane_count = 0;    ///< drmFormatModifierPlaneCount
+  std::uint32_t tiling_features = 0;///< drmFormatModifierTilingFeatures (VkFormatFeatureFlags)
+  std::string dma_buf_result;       ///< VkResult of the DMA_BUF query with this modifier, verbatim
+  bool dma_buf_exportable = false;
+  bool dma_buf_importable = false;
+};
+
 struct DeviceInfo {
   std::uint32_t index = 0;
   std::string name;
@@ -66,6 +96,9 @@ struct DeviceInfo {
   std::vector<ExternalBufferInfo> external_buffers;      ///< one per handle type above
   std::vector<ExternalSemaphoreInfo> external_semaphores; ///< OPAQUE_FD and SYNC_FD, each binary and timeline (the S1 rows)
   std::uint64_t min_imported_host_pointer_alignment = 0; ///< bytes; 0 without VK_EXT_external_memory_host
+  std::uint32_t max_image_dimension_2d = 0;             ///< VkPhysicalDeviceLimits::maxImageDimension2D, texels
+  std::vector<ExternalImageInfo> external_images;       ///< OPAQUE_FD, DMA_BUF x OPTIMAL, LINEAR
+  std::vector<DrmModifierInfo> drm_modifiers;           ///< empty without VK_EXT_image_drm_format_modifier
 };
 
 struct VulkanEnumeration {

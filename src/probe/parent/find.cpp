@@ -124,6 +124,8 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   engine.base.layout = Layout{o.size, o.regions_at_end};
   engine.base.timeout_s = o.timeout_s;
   engine.base.soak_s = o.soak_s;
+  engine.base.image_width = o.image_width;
+  engine.base.image_height = o.image_height;
   engine.measure = o.measure;
   engine.measure_size = o.measure_size;
   engine.measure_repeats = o.measure_repeats;
@@ -169,6 +171,9 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   if (o.list_devices) return f;
   const vk::DeviceInfo& dev = f.phase_a.device();
   if (auto fits = fits_the_heap(o, dev); !fits) return std::move(fits).error();
+  if (std::max(o.image_width, o.image_height) > dev.max_image_dimension_2d)
+    return usage("--image-size", fmt::format("{}x{} is not accepted: each side from 1 to {} (maxImageDimension2D of device {})",
+                                             o.image_width, o.image_height, dev.max_image_dimension_2d, dev.index));
   auto memory_types = memory_type_plan(o.memory_type, dev);
   if (!memory_types) return std::move(memory_types).error();
   engine.base.device_index = *found->selected;

@@ -3,10 +3,13 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <ostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "probe/gl_driver.h"
 
@@ -23,11 +26,19 @@ RunContext read_run_context() {
   if (c.selinux.empty() || c.selinux.find(':') == std::string::npos) c.selinux = "none";
   utsname u{};
   if (::uname(&u) == 0) c.kernel = u.release;
+  std::error_code ec;  // no /dev/dri at all is the common answer (containers, CI), not an error
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/dri", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("renderD", 0) == 0) c.drm_render_nodes.push_back(entry.path().string());
+  }
+  std::sort(c.drm_render_nodes.begin(), c.drm_render_nodes.end());
   return c;
 }
 
 void print_context(std::ostream& out, const RunContext& c) {
   out << fmt::format("== phase A: run context\nuid={} pid={} selinux={} kernel={}\n", c.uid, c.pid, c.selinux, c.kernel);
+  out << fmt::format("  DRM render nodes: {}\n",
+                     c.drm_render_nodes.empty() ? std::string("none (no /dev/dri/renderD*)") : fmt::format("{}", fmt::join(c.drm_render_nodes, " ")));
 }
 
 void print_vulkan(std::ostream& out, const vk::VulkanEnumeration& e, int selected, bool brief) {
@@ -57,6 +68,29 @@ void print_vulkan(std::ostream& out, const vk::VulkanEnumeration& e, int selecte
                                       x.importable ? "yes" : "no", x.compatible, x.export_from)
                         : fmt::format("  external semaphore {} {}: not queried (no VK_KHR_timeline_semaphore)\n",
                                       x.handle_type, x.semaphore_type));
+    out << fmt::format("  maxImageDimension2D={}\n", d.max_image_dimension_2d);
+    for (const vk::ExternalImageInfo& x : d.external_images) {
+      if (x.result != "VK_SUCCESS") {
+        out << fmt::format("  external image R8G8B8A8_UNORM {} {}: {}\n", x.tiling, x.handle_type, x.result);
+        continue;
+      }
+      out << fmt::format("  external image R8G8B8A8_UNORM {} {}: export={} import={} dedicated-only={} compatible=0x{:x} "
+                         "exportFrom=0x{:x} maxExtent={}x{} mips={} layers={}\n",
+                         x.tiling, x.handle_type, x.exportable ? "yes" : "no", x.importable ? "yes" : "no",
+                         x.dedicated_only ? "yes" : "no", x.compatible, x.export_from, x.max_width, x.max_height,
+                         x.max_mip_levels, x.max_array_layers);
+    }
+    const bool has_mods = std::any_of(d.extensions.begin(), d.extensions.end(), [](const auto& e) {
+      return e.first == "VK_EXT_image_drm_format_modifier" && e.second;
+    });
+    if (!has_mods) out << "  DRM format modifiers: n/a (VK_EXT_image_drm_format_modifier not exposed)\n";
+    else if (d.drm_modifiers.empty()) out << "  DRM format modifiers for R8G8B8A8_UNORM: none listed\n";
+    for (const vk::DrmModifierInfo& m : d.drm_modifiers)
+      out << fmt::format("  DRM format modifier 0x{:016x}: planes={} tilingFeatures=0x{:x} DMA_BUF {}{}\n", m.modifier,
+                         m.plane_count, m.tiling_features, m.dma_buf_result,
+                         m.dma_buf_result == "VK_SUCCESS"
+                             ? fmt::format(" export={} import={}", m.dma_buf_exportable ? "yes" : "no", m.dma_buf_importable ? "yes" : "no")
+                             : std::string());
   }
 }
 
@@ -105,7 +139,7 @@ nlohmann::json to_json(const Result<gles::GlesInfo>& r, const vk::DeviceInfo& vk
 }
 
 nlohmann::json to_json(const RunContext& c) {
-  return {{"uid", c.uid}, {"pid", c.pid}, {"selinux", c.selinux}, {"kernel", c.kernel}};
+  return {{"uid", c.uid}, {"pid", c.pid}, {"selinux", c.selinux}, {"kernel", c.kernel}, {"drm_render_nodes", c.drm_render_nodes}};
 }
 
 nlohmann::json to_json(const vk::VulkanEnumeration& e, int selected) {
@@ -117,6 +151,17 @@ nlohmann::json to_json(const vk::VulkanEnumeration& e, int selected) {
     for (const auto& t : d.types)
       types.push_back({{"index", t.index}, {"heap_index", t.heap_index}, {"flags", t.flags}, {"flag_names", t.flag_names}});
     for (const auto& [name, present] : d.extensions) ext[name] = present;
+    nlohmann::json xi = nlohmann::json::array(), mods = nlohmann::json::array();
+    for (const auto& x : d.external_images)
+      xi.push_back({{"handle_type", x.handle_type}, {"tiling", x.tiling}, {"result", x.result}, {"features", x.features},
+                    {"exportable", x.exportable}, {"importable", x.importable}, {"dedicated_only", x.dedicated_only},
+                    {"export_from_imported", x.export_from}, {"compatible", x.compatible},
+                    {"max_width", x.max_width}, {"max_height", x.max_height}, {"max_mip_levels", x.max_mip_levels},
+                    {"max_array_layers", x.max_array_layers}});
+    for (const auto& m : d.drm_modifiers)
+      mods.push_back({{"modifier", m.modifier}, {"plane_count", m.plane_count}, {"tiling_features", m.tiling_features},
+                      {"dma_buf_result", m.dma_buf_result}, {"dma_buf_exportable", m.dma_buf_exportable},
+                      {"dma_buf_importable", m.dma_buf_importable}});
     for (const auto& x : d.external_buffers)
       xb.push_back({{"handle_type", x.handle_type}, {"features", x.features}, {"exportable", x.exportable},
                     {"importable", x.importable}, {"dedicated_only", x.dedicated_only},
@@ -130,7 +175,9 @@ nlohmann::json to_json(const vk::VulkanEnumeration& e, int selected) {
                        {"driver_version", d.driver_version}, {"driver_name", d.driver_name},
                        {"driver_info", d.driver_info}, {"device_uuid", d.device_uuid}, {"driver_uuid", d.driver_uuid},
                        {"heaps", heaps}, {"memory_types", types}, {"extensions", ext}, {"external_buffers", xb}, {"external_semaphores", xs},
-                       {"min_imported_host_pointer_alignment", d.min_imported_host_pointer_alignment}});
+                       {"min_imported_host_pointer_alignment", d.min_imported_host_pointer_alignment},
+                       {"max_image_dimension_2d", d.max_image_dimension_2d}, {"external_images", xi},
+                       {"drm_modifiers", mods}});
   }
   return {{"loader_version", e.loader_version}, {"selected", selected}, {"devices", devices}};
 }

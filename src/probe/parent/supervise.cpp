@@ -175,6 +175,7 @@ std::vector<std::string> child_argv(const RouteDef& route, Role role, const Supe
   }
   if (p.memory_type >= 0) argv.push_back(fmt::format("--memory-type-index={}", p.memory_type));
   argv.push_back("--gl-driver=" + p.gl_driver);
+  argv.push_back(fmt::format("--image-size={}x{}", p.image_width, p.image_height));
   return argv;
 }
 
@@ -186,7 +187,9 @@ std::string job_payload(const RouteDef& route, Role role, const SuperviseParams&
                         {"soak_s", p.soak_s},
                         {"measure", p.measure},
                         {"measure_repeats", p.measure_repeats},
-                        {"memory_type", p.memory_type}}
+                        {"memory_type", p.memory_type},
+                        {"image_width", p.image_width},
+                        {"image_height", p.image_height}}
       .dump();
 }
 

@@ -23,6 +23,7 @@ struct SuperviseParams {
   unsigned measure_repeats = 5;
   int memory_type = -1;         ///< --memory-type-index to the halves; -1 = auto
   std::string gl_driver = "auto";  ///< --gl-driver to the halves: phase A's choice (system, zink, llvmpipe), or auto
+  std::uint32_t image_width = 256, image_height = 256;  ///< --image-size to the halves, texels
 };
 
 /// Starts the server half and the client half as fresh processes (fd 3: the

@@ -22,6 +22,7 @@ struct ChildParams {
   Layout layout;
   double soak_s = 0;  ///< --soak seconds; 0: no soak
   int memory_type = -1;  ///< --memory-type: the exporting side allocates from this type; -1: auto
+  std::uint32_t image_width = 256, image_height = 256;  ///< --image-size: the image rows' image, texels
 };
 
 class ChildContext {

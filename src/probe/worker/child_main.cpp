@@ -36,6 +36,8 @@ int run_child(const ChildArgs& a) {
   // Before any driver loads: Mesa takes its GL driver from the environment as libEGL starts.
   drivers::set_gl_request(a.gl_driver, a.device_index);
   if (route->needs.gl) (void)drivers::gl_driver();
+  p.image_width = a.image_width;
+  p.image_height = a.image_height;
   if (a.measure) measure::enable(a.measure_repeats);
   ChildContext ctx(p, os::Channel(os::UniqueFd(3)), os::Channel(os::UniqueFd(4)));
   return p.role == Role::server ? route->server.main(ctx) : route->client.main(ctx);

@@ -63,6 +63,8 @@ std::optional<ChildParams> job_params(const json& j, std::uint32_t device_index,
     p.layout = Layout{j.at("size").get<std::size_t>(), j.at("regions_at_end").get<bool>()};
     p.soak_s = j.at("soak_s").get<double>();
     p.memory_type = j.at("memory_type").get<int>();
+    p.image_width = j.at("image_width").get<std::uint32_t>();
+    p.image_height = j.at("image_height").get<std::uint32_t>();
     return p;
   } catch (const json::exception& e) {
     why = e.what();

@@ -1,0 +1,458 @@
+#include "probe/routes/vk_image_share.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "extmem/os/fd.h"
+#include "probe/routes/vk_export.h"
+#include "probe/worker/peer.h"
+#include "probe/worker/route_util.h"
+
+namespace extmem::probe::image {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kTexelBytes = 4;  // R8G8B8A8_UNORM
+
+std::uint32_t load(std::span<const std::byte> data, std::size_t offset) {
+  std::uint32_t v = 0;
+  std::memcpy(&v, data.data() + offset, sizeof v);
+  return v;
+}
+
+Error protocol(std::string what) { return Error{"image peer message", ErrorKind::protocol, {}, std::move(what)}; }
+
+json rect_json(const std::optional<Rect>& r) { return r ? json::array({r->x, r->y, r->w, r->h}) : json(nullptr); }
+
+std::optional<Rect> rect_from(const json& j) {
+  if (!j.is_array() || j.size() != 4) return std::nullopt;
+  return Rect{j[0].get<std::uint32_t>(), j[1].get<std::uint32_t>(), j[2].get<std::uint32_t>(), j[3].get<std::uint32_t>()};
+}
+
+Result<json> request(const ChildContext& ctx, const json& req) {
+  if (auto s = ctx.peer().send(os::MsgType::request, req.dump()); !s) return std::move(s).error();
+  auto frame = ctx.peer().recv();
+  if (!frame) return std::move(frame).error();
+  if (frame->type != os::MsgType::reply) return protocol("expected a reply");
+  json j = json::parse(frame->payload, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return protocol("reply is not a JSON object");
+  if (auto e = j.find("error"); e != j.end() && e->is_string()) return protocol("owner: " + e->get<std::string>());
+  return j;
+}
+
+}  // namespace
+
+std::uint32_t texel(std::uint64_t seed, std::uint32_t x, std::uint32_t y) {
+  // splitmix64 of seed and position: stateless, so any texel can be checked alone.
+  std::uint64_t z = seed + ((static_cast<std::uint64_t>(y) << 32 | x) + 1) * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return static_cast<std::uint32_t>(z ^ (z >> 31));
+}
+
+Rect round_rect(std::uint32_t width, std::uint32_t height, int round) {
+  const std::uint32_t w = std::max(1u, width / 4), h = std::max(1u, height / 4);
+  // Round 1 near the top-left, round 2 near the bottom-right: a write that only
+  // lands once, or at the wrong place, shows in the other round.
+  if (round == 1) return Rect{width / 8, height / 8, w, h};
+  return Rect{std::min(width - w, width / 2 + width / 8), std::min(height - h, height / 2 + height / 8), w, h};
+}
+
+std::uint64_t owner_seed(int round) { return 0x7434696d6167650ull + static_cast<std::uint64_t>(round); }
+std::uint64_t importer_seed(int round) { return 0x696d706f72746572ull + static_cast<std::uint64_t>(round); }
+
+void fill(std::span<std::byte> out, const Rect& r, const Expected& e) {
+  std::size_t at = 0;
+  for (std::uint32_t y = r.y; y < r.y + r.h; ++y) {
+    for (std::uint32_t x = r.x; x < r.x + r.w; ++x) {
+      const std::uint32_t v = e.at(x, y);
+      std::memcpy(out.data() + at, &v, sizeof v);
+      at += kTexelBytes;
+    }
+  }
+}
+
+std::string Compare::text() const {
+  if (texels == 0) return "no texels compared";
+  if (mismatches == 0) return fmt::format("all {} texels match", texels);
+  std::string s = fmt::format("{} of {} texels differ", mismatches, texels);
+  if (rect_mismatches > 0) s += fmt::format(" ({} inside the rectangle)", rect_mismatches);
+  if (first) s += fmt::format(", first at ({},{}) got 0x{:08x} want 0x{:08x}", first->x, first->y, first->got, first->want);
+  if (!shape.empty()) s += "; content " + shape;
+  return s;
+}
+
+Compare compare(std::span<const std::byte> data, std::size_t row_pitch, std::uint32_t width, std::uint32_t height,
+                const Expected& e) {
+  Compare c;
+  if (width == 0 || height == 0 || data.size() < row_pitch * (height - 1) + std::size_t{width} * kTexelBytes) return c;
+  std::size_t transposed = 0, transposable = 0, mirror_x = 0, mirror_y = 0;
+  bool constant = true;
+  const std::uint32_t first_value = load(data, 0);
+  auto got_at = [&](std::uint32_t x, std::uint32_t y) { return load(data, y * row_pitch + std::size_t{x} * kTexelBytes); };
+  for (std::uint32_t y = 0; y < height; ++y) {
+    for (std::uint32_t x = 0; x < width; ++x) {
+      const std::uint32_t got = got_at(x, y), want = e.at(x, y);
+      ++c.texels;
+      constant = constant && got == first_value;
+      if (got == want) continue;
+      ++c.mismatches;
+      if (e.rect && e.rect->contains(x, y)) ++c.rect_mismatches;
+      if (!c.first) c.first = Compare::Texel{x, y, got, want};
+      // What the wrong texel is instead: the expected texel of another position?
+      if (y < width && x < height) {
+        ++transposable;
+        if (got == e.at(y, x)) ++transposed;
+      }
+      if (got == e.at(width - 1 - x, y)) ++mirror_x;
+      if (got == e.at(x, height - 1 - y)) ++mirror_y;
+    }
+  }
+  if (c.mismatches == 0) return c;
+  // A shape is named when it explains nearly every wrong texel (the diagonal or
+  // the middle column of a mirror match by construction and are not counted wrong).
+  auto explains = [&](std::size_t n, std::size_t of) { return of > 0 && n * 10 >= of * 9; };
+  if (constant && c.texels > 1) c.shape = fmt::format("constant 0x{:08x} (never written, cleared or discarded)", first_value);
+  else if (explains(transposed, transposable) && transposable * 10 >= c.mismatches * 9) c.shape = "transposed";
+  else if (explains(mirror_x, c.mismatches)) c.shape = "mirrored horizontally";
+  else if (explains(mirror_y, c.mismatches)) c.shape = "mirrored vertically";
+  else if (e.rect && c.rect_mismatches == c.mismatches) c.shape = "wrong only inside the rectangle, the rest intact";
+  else if (e.rect && c.rect_mismatches == 0) c.shape = "rectangle right, wrong outside it";
+  else c.shape = "unrelated to the pattern";
+  return c;
+}
+
+json to_json(const Compare& c) {
+  json j = {{"texels", c.texels}, {"mismatches", c.mismatches}, {"rect_mismatches", c.rect_mismatches}, {"shape", c.shape}};
+  if (c.first) j["first"] = {c.first->x, c.first->y, c.first->got, c.first->want};
+  return j;
+}
+
+Compare compare_from_json(const json& j) {
+  Compare c;
+  c.texels = j.value("texels", std::size_t{0});
+  c.mismatches = j.value("mismatches", std::size_t{0});
+  c.rect_mismatches = j.value("rect_mismatches", std::size_t{0});
+  c.shape = j.value("shape", std::string());
+  if (auto f = j.find("first"); f != j.end() && f->is_array() && f->size() == 4)
+    c.first = Compare::Texel{(*f)[0].get<std::uint32_t>(), (*f)[1].get<std::uint32_t>(), (*f)[2].get<std::uint32_t>(),
+                             (*f)[3].get<std::uint32_t>()};
+  return c;
+}
+
+Result<ImageGpu> ImageGpu::create(const vk::Device& device, const vk::Image& image) {
+  vk::AllocationRequest req;
+  req.size = std::size_t{image.shape.width} * image.shape.height * kTexelBytes;
+  req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  auto staging = device.create_buffer(req);
+  if (!staging) return std::move(staging).error();
+  ImageGpu g;
+  g.device_ = &device;
+  g.image_ = &image;
+  g.staging_ = std::move(*staging);
+  return g;
+}
+
+Result<std::span<const std::byte>> ImageGpu::read(VkImageLayout old_layout) {
+  const vk::Device& d = *device_;
+  const bool acquire = !held_;
+  auto s = d.submit_and_wait([&](VkCommandBuffer cb) {
+    if (acquire) {
+      // The acquire half of the external ownership transfer: its layouts must be the release's.
+      vk::record_image_barrier(d, cb, *image_, old_layout, kHandoverLayout, VK_QUEUE_FAMILY_EXTERNAL, d.queue_family(), 0,
+                               VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+                               VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT);
+    } else {
+      vk::record_image_barrier(d, cb, *image_, kHandoverLayout, kHandoverLayout, VK_QUEUE_FAMILY_IGNORED,
+                               VK_QUEUE_FAMILY_IGNORED, VK_ACCESS_TRANSFER_WRITE_BIT,
+                               VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                               VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT);
+    }
+    vk::record_copy_to_buffer(d, cb, *image_, kHandoverLayout, staging_.buffer);
+    VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    to_host.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    d.fn().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr,
+                                0, nullptr);
+  });
+  if (!s) return std::move(s).error();
+  held_ = true;
+  return std::span<const std::byte>(staging_.mapped, staging_.size);
+}
+
+Status ImageGpu::write(const Rect& r, const Expected& e, bool first_use) {
+  const vk::Device& d = *device_;
+  fill(std::span<std::byte>(staging_.mapped, staging_.size), r, e);
+  auto s = d.submit_and_wait([&](VkCommandBuffer cb) {
+    if (first_use) {
+      // A new image's content is undefined anyway: UNDEFINED is the right first layout here.
+      vk::record_image_barrier(d, cb, *image_, VK_IMAGE_LAYOUT_UNDEFINED, kHandoverLayout, VK_QUEUE_FAMILY_IGNORED,
+                               VK_QUEUE_FAMILY_IGNORED, 0, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+                               VK_PIPELINE_STAGE_TRANSFER_BIT);
+    } else if (!held_) {
+      vk::record_image_barrier(d, cb, *image_, kHandoverLayout, kHandoverLayout, VK_QUEUE_FAMILY_EXTERNAL,
+                               d.queue_family(), 0, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+                               VK_PIPELINE_STAGE_TRANSFER_BIT);
+    } else {
+      vk::record_image_barrier(d, cb, *image_, kHandoverLayout, kHandoverLayout, VK_QUEUE_FAMILY_IGNORED,
+                               VK_QUEUE_FAMILY_IGNORED, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                               VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                               VK_PIPELINE_STAGE_TRANSFER_BIT);
+    }
+    vk::record_copy_from_buffer(d, cb, staging_.buffer, *image_, kHandoverLayout, static_cast<std::int32_t>(r.x),
+                                static_cast<std::int32_t>(r.y), r.w, r.h);
+    // The release half: ownership to VK_QUEUE_FAMILY_EXTERNAL, the layout unchanged.
+    vk::record_image_barrier(d, cb, *image_, kHandoverLayout, kHandoverLayout, d.queue_family(), VK_QUEUE_FAMILY_EXTERNAL,
+                             VK_ACCESS_TRANSFER_WRITE_BIT, 0, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                             VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT);
+  });
+  if (!s) return s;
+  held_ = false;
+  return {};
+}
+
+Status ImageGpu::discard_like_undefined() {
+  const vk::Device& d = *device_;
+  auto s = d.submit_and_wait([&](VkCommandBuffer cb) {
+    vk::record_image_barrier(d, cb, *image_, VK_IMAGE_LAYOUT_UNDEFINED, kHandoverLayout, VK_QUEUE_FAMILY_EXTERNAL,
+                             d.queue_family(), 0, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+                             VK_PIPELINE_STAGE_TRANSFER_BIT);
+    VkClearColorValue zero{};
+    VkImageSubresourceRange range{VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+    d.fn().vkCmdClearColorImage(cb, image_->image, kHandoverLayout, &zero, 1, &range);
+  });
+  if (!s) return s;
+  held_ = true;
+  return {};
+}
+
+Result<vk::ImageShape> shape_from_info(const json& info) {
+  try {
+    vk::ImageShape s;
+    s.format = static_cast<VkFormat>(info.at("format").get<int>());
+    s.width = info.at("width").get<std::uint32_t>();
+    s.height = info.at("height").get<std::uint32_t>();
+    s.tiling = static_cast<VkImageTiling>(info.at("tiling").get<int>());
+    s.usage = info.at("usage").get<std::uint32_t>();
+    s.flags = info.at("flags").get<std::uint32_t>();
+    if (info.at("mip_levels").get<int>() != 1 || info.at("array_layers").get<int>() != 1 ||
+        info.at("samples").get<int>() != 1 || info.at("layout").get<std::string>() != "GENERAL")
+      return protocol("the owner's image is not the 1-mip, 1-layer, 1-sample GENERAL-handover image this build imports");
+    return s;
+  } catch (const json::exception& e) {
+    return protocol(std::string("image create info: ") + e.what());
+  }
+}
+
+Result<Compare> owner_check(const ChildContext& ctx, const Expected& e) {
+  json req = {{"op", "image-check"}, {"base_seed", e.base_seed}, {"rect", rect_json(e.rect)}, {"rect_seed", e.rect_seed}};
+  if (e.rect_constant) req["rect_constant"] = *e.rect_constant;
+  auto r = request(ctx, req);
+  if (!r) return std::move(r).error();
+  return compare_from_json(*r);
+}
+
+Status owner_fill(const ChildContext& ctx, std::uint64_t seed) {
+  auto r = request(ctx, {{"op", "image-fill"}, {"seed", seed}});
+  if (!r) return std::move(r).error();
+  return {};
+}
+
+Result<Compare> check_owned(ExportedImage& ex, const Expected& e) {
+  const std::uint32_t w = ex.image->shape.width, h = ex.image->shape.height;
+  auto data = ex.gpu->read();
+  if (!data) return std::move(data).error();
+  return compare(*data, std::size_t{w} * kTexelBytes, w, h, e);
+}
+
+Status fill_owned(ExportedImage& ex, std::uint64_t seed) {
+  return ex.gpu->write(Rect{0, 0, ex.image->shape.width, ex.image->shape.height}, Expected{seed});
+}
+
+namespace {
+
+// The owner's serve loop: one reply per request, until "done" or the peer goes.
+Status serve_image(ChildContext& ctx, ExportedImage& ex) {
+  for (;;) {
+    auto frame = ctx.peer().recv();
+    if (!frame) return {};  // the driving side closing without "done" ends the route; its report says why
+    json j = json::parse(frame->payload, nullptr, false);
+    const std::string op = j.is_object() ? j.value("op", std::string()) : std::string();
+    if (op == "done") return {};
+    json reply;
+    if (op == "image-check") {
+      ctx.step("owner: acquire the image from VK_QUEUE_FAMILY_EXTERNAL, copy it out, compare every texel");
+      Expected e;
+      e.base_seed = j.value("base_seed", std::uint64_t{0});
+      e.rect = rect_from(j.value("rect", json(nullptr)));
+      e.rect_seed = j.value("rect_seed", std::uint64_t{0});
+      if (auto c = j.find("rect_constant"); c != j.end() && c->is_number_unsigned()) e.rect_constant = c->get<std::uint32_t>();
+      auto c = check_owned(ex, e);
+      reply = c ? to_json(*c) : json{{"error", why_of(c.error())}};
+    } else if (op == "image-fill") {
+      ctx.step("owner: refill the image on the GPU and release it to VK_QUEUE_FAMILY_EXTERNAL");
+      auto s = fill_owned(ex, j.value("seed", std::uint64_t{0}));
+      reply = s ? json{{"ok", true}} : json{{"error", why_of(s.error())}};
+    } else {
+      reply = {{"error", "unknown request \"" + op + "\""}};
+    }
+    if (auto s = ctx.peer().send(os::MsgType::reply, reply.dump()); !s) return s;
+  }
+}
+
+}  // namespace
+
+std::variant<ExportedImage, RouteFacts> export_image(ChildContext& ctx, VkImageTiling tiling) {
+  RouteFacts facts;
+  ExportedImage ex;
+  auto dev = open_device(ctx, export_extensions(kOpaqueFd));
+  if (!dev) {
+    (dev.error().kind == ErrorKind::unsupported ? facts.unsupported : facts.fatal) = "server: " + why_of(dev.error());
+    return facts;
+  }
+  ex.device = std::move(*dev);
+  const vk::Device& d = *ex.device;
+  if (auto missing = missing_extension(d, kOpaqueFd)) {
+    facts.unsupported = *missing;
+    return facts;
+  }
+  vk::ImageShape shape;
+  shape.width = ctx.params().image_width;
+  shape.height = ctx.params().image_height;
+  shape.tiling = tiling;
+  const std::string what = fmt::format("R8G8B8A8_UNORM {} usage=0x{:x}", vk::tiling_name(tiling), shape.usage);
+
+  // Capability first: creating an external image of a combination the driver
+  // does not report is invalid usage (Vulkan spec, VkImageCreateInfo), so an
+  // unreported one is UNSUPPORTED without trying.
+  ctx.step("vkGetPhysicalDeviceImageFormatProperties2(OPAQUE_FD export)");
+  const vk::ExternalImageSupport support =
+      vk::external_image_support(d.instance(), d.physical(), shape, VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT);
+  if (support.result != VK_SUCCESS) {
+    facts.unsupported = fmt::format("server: vkGetPhysicalDeviceImageFormatProperties2({}, OPAQUE_FD) -> {}", what,
+                                    vk::result_name(support.result));
+    return facts;
+  }
+  if (!support.exportable()) {
+    facts.unsupported = fmt::format("server: {} OPAQUE_FD images are not exportable (externalMemoryFeatures=0x{:x})", what,
+                                    support.external.externalMemoryFeatures);
+    return facts;
+  }
+  if (shape.width > support.limits.maxExtent.width || shape.height > support.limits.maxExtent.height) {
+    facts.unsupported = fmt::format("server: {}x{} exceeds maxExtent {}x{} of {} OPAQUE_FD images", shape.width,
+                                    shape.height, support.limits.maxExtent.width, support.limits.maxExtent.height, what);
+    return facts;
+  }
+
+  ctx.step("vkAllocateMemory(export OPAQUE_FD image)");
+  vk::ImageRequest req;
+  req.shape = shape;
+  req.external_handle_types = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  req.export_memory = true;
+  req.dedicated = support.dedicated_only() ? 1 : -1;
+  // A LINEAR image goes to host-visible memory where the image allows it, so the importer can also read it by CPU.
+  if (tiling == VK_IMAGE_TILING_LINEAR) req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+  vk::AllocationFailure af;
+  auto img = vk::create_image(d, req, &af);
+  if (!img && tiling == VK_IMAGE_TILING_LINEAR && af.error.step == "choose memory type") {
+    req.required_flags = 0;
+    img = vk::create_image(d, req, &af);
+  }
+  if (!img) {
+    if (af.at_allocate) {
+      SiteFailure s = classify_site(af.error, support.exportable(), "OPAQUE_FD image export");
+      (s.unsupported ? facts.unsupported : facts.fatal) = "server: " + s.why;
+    } else {
+      facts.fatal = "server: " + why_of(af.error);
+    }
+    return facts;
+  }
+  ex.image = std::make_unique<vk::Image>(std::move(*img));
+  auto gpu = ImageGpu::create(d, *ex.image);
+  if (!gpu) {
+    facts.fatal = "server: staging buffer: " + why_of(gpu.error());
+    return facts;
+  }
+  ex.gpu = std::make_unique<ImageGpu>(std::move(*gpu));
+  ctx.step("fill the image on the GPU with the owner's pattern and release it to VK_QUEUE_FAMILY_EXTERNAL");
+  if (auto s = ex.gpu->write(Rect{0, 0, shape.width, shape.height}, Expected{owner_seed(1)}, true); !s) {
+    facts.fatal = "server: " + why_of(s.error());
+    return facts;
+  }
+
+  // Test-only (EXTMEM_TEST_FAULT ...:server:vkGetMemoryFdKHR:decoy): export a
+  // second image of the same create info that was never filled, so the
+  // importer gets the right size and the wrong content and must FAIL.
+  ctx.step("vkGetMemoryFdKHR(OPAQUE_FD image)");
+  if (ctx.test_fault("vkGetMemoryFdKHR(OPAQUE_FD image)", "decoy")) {
+    auto other = vk::create_image(d, req, &af);
+    if (!other) {
+      facts.fatal = "server: decoy image: " + why_of(af.error);
+      return facts;
+    }
+    ex.decoy = std::make_unique<vk::Image>(std::move(*other));
+  }
+  VkMemoryGetFdInfoKHR gi{VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR};
+  gi.memory = ex.decoy ? ex.decoy->memory : ex.image->memory;
+  gi.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  int raw_fd = -1;
+  VkResult r = d.fn().vkGetMemoryFdKHR(d.handle(), &gi, &raw_fd);
+  if (r != VK_SUCCESS) {
+    SiteFailure s = classify_site(vk::vk_error("vkGetMemoryFdKHR", r), support.exportable(), "OPAQUE_FD image export");
+    (s.unsupported ? facts.unsupported : facts.fatal) = "server: " + s.why;
+    return facts;
+  }
+  ex.fd.reset(raw_fd);
+  ctx.step("post-export fd sanity");
+  if (!os::fd_is_open(raw_fd)) {
+    facts.fatal = "server: exported fd fails sanity: fcntl(F_GETFD) fails: " + errno_code(errno);
+    ex.fd.release();
+    return facts;
+  }
+  std::uint64_t fd_size = 0;  // 0: the fd has no size (NVIDIA's opaque fd is not seekable), which is no fault
+  if (auto size = os::fd_size(raw_fd)) {
+    if (*size < ex.image->allocation_size) {
+      facts.fatal = fmt::format("server: exported fd fails sanity: fd size {} < allocation size {}", *size,
+                                ex.image->allocation_size);
+      return facts;
+    }
+    fd_size = *size;
+  }
+  // The full create info: an importer must repeat all of it (Vulkan spec,
+  // "External Memory Handle Types": the same creation parameters), plus the
+  // allocation it must match and the layout of the handover.
+  const vk::Image& im = *ex.image;
+  ex.info = {{"format", static_cast<int>(shape.format)}, {"format_name", "R8G8B8A8_UNORM"},
+             {"width", shape.width}, {"height", shape.height}, {"tiling", static_cast<int>(shape.tiling)},
+             {"tiling_name", vk::tiling_name(shape.tiling)}, {"usage", shape.usage}, {"flags", shape.flags},
+             {"mip_levels", 1}, {"array_layers", 1}, {"samples", 1}, {"layout", "GENERAL"},
+             {"allocation_size", im.allocation_size}, {"memory_type_index", im.memory_type_index},
+             {"dedicated", im.dedicated}, {"dedicated_required", im.dedicated_required},
+             {"dedicated_preferred", im.dedicated_preferred}, {"fd_size", fd_size},
+             {"fd_target", os::fd_target(raw_fd)}, {"device_uuid", d.device_uuid()},
+             {"exportable_advertised", support.exportable()}};
+  return ex;
+}
+
+int owner_serve(ChildContext& ctx, VkImageTiling tiling) {
+  auto result = export_image(ctx, tiling);
+  if (auto* facts = std::get_if<RouteFacts>(&result)) {
+    (void)send_setup_failure(ctx, *facts);
+    return 0;
+  }
+  ExportedImage& ex = std::get<ExportedImage>(result);
+  ctx.step("send the fd and the image's create info");
+  if (!send_setup(ctx, ex.info, ex.fd.get())) return 1;
+  ex.fd.reset();  // the importer holds its own copy now
+  ctx.step("serve the importer's image checks");
+  return serve_image(ctx, ex) ? 0 : 1;
+}
+
+}  // namespace extmem::probe::image

@@ -1,0 +1,174 @@
+// What the T4 image rows share (docs/probe.md, "T4 image rows"): the seeded
+// texel pattern, the rectangle each importer writes per round, the texel-by-
+// texel compare that names how a wrong image is wrong, and the allocating half
+// (a Vulkan image exported as OPAQUE_FD, filled on the GPU, handed over through
+// VK_QUEUE_FAMILY_EXTERNAL, serving the importer's checks and refills).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "extmem/core/verdict.h"
+#include "extmem/os/fd.h"
+
+#include "probe/worker/child_context.h"
+#include "vulkan/image.h"
+
+namespace extmem::probe::image {
+
+/// The texel at (x, y) of the pattern of `seed`: a 32-bit hash of seed and
+/// position, so no two positions are related and a transposed, mirrored or
+/// shifted read does not match by accident (R8G8B8A8 bytes = the value's
+/// little-endian bytes).
+std::uint32_t texel(std::uint64_t seed, std::uint32_t x, std::uint32_t y);
+
+/// A rectangle of texels: x, y from the top-left texel, w x h texels.
+struct Rect {
+  std::uint32_t x = 0, y = 0, w = 0, h = 0;
+  bool contains(std::uint32_t px, std::uint32_t py) const { return px >= x && px < x + w && py >= y && py < y + h; }
+};
+
+/// The importer's rectangle in round 1 or 2 of a width x height image: a quarter
+/// of each side (at least one texel), at a different place each round.
+Rect round_rect(std::uint32_t width, std::uint32_t height, int round);
+
+/// The seed the owner fills the whole image with before round `round`, and the
+/// seed the importer writes its rectangle with in that round.
+std::uint64_t owner_seed(int round);
+std::uint64_t importer_seed(int round);
+
+/// What the image should hold: `base_seed`'s pattern everywhere, and inside
+/// `rect` when set either `rect_seed`'s pattern or, for a writer that can only
+/// clear (GL's scissored glClear), the one texel value `rect_constant`.
+struct Expected {
+  std::uint64_t base_seed = 0;
+  std::optional<Rect> rect;
+  std::uint64_t rect_seed = 0;
+  std::optional<std::uint32_t> rect_constant;
+  std::uint32_t at(std::uint32_t x, std::uint32_t y) const {
+    if (rect && rect->contains(x, y)) return rect_constant ? *rect_constant : texel(rect_seed, x, y);
+    return texel(base_seed, x, y);
+  }
+};
+
+/// Writes the texels of `e` for `r` into `out`, rows tightly packed (r.w texels a row).
+void fill(std::span<std::byte> out, const Rect& r, const Expected& e);
+
+/// The outcome of comparing a read-back image with what it should hold.
+struct Compare {
+  std::size_t texels = 0;           ///< compared
+  std::size_t mismatches = 0;       ///< texels that differ
+  std::size_t rect_mismatches = 0;  ///< of those, inside the expected rectangle
+  struct Texel {
+    std::uint32_t x = 0, y = 0, got = 0, want = 0;
+  };
+  std::optional<Texel> first;       ///< the first differing texel in row order
+  /// How the content is wrong when it is: "transposed", "mirrored horizontally",
+  /// "mirrored vertically", "constant 0x........" (every texel the same: never
+  /// written, cleared or discarded) or "unrelated"; empty when nothing differs.
+  std::string shape;
+
+  bool ok() const { return texels > 0 && mismatches == 0; }
+  /// "N of M texels differ (K inside the rectangle), first at (x,y) got 0x.. want 0x..; content <shape>", or "all M texels match".
+  std::string text() const;
+};
+
+/// Compares `data` (rows `row_pitch` bytes apart, width x height texels) with `e`.
+Compare compare(std::span<const std::byte> data, std::size_t row_pitch, std::uint32_t width, std::uint32_t height,
+                const Expected& e);
+
+nlohmann::json to_json(const Compare& c);
+Compare compare_from_json(const nlohmann::json& j);
+
+/// Where an image is kept between owners: every release and acquire uses
+/// oldLayout = newLayout = GENERAL (no transition at the handover, so nothing
+/// may discard the content), the layout both sides agree on in the setup.
+inline constexpr VkImageLayout kHandoverLayout = VK_IMAGE_LAYOUT_GENERAL;
+
+/// One side's GPU work on a shared image: a host-visible staging buffer of
+/// width x height texels and the ownership state. Every operation records one
+/// command buffer, submits it and waits on a fence; the other process is told
+/// only after that, so the fence and the socket order the two GPUs' work
+/// (there is no external semaphore on these routes).
+class ImageGpu {
+ public:
+  /// Creates the staging buffer on `device`. Errors: create_buffer's.
+  static Result<ImageGpu> create(const vk::Device& device, const vk::Image& image);
+
+  /// Acquires the image from VK_QUEUE_FAMILY_EXTERNAL (from `old_layout` to
+  /// GENERAL; an importer's first acquire normally from GENERAL, the layout of
+  /// the release) unless this side holds it, then copies all of it into the
+  /// staging buffer and makes that visible to the host. Returns the texels,
+  /// tightly packed rows. Errors: the failing Vulkan call.
+  Result<std::span<const std::byte>> read(VkImageLayout old_layout = kHandoverLayout);
+
+  /// Writes `r` with the texels of `e` on the GPU (staging buffer -> image;
+  /// acquiring first when this side does not hold the image), then releases
+  /// the image to VK_QUEUE_FAMILY_EXTERNAL in GENERAL. `first_use` (the
+  /// owner's first fill) transitions from UNDEFINED instead of acquiring.
+  Status write(const Rect& r, const Expected& e, bool first_use = false);
+
+  /// Test-only, the deliberate discard: acquires (from UNDEFINED) and clears
+  /// the image on the GPU the way a driver that drops content at a transition
+  /// from UNDEFINED leaves it. Errors: the failing Vulkan call.
+  Status discard_like_undefined();
+
+ private:
+  ImageGpu() = default;
+  const vk::Device* device_ = nullptr;
+  const vk::Image* image_ = nullptr;
+  vk::Buffer staging_;
+  bool held_ = false;  ///< this side's queue family owns the image now
+};
+
+/// A live image export: the device, the image, its GPU helper and the fd (owned
+/// here until sent), with the create info an importer must repeat. Members are
+/// released in reverse order: fd, GPU helper, images, device.
+struct ExportedImage {
+  std::shared_ptr<vk::Device> device;
+  std::unique_ptr<vk::Image> image;
+  std::unique_ptr<vk::Image> decoy;  ///< test fault "decoy": the never-filled image whose memory was exported instead
+  std::unique_ptr<ImageGpu> gpu;
+  os::UniqueFd fd;
+  nlohmann::json info;  ///< format, width, height, tiling, usage, flags, mip_levels, array_layers, samples,
+                        ///< layout, allocation_size, memory_type_index, dedicated, fd_size, device_uuid, ...
+};
+
+/// The owner's part before any peer: checks the image format properties for
+/// OPAQUE_FD export (not reported, not exportable, or --image-size beyond
+/// maxExtent: UNSUPPORTED with the driver's answer), creates the image
+/// (`tiling`) and its exportable memory (a decline: FAIL, the driver reported
+/// it exportable), fills it on the GPU with owner_seed(1), releases it to
+/// VK_QUEUE_FAMILY_EXTERNAL, exports the memory (vkGetMemoryFdKHR) and checks
+/// the fd. Returns the export or the row's facts ("server: ..." texts).
+std::variant<ExportedImage, RouteFacts> export_image(ChildContext& ctx, VkImageTiling tiling);
+
+/// The owner's own check and refill (what the peer's requests run; a
+/// same-process route calls them directly). Errors: the failing Vulkan call.
+Result<Compare> check_owned(ExportedImage& ex, const Expected& e);
+Status fill_owned(ExportedImage& ex, std::uint64_t seed);
+
+/// The allocating half of the cross-process image rows: export_image, send the
+/// fd and the create info, then serve "image-check" (check_owned) and
+/// "image-fill" (fill_owned) until "done". Returns 0 (failures travel to the
+/// peer as a failed setup or an error reply).
+int owner_serve(ChildContext& ctx, VkImageTiling tiling);
+
+/// The shape the importer must repeat, from the setup's info: format, extent,
+/// tiling, usage, flags. Errors: protocol when a field is missing or not what
+/// this build creates (1 mip, 1 layer, 1 sample, exclusive sharing).
+Result<vk::ImageShape> shape_from_info(const nlohmann::json& info);
+
+/// Asks the owner to acquire, read back and compare with `e`. Errors: the channel's, protocol.
+Result<Compare> owner_check(const ChildContext& ctx, const Expected& e);
+/// Asks the owner to refill the whole image with `seed` and release it. Errors: the channel's, protocol.
+Status owner_fill(const ChildContext& ctx, std::uint64_t seed);
+
+}  // namespace extmem::probe::image

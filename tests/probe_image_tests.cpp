@@ -1,0 +1,344 @@
+// The T4 image rows (src/probe/routes/t4_image_opaque_fd.cpp, vk_image_share.h):
+// the texel compare and its naming of wrong shapes (unit), the rows' answers on
+// lavapipe, their negative controls through EXTMEM_TEST_FAULT, --image-size
+// refusals, and phase A's image facts (integration, the real binary).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "probe/phase_a_wire.h"
+#include "probe/routes/vk_image_share.h"
+#include "support/run_shell.h"
+
+namespace {
+
+using extmem::probe::image::compare;
+using extmem::probe::image::Expected;
+using extmem::probe::image::Rect;
+using extmem::probe::image::texel;
+using extmem::test::run_extmem;
+
+std::vector<std::byte> image_of(std::uint32_t w, std::uint32_t h, const Expected& e) {
+  std::vector<std::byte> out(std::size_t{w} * h * 4);
+  extmem::probe::image::fill(out, Rect{0, 0, w, h}, e);
+  return out;
+}
+
+void put(std::vector<std::byte>& img, std::uint32_t w, std::uint32_t x, std::uint32_t y, std::uint32_t v) {
+  std::memcpy(img.data() + (std::size_t{y} * w + x) * 4, &v, 4);
+}
+
+// The RESULT line of exactly `row` (not of a longer row name starting with it).
+std::string result_line(const std::string& out, const std::string& row) {
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("RESULT " + row + " ", 0) == 0) return line;
+  return {};
+}
+
+std::string status_of(const std::string& out, const std::string& row) {
+  std::istringstream in(result_line(out, row));
+  std::string tag, name, status;
+  in >> tag >> name >> status;
+  return status;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// ---- the compare (unit) ----
+
+// The pattern is not symmetric: a texel and its transposed, mirrored neighbours differ.
+TEST(ImageCompare, PatternIsAsymmetric) {
+  for (std::uint32_t y = 0; y < 16; ++y)
+    for (std::uint32_t x = 0; x < 16; ++x) {
+      if (x != y) EXPECT_NE(texel(1, x, y), texel(1, y, x)) << x << "," << y;
+      if (x != 15 - x) EXPECT_NE(texel(1, x, y), texel(1, 15 - x, y)) << x << "," << y;
+    }
+}
+
+// An exact copy matches every texel.
+TEST(ImageCompare, ExactCopyMatches) {
+  const Expected e{7};
+  auto img = image_of(32, 24, e);
+  auto c = compare(img, 32 * 4, 32, 24, e);
+  EXPECT_TRUE(c.ok()) << c.text();
+  EXPECT_EQ(c.texels, 32u * 24u);
+}
+
+// One wrong texel is counted and named as the first mismatch.
+TEST(ImageCompare, OneWrongTexelIsFirstAndOnly) {
+  const Expected e{7};
+  auto img = image_of(32, 24, e);
+  put(img, 32, 5, 3, 0x12345678);
+  auto c = compare(img, 32 * 4, 32, 24, e);
+  EXPECT_EQ(c.mismatches, 1u);
+  ASSERT_TRUE(c.first);
+  EXPECT_EQ(c.first->x, 5u);
+  EXPECT_EQ(c.first->y, 3u);
+  EXPECT_EQ(c.first->got, 0x12345678u);
+  EXPECT_TRUE(has(c.text(), "first at (5,3) got 0x12345678")) << c.text();
+}
+
+// A transposed read is detected and named.
+TEST(ImageCompare, TransposedIsNamed) {
+  const Expected e{9};
+  std::vector<std::byte> img(32 * 32 * 4);
+  for (std::uint32_t y = 0; y < 32; ++y)
+    for (std::uint32_t x = 0; x < 32; ++x) put(img, 32, x, y, e.at(y, x));
+  auto c = compare(img, 32 * 4, 32, 32, e);
+  EXPECT_FALSE(c.ok());
+  EXPECT_EQ(c.shape, "transposed") << c.text();
+}
+
+// A horizontally mirrored read is detected and named.
+TEST(ImageCompare, MirroredIsNamed) {
+  const Expected e{9};
+  std::vector<std::byte> img(40 * 20 * 4);
+  for (std::uint32_t y = 0; y < 20; ++y)
+    for (std::uint32_t x = 0; x < 40; ++x) put(img, 40, x, y, e.at(39 - x, y));
+  auto c = compare(img, 40 * 4, 40, 20, e);
+  EXPECT_FALSE(c.ok());
+  EXPECT_EQ(c.shape, "mirrored horizontally") << c.text();
+}
+
+// A never-written (all zero) image is named constant.
+TEST(ImageCompare, ZeroImageIsConstant) {
+  std::vector<std::byte> img(16 * 16 * 4);
+  auto c = compare(img, 16 * 4, 16, 16, Expected{3});
+  EXPECT_EQ(c.mismatches, 256u);
+  EXPECT_TRUE(has(c.shape, "constant 0x00000000")) << c.text();
+}
+
+// Rows are read at the given pitch, not assumed tightly packed.
+TEST(ImageCompare, RowPitchIsHonoured) {
+  const Expected e{5};
+  const std::uint32_t w = 10, h = 4, pitch = 64;
+  std::vector<std::byte> img(pitch * h, std::byte{0xee});
+  for (std::uint32_t y = 0; y < h; ++y)
+    for (std::uint32_t x = 0; x < w; ++x) {
+      std::uint32_t v = e.at(x, y);
+      std::memcpy(img.data() + y * pitch + x * 4, &v, 4);
+    }
+  EXPECT_TRUE(compare(img, pitch, w, h, e).ok());
+  EXPECT_FALSE(compare(img, w * 4, w, h, e).ok()) << "a tight-pitch reading of padded rows must not match";
+}
+
+// A rectangle that did not land is told apart from a wrong rest.
+TEST(ImageCompare, MissingRectangleIsLocated) {
+  const Expected base{5};
+  const Expected with_rect{5, Rect{4, 4, 8, 8}, 6};
+  auto img = image_of(32, 32, base);
+  auto c = compare(img, 32 * 4, 32, 32, with_rect);
+  EXPECT_EQ(c.mismatches, 64u);
+  EXPECT_EQ(c.rect_mismatches, 64u);
+  EXPECT_EQ(c.shape, "wrong only inside the rectangle, the rest intact") << c.text();
+}
+
+// Phase A's image facts survive the worker-to-parent wire (a modifier above 2^63 included).
+TEST(ImagePhaseA, WireKeepsImageFacts) {
+  extmem::vk::VulkanEnumeration e;
+  extmem::vk::DeviceInfo d;
+  d.max_image_dimension_2d = 32768;
+  extmem::vk::ExternalImageInfo x;
+  x.handle_type = "OPAQUE_FD";
+  x.tiling = "LINEAR";
+  x.result = "VK_SUCCESS";
+  x.exportable = x.importable = true;
+  x.max_width = 32768;
+  d.external_images = {x};
+  extmem::vk::DrmModifierInfo m;
+  m.modifier = 0xe08000000000000full;
+  m.plane_count = 1;
+  m.dma_buf_result = "VK_ERROR_FORMAT_NOT_SUPPORTED";
+  d.drm_modifiers = {m};
+  e.devices = {d};
+  extmem::probe::PhaseAFindings f;
+  f.vulkan = e;
+  auto back = extmem::probe::decode_phase_a(extmem::probe::encode_phase_a(f));
+  ASSERT_TRUE(back) << back.error().message();
+  ASSERT_TRUE(back->vulkan);
+  const auto& b = back->vulkan->devices.at(0);
+  EXPECT_EQ(b.max_image_dimension_2d, 32768u);
+  ASSERT_EQ(b.external_images.size(), 1u);
+  EXPECT_EQ(b.external_images[0].tiling, "LINEAR");
+  EXPECT_TRUE(b.external_images[0].importable);
+  ASSERT_EQ(b.drm_modifiers.size(), 1u);
+  EXPECT_EQ(b.drm_modifiers[0].modifier, 0xe08000000000000full);
+  EXPECT_EQ(b.drm_modifiers[0].dma_buf_result, "VK_ERROR_FORMAT_NOT_SUPPORTED");
+}
+
+// ---- the rows on lavapipe (integration) ----
+
+// Both image rows round-trip on lavapipe: every texel both ways, two rounds; the
+// LINEAR twin's CPU read at the reported row pitch matches too.
+TEST(ImageRows, LavapipeAnswers) {
+  auto r = run_extmem("probe --only-t4");
+  EXPECT_EQ(r.code, 0) << r.out;
+  const std::string opt = result_line(r.out, "T4-image-opaque-fd");
+  const std::string lin = result_line(r.out, "T4-image-opaque-fd@linear");
+  EXPECT_EQ(status_of(r.out, "T4-image-opaque-fd"), "OK") << opt;
+  EXPECT_TRUE(has(opt, "vkimage[D]=rt")) << opt;
+  EXPECT_TRUE(has(opt, "image=256x256 R8G8B8A8_UNORM OPTIMAL")) << opt;
+  EXPECT_TRUE(has(opt, "fd-consumed=yes")) << opt;
+  EXPECT_EQ(status_of(r.out, "T4-image-opaque-fd@linear"), "OK") << lin;
+  EXPECT_TRUE(has(lin, "vkimage[D]=rt cpumap[i]=read-only")) << lin;
+  EXPECT_TRUE(has(lin, "cpumap offset=0 rowPitch=1024: all 65536 texels match")) << lin;
+}
+
+// Fresh processes per route give the same answers as the warm workers.
+TEST(ImageRows, IsolatedRouteAgrees) {
+  auto r = run_extmem("probe --only-t4 --isolate=route");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(status_of(r.out, "T4-image-opaque-fd"), "OK") << r.out;
+  EXPECT_EQ(status_of(r.out, "T4-image-opaque-fd@linear"), "OK") << r.out;
+}
+
+// A non-square size that is not a multiple of 8 still round-trips (rectangles and pitches follow it).
+TEST(ImageRows, OddSizeRoundTrips) {
+  auto r = run_extmem("probe --only=T4-image-opaque-fd,T4-image-opaque-fd@linear --image-size=37x5");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(status_of(r.out, "T4-image-opaque-fd"), "OK") << result_line(r.out, "T4-image-opaque-fd");
+  EXPECT_EQ(status_of(r.out, "T4-image-opaque-fd@linear"), "OK") << result_line(r.out, "T4-image-opaque-fd@linear");
+  EXPECT_TRUE(has(result_line(r.out, "T4-image-opaque-fd"), "image=37x5")) << r.out;
+}
+
+// Negative control: the importer gets a different exportable image of the right
+// size that was never filled; it must FAIL, in both directions, naming the content.
+TEST(ImageRows, DifferentImageFails) {
+  auto r = run_extmem("probe --only=T4-image-opaque-fd",
+                      "EXTMEM_TEST_FAULT=T4-image-opaque-fd:server:vkGetMemoryFdKHR:decoy");
+  const std::string line = result_line(r.out, "T4-image-opaque-fd");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(status_of(r.out, "T4-image-opaque-fd"), "FAIL") << line;
+  EXPECT_TRUE(has(line, "round 1 importer read: 65536 of 65536 texels differ")) << line;
+  EXPECT_TRUE(has(line, "round 1 owner read:")) << line;
+}
+
+// Negative control: a transposed read of the pattern is detected and named.
+TEST(ImageRows, TransposedReadIsDetected) {
+  auto r = run_extmem("probe --only=T4-image-opaque-fd",
+                      "EXTMEM_TEST_FAULT=T4-image-opaque-fd:client:compare:transpose");
+  const std::string line = result_line(r.out, "T4-image-opaque-fd");
+  EXPECT_EQ(status_of(r.out, "T4-image-opaque-fd"), "FAIL") << line;
+  EXPECT_TRUE(has(line, "content transposed")) << line;
+}
+
+// Negative control: a mirrored read of the pattern is detected and named.
+TEST(ImageRows, MirroredReadIsDetected) {
+  auto r = run_extmem("probe --only=T4-image-opaque-fd",
+                      "EXTMEM_TEST_FAULT=T4-image-opaque-fd:client:compare:mirror");
+  const std::string line = result_line(r.out, "T4-image-opaque-fd");
+  EXPECT_EQ(status_of(r.out, "T4-image-opaque-fd"), "FAIL") << line;
+  EXPECT_TRUE(has(line, "content mirrored horizontally")) << line;
+}
+
+// Negative control: an importer whose first transition from UNDEFINED discards
+// the content (constructed: acquire from UNDEFINED, then the clear such a driver
+// leaves) is FAIL and the row says that transition did it.
+TEST(ImageRows, DiscardingUndefinedTransitionIsReported) {
+  auto r = run_extmem("probe --only=T4-image-opaque-fd",
+                      "EXTMEM_TEST_FAULT=T4-image-opaque-fd:client:round\\ 1:\\ acquire:discard");
+  const std::string line = result_line(r.out, "T4-image-opaque-fd");
+  EXPECT_EQ(status_of(r.out, "T4-image-opaque-fd"), "FAIL") << line;
+  EXPECT_TRUE(has(line, "first transition from VK_IMAGE_LAYOUT_UNDEFINED discarded the owner's content")) << line;
+  EXPECT_TRUE(has(line, "content constant 0x00000000")) << line;
+}
+
+// The same acquire from UNDEFINED without the clear: lavapipe keeps the content
+// (measured), and the row reports the transition and that it survived.
+TEST(ImageRows, UndefinedTransitionOnLavapipeKeepsContent) {
+  auto r = run_extmem("probe --only=T4-image-opaque-fd",
+                      "EXTMEM_TEST_FAULT=T4-image-opaque-fd:client:round\\ 1:\\ acquire:undefined");
+  const std::string line = result_line(r.out, "T4-image-opaque-fd");
+  EXPECT_EQ(status_of(r.out, "T4-image-opaque-fd"), "OK") << line;
+  EXPECT_TRUE(has(line, "first acquire from VK_IMAGE_LAYOUT_UNDEFINED: the content survived here")) << line;
+}
+
+// ---- --image-size ----
+
+// Text that is not WxH, a zero side, and a side beyond the limits are usage
+// errors (exit 2) that say what is accepted.
+TEST(ImageRows, BadImageSizeIsUsageError) {
+  for (const char* bad : {"abc", "256", "256x", "x256", "-1x4", "0x256", "256x0", "70000x16", "256X256"}) {
+    auto r = run_extmem(std::string("probe --only-t4 --image-size=") + bad);
+    EXPECT_EQ(r.code, 2) << bad << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, "--image-size")) << bad << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, "each side from 1 to")) << bad << "\n" << r.out;
+  }
+}
+
+// A side beyond the device's maxImageDimension2D (16384 on lavapipe) is refused with that number.
+TEST(ImageRows, ImageSizeBeyondDeviceLimitIsUsageError) {
+  auto r = run_extmem("probe --only-t4 --image-size=16385x16");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "each side from 1 to 16384 (maxImageDimension2D of device")) << r.out;
+}
+
+// ---- phase A ----
+
+// Phase A prints the image format facts per handle type and tiling, the DRM
+// modifier state and whether a render node exists (lavapipe: measured values).
+TEST(ImageRows, PhaseAPrintsImageFacts) {
+  auto r = run_extmem("probe --only-t4");
+  EXPECT_TRUE(has(r.out, "maxImageDimension2D=16384")) << r.out;
+  EXPECT_TRUE(has(r.out, "external image R8G8B8A8_UNORM OPTIMAL OPAQUE_FD: export=yes import=yes dedicated-only=no"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "external image R8G8B8A8_UNORM LINEAR OPAQUE_FD: export=yes import=yes")) << r.out;
+  EXPECT_TRUE(has(r.out, "external image R8G8B8A8_UNORM OPTIMAL DMA_BUF: ")) << r.out;
+  EXPECT_TRUE(has(r.out, "DRM format modifiers: n/a (VK_EXT_image_drm_format_modifier not exposed)")) << r.out;
+  EXPECT_TRUE(has(r.out, "DRM render nodes: ")) << r.out;
+}
+
+// ---- the GL image rows ----
+
+constexpr const char* kZink = "LIBGL_ALWAYS_SOFTWARE=1 MESA_LOADER_DRIVER_OVERRIDE=zink";
+
+// llvmpipe (the default GL here) imports lavapipe's OPTIMAL image fd as a GL_RGBA8
+// texture on the first rung and round-trips both rounds, same process and across
+// (unlike its buffer import, which refuses storage): measured on Mesa 22.3.
+TEST(GlesImageRows, LlvmpipeAnswers) {
+  auto r = run_extmem("probe --only=T4-gles-image-same-proc,T4-gles-image-cross-proc");
+  EXPECT_EQ(r.code, 0) << r.out;
+  for (const char* row : {"T4-gles-image-same-proc", "T4-gles-image-cross-proc"}) {
+    const std::string line = result_line(r.out, row);
+    EXPECT_EQ(status_of(r.out, row), "OK") << line;
+    EXPECT_TRUE(has(line, "glimage[D]=rt")) << line;
+    EXPECT_TRUE(has(line, "uuid=match")) << line;
+    EXPECT_TRUE(has(line, "glimport fd-consumed=yes")) << line;
+    EXPECT_TRUE(has(line, "accepted=dedicated=off import=allocation(262144)")) << line;
+  }
+}
+
+// zink on lavapipe reads the image right, but its scissored glClear is not
+// covered by glFenceSync + glClientWaitSync: the owner sees it only after a
+// glFinish, so the rows FAIL (GL's writes did not reach the owner after the
+// fence) and say so: measured on Mesa 22.3.
+TEST(GlesImageRows, ZinkClearLandsOnlyAfterFinish) {
+  auto r = run_extmem("probe --only=T4-gles-image-same-proc,T4-gles-image-cross-proc", kZink);
+  EXPECT_TRUE(has(r.out, "GL_RENDERER=zink")) << r.out;
+  for (const char* row : {"T4-gles-image-same-proc", "T4-gles-image-cross-proc"}) {
+    const std::string line = result_line(r.out, row);
+    EXPECT_EQ(status_of(r.out, row), "FAIL") << line;
+    EXPECT_TRUE(has(line, "glimage[D]=read-only")) << line;
+    EXPECT_TRUE(has(line, "round 1: GL's scissored glClear reached the image only after glFinish")) << line;
+    EXPECT_TRUE(has(line, "content wrong only inside the rectangle, the rest intact")) << line;
+  }
+}
+
+// ---- the dma-buf modifier row ----
+
+// lavapipe has neither extension: UNSUPPORTED naming both, without a process
+// doing more than asking (the export itself is not built; see the route file).
+TEST(ImageRows, DmaBufModifierNamesWhatIsMissing) {
+  auto r = run_extmem("probe --only=T4-image-dma-buf-modifier");
+  const std::string line = result_line(r.out, "T4-image-dma-buf-modifier");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(status_of(r.out, "T4-image-dma-buf-modifier"), "UNSUPPORTED") << line;
+  EXPECT_TRUE(has(line, "VK_EXT_image_drm_format_modifier, VK_EXT_external_memory_dma_buf not exposed by the device"))
+      << line;
+}
+
+}  // namespace
