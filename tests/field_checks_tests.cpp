@@ -96,7 +96,7 @@ TEST(FieldChecks, SoakRejectsBadValues) {
 TEST(FieldChecks, ForeignFdsAreRefusedWithTheirCode) {
   ProbeRun r = probe("--only=T1-opaque-fd-foreign-fd");
   std::string line = line_of(r.out, "T1-opaque-fd-foreign-fd");
-  EXPECT_TRUE(has(line, "T1-opaque-fd-foreign-fd OK memfd[D]=rt tmpfs[D]=rt |")) << line;
+  EXPECT_TRUE(has(line, "T1-opaque-fd-foreign-fd OK memfd[D]=rt tmpfs[D]=rt afterwards[i]=rt |")) << line;
   EXPECT_TRUE(has(line, "memfd: refused=VK_ERROR_INVALID_EXTERNAL_HANDLE fd-consumed=yes (a failed import closed an fd it did not own)"))
       << line;
   EXPECT_TRUE(has(line, "tmpfs: refused=VK_ERROR_INVALID_EXTERNAL_HANDLE")) << line;
@@ -108,7 +108,7 @@ TEST(FieldChecks, ForeignFdsAreRefusedWithTheirCode) {
 TEST(FieldChecks, AnAcceptedForeignFdFails) {
   ProbeRun r = probe("--only=T1-opaque-fd-foreign-fd", "EXTMEM_TEST_FAULT=T1-opaque-fd-foreign-fd:server:memfd_create:exported");
   std::string line = line_of(r.out, "T1-opaque-fd-foreign-fd");
-  EXPECT_TRUE(has(line, "T1-opaque-fd-foreign-fd PARTIAL memfd[D]=no tmpfs[D]=rt")) << line;
+  EXPECT_TRUE(has(line, "T1-opaque-fd-foreign-fd PARTIAL memfd[D]=no tmpfs[D]=rt afterwards[i]=rt")) << line;
   EXPECT_TRUE(has(line, "vkAllocateMemory(import OPAQUE_FD of a memfd no driver exported) -> VK_SUCCESS")) << line;
   EXPECT_TRUE(has(line, "memfd: accepted (a finding")) << line;
   EXPECT_EQ(r.code, 1) << r.out;

@@ -167,3 +167,25 @@ TEST(ProbeWorkers, HygieneCheckSeesALeakedFd) {
 }
 
 }  // namespace
+
+namespace {
+
+// A route marked own_process (T1-opaque-fd-foreign-fd: it hands the driver fds it never
+// exported, which left NVIDIA's next allocation failing in that process) runs in fresh
+// processes even with warm workers, so the routes after it meet an untouched driver:
+// its row has no worker hygiene record, the warm rows around it do.
+TEST(ProbeWorkers, OwnProcessRouteRunsOutsideTheWorkers) {
+  ProbeRun r = probe("--only=T1-opaque-fd,T1-opaque-fd-foreign-fd,T3-memfd-cross-process");
+  ASSERT_TRUE(r.doc.is_object()) << r.out;
+  const json* foreign = row_of(r.doc, "T1-opaque-fd-foreign-fd");
+  const json* before = row_of(r.doc, "T1-opaque-fd");
+  const json* after = row_of(r.doc, "T3-memfd-cross-process");
+  ASSERT_TRUE(foreign && before && after) << r.out;
+  EXPECT_EQ((*foreign)["status"], "OK") << r.out;
+  EXPECT_FALSE(foreign->contains("worker_hygiene")) << foreign->dump();
+  EXPECT_TRUE(before->contains("worker_hygiene")) << before->dump();
+  EXPECT_TRUE(after->contains("worker_hygiene")) << after->dump();
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+}  // namespace

@@ -81,6 +81,12 @@ struct RouteDef {
   /// --measure gives the row a second, measuring run when a leg round-tripped; false for a
   /// route whose legs move no bytes (T1-opaque-fd-foreign-fd: its rt is a driver's refusal).
   bool measured = true;
+  /// Runs in fresh processes even where the others run on warm workers: its halves hand
+  /// the driver input that may leave the process's driver changed, so a worker that ran
+  /// it could answer the next route differently (T1-opaque-fd-foreign-fd: on NVIDIA 580
+  /// a refused foreign-fd import made the next vkAllocateMemory of that VkDevice fail,
+  /// measured; docs/probe-engine.md, "What holds in both modes").
+  bool own_process = false;
 
   /// The declared leg named `name`, or null.
   const LegDef* leg(std::string_view name) const;

@@ -41,7 +41,8 @@ struct Engine::State {
   // One verdict run (and with --measure the measuring run) of a planned row.
   Result<RowResult> run_row(const PlannedRow& planned, unsigned lane_index) {
     auto once = [&](const SuperviseParams& p) {
-      return lane.empty() ? supervise(*planned.route, p) : supervise_on_lane(*planned.route, p, *lane[lane_index]);
+      return lane.empty() || planned.route->own_process ? supervise(*planned.route, p)
+                                                        : supervise_on_lane(*planned.route, p, *lane[lane_index]);
     };
     SuperviseParams p = options.base;
     p.memory_type = planned.memory_type;

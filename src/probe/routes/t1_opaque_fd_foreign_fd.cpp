@@ -120,12 +120,34 @@ void try_foreign(ChildContext& ctx, const vk::Device& dev, int fd, const std::st
       fmt::format("{}: accepted (a finding: memoryType={} aliasesFdBytes={}) {}", leg.name, type, aliases, owner));
 }
 
+// After the foreign imports: does a plain allocation on the same device still work? A
+// refusal that leaves the device unable to allocate would break whatever the process
+// does next (NVIDIA 580: the next vkAllocateMemory failed, measured in a warm worker).
+void try_afterwards(ChildContext& ctx, const vk::Device& dev, Leg& leg, RouteReport& rep) {
+  leg.attempted = true;
+  vk::AllocationRequest req;
+  req.size = ctx.layout().size;
+  req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+  req.dedicated = 0;
+  ctx.step("vkAllocateMemory after the foreign imports");
+  vk::AllocationFailure af;
+  auto plain = dev.create_buffer(req, &af);
+  if (!plain) {
+    fail_leg(leg, af.error);
+    rep.detail.push_back(fmt::format("afterwards: a plain {}-byte allocation -> {} (a finding)", req.size, af.error.code));
+    return;
+  }
+  leg.read_ok = leg.write_ok = true;
+  rep.detail.push_back(fmt::format("afterwards: a plain {}-byte allocation -> VK_SUCCESS", req.size));
+}
+
 int drive(ChildContext& ctx) {
   RouteReport rep;
   Leg memfd{"memfd", true};
   Leg tmpfs{"tmpfs", true};
+  Leg afterwards{"afterwards", false};
   auto finish = [&] {
-    rep.legs = {memfd, tmpfs};
+    rep.legs = {memfd, tmpfs, afterwards};
     return end_half(ctx, rep, {}, Peer::none);
   };
   auto d = open_device(ctx, {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME});
@@ -181,6 +203,7 @@ int drive(ChildContext& ctx) {
     rep.detail.push_back("tmpfs file in " + where);
     try_foreign(ctx, dev, fd->get(), "tmpfs file", tmpfs, rep);
   }
+  try_afterwards(ctx, dev, afterwards, rep);
   return finish();
 }
 
@@ -191,6 +214,7 @@ constexpr HandleNeed kForeignNeeds[] = {{"OPAQUE_FD", HandleFeature::importable}
 constexpr LegDef kForeignLegs[] = {
     {"memfd", true, "an OPAQUE_FD import of a plain memfd is refused with a code (rt = the conformant refusal)"},
     {"tmpfs", true, "an OPAQUE_FD import of a tmpfs file is refused with a code (rt = the conformant refusal)"},
+    {"afterwards", false, "a plain allocation on the same device succeeds after the foreign imports"},
 };
 
 extern const RouteDef kT1OpaqueFdForeignFd{
@@ -200,6 +224,7 @@ extern const RouteDef kT1OpaqueFdForeignFd{
     .legs = kForeignLegs,
     .server = {"imports a memfd and a tmpfs file no driver exported as OPAQUE_FD, expects refusals", drive},
     .client = {},
-    .measured = false};
+    .measured = false,
+    .own_process = true};
 
 }  // namespace extmem::probe
