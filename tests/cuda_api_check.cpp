@@ -17,6 +17,7 @@ namespace ours = extmem::cudrv;
 namespace {
 constexpr unsigned int kOurDeviceMap = ours::CU_MEMHOSTREGISTER_DEVICEMAP;
 constexpr unsigned int kOurDedicated = ours::CUDA_EXTERNAL_MEMORY_DEDICATED;
+constexpr unsigned int kOurColorAttachment = ours::CUDA_ARRAY3D_COLOR_ATTACHMENT;
 }  // namespace
 
 #include <cuda.h>
@@ -72,6 +73,13 @@ EXTMEM_SAME_TYPE(CUmemAllocationGranularity_flags)
 EXTMEM_SAME_TYPE(CUmemLocation)
 EXTMEM_SAME_TYPE(CUmemAllocationProp)
 EXTMEM_SAME_TYPE(CUmemAccessDesc)
+EXTMEM_SAME_TYPE(CUarray_st)
+EXTMEM_SAME_TYPE(CUmipmappedArray_st)
+EXTMEM_SAME_TYPE(CUarray_format)
+EXTMEM_SAME_TYPE(CUDA_ARRAY3D_DESCRIPTOR)
+EXTMEM_SAME_TYPE(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC)
+EXTMEM_SAME_TYPE(CUmemorytype)
+EXTMEM_SAME_TYPE(CUDA_MEMCPY2D)
 #undef EXTMEM_SAME_TYPE
 
 // Plain aliases must be the very same types.
@@ -83,6 +91,8 @@ static_assert(std::is_same_v<theirs_t<ours::CUexternalMemory>, ::CUexternalMemor
 static_assert(std::is_same_v<theirs_t<ours::CUevent>, ::CUevent>);
 static_assert(std::is_same_v<theirs_t<ours::CUexternalSemaphore>, ::CUexternalSemaphore>);
 static_assert(std::is_same_v<theirs_t<ours::CUstream>, ::CUstream>);
+static_assert(std::is_same_v<theirs_t<ours::CUarray>, ::CUarray>);
+static_assert(std::is_same_v<theirs_t<ours::CUmipmappedArray>, ::CUmipmappedArray>);
 
 // Enums: same size and underlying type, and every enumerator we declare has cuda.h's value.
 #define EXTMEM_SAME_ENUM(name)                                                                   \
@@ -97,12 +107,19 @@ EXTMEM_SAME_ENUM(CUmemAllocationType)
 EXTMEM_SAME_ENUM(CUmemAllocationHandleType)
 EXTMEM_SAME_ENUM(CUmemAccess_flags)
 EXTMEM_SAME_ENUM(CUmemAllocationGranularity_flags)
+EXTMEM_SAME_ENUM(CUarray_format)
+EXTMEM_SAME_ENUM(CUmemorytype)
 #undef EXTMEM_SAME_ENUM
 
 #define EXTMEM_SAME_VALUE(name) static_assert(static_cast<long long>(ours::name) == static_cast<long long>(::name), #name);
 EXTMEM_SAME_VALUE(CUDA_SUCCESS)
 EXTMEM_SAME_VALUE(CUDA_ERROR_INVALID_VALUE)
 EXTMEM_SAME_VALUE(CUDA_ERROR_NOT_READY)
+EXTMEM_SAME_VALUE(CUDA_ERROR_NOT_SUPPORTED)
+EXTMEM_SAME_VALUE(CU_AD_FORMAT_UNSIGNED_INT8)
+EXTMEM_SAME_VALUE(CU_MEMORYTYPE_HOST)
+EXTMEM_SAME_VALUE(CU_MEMORYTYPE_DEVICE)
+EXTMEM_SAME_VALUE(CU_MEMORYTYPE_ARRAY)
 EXTMEM_SAME_VALUE(CU_STREAM_NON_BLOCKING)
 EXTMEM_SAME_VALUE(CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD)
 EXTMEM_SAME_VALUE(CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD)
@@ -118,9 +135,10 @@ EXTMEM_SAME_VALUE(CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
 EXTMEM_SAME_VALUE(CU_MEM_ALLOC_GRANULARITY_MINIMUM)
 EXTMEM_SAME_VALUE(CU_EVENT_DEFAULT)
 #undef EXTMEM_SAME_VALUE
-// The two cuda.h macros, against the copies taken before cuda.h was included.
+// The cuda.h macros, against the copies taken before cuda.h was included.
 static_assert(kOurDeviceMap == CU_MEMHOSTREGISTER_DEVICEMAP);
 static_assert(kOurDedicated == CUDA_EXTERNAL_MEMORY_DEDICATED);
+static_assert(kOurColorAttachment == CUDA_ARRAY3D_COLOR_ATTACHMENT);
 
 // Structs: size, alignment, and the offset of every field (nested ones too).
 #define EXTMEM_SAME_SHAPE(name)                                   \
@@ -200,6 +218,39 @@ EXTMEM_SAME_FIELD_SIZE(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, params)
 EXTMEM_SAME_SHAPE(CUmemAccessDesc)
 EXTMEM_SAME_FIELD(CUmemAccessDesc, location)
 EXTMEM_SAME_FIELD(CUmemAccessDesc, flags)
+
+EXTMEM_SAME_SHAPE(CUDA_ARRAY3D_DESCRIPTOR)
+EXTMEM_SAME_FIELD(CUDA_ARRAY3D_DESCRIPTOR, Width)
+EXTMEM_SAME_FIELD(CUDA_ARRAY3D_DESCRIPTOR, Height)
+EXTMEM_SAME_FIELD(CUDA_ARRAY3D_DESCRIPTOR, Depth)
+EXTMEM_SAME_FIELD(CUDA_ARRAY3D_DESCRIPTOR, Format)
+EXTMEM_SAME_FIELD(CUDA_ARRAY3D_DESCRIPTOR, NumChannels)
+EXTMEM_SAME_FIELD(CUDA_ARRAY3D_DESCRIPTOR, Flags)
+
+EXTMEM_SAME_SHAPE(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC)
+EXTMEM_SAME_FIELD(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC, offset)
+EXTMEM_SAME_FIELD(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC, arrayDesc)
+EXTMEM_SAME_FIELD(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC, numLevels)
+EXTMEM_SAME_FIELD(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC, reserved)
+EXTMEM_SAME_FIELD_SIZE(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC, reserved)
+
+EXTMEM_SAME_SHAPE(CUDA_MEMCPY2D)
+EXTMEM_SAME_FIELD(CUDA_MEMCPY2D, srcXInBytes)
+EXTMEM_SAME_FIELD(CUDA_MEMCPY2D, srcY)
+EXTMEM_SAME_FIELD(CUDA_MEMCPY2D, srcMemoryType)
+EXTMEM_SAME_FIELD(CUDA_MEMCPY2D, srcHost)
+EXTMEM_SAME_FIELD(CUDA_MEMCPY2D, srcDevice)
+EXTMEM_SAME_FIELD(CUDA_MEMCPY2D, srcArray)
+EXTMEM_SAME_FIELD(CUDA_MEMCPY2D, srcPitch)
+EXTMEM_SAME_FIELD(CUDA_MEMCPY2D, dstXInBytes)
+EXTMEM_SAME_FIELD(CUDA_MEMCPY2D, dstY)
+EXTMEM_SAME_FIELD(CUDA_MEMCPY2D, dstMemoryType)
+EXTMEM_SAME_FIELD(CUDA_MEMCPY2D, dstHost)
+EXTMEM_SAME_FIELD(CUDA_MEMCPY2D, dstDevice)
+EXTMEM_SAME_FIELD(CUDA_MEMCPY2D, dstArray)
+EXTMEM_SAME_FIELD(CUDA_MEMCPY2D, dstPitch)
+EXTMEM_SAME_FIELD(CUDA_MEMCPY2D, WidthInBytes)
+EXTMEM_SAME_FIELD(CUDA_MEMCPY2D, Height)
 #undef EXTMEM_SAME_SHAPE
 #undef EXTMEM_SAME_FIELD
 #undef EXTMEM_SAME_FIELD_SIZE

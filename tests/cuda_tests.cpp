@@ -119,6 +119,28 @@ TEST(CudaRows, SkipWithoutTheDriver) {
   }
 }
 
+// T4-image-cuda is one of the CUDA rows (so the two tests around this one cover it), in group t4.
+TEST(CudaRows, ImageRowNeedsCudaAndIsInGroupT4) {
+  bool found = false;
+  for (const extmem::probe::RouteInfo& r : extmem::probe::routes())
+    if (r.row == "T4-image-cuda") {
+      found = true;
+      EXPECT_TRUE(r.cuda);
+      EXPECT_EQ(r.group, "t4");
+    }
+  EXPECT_TRUE(found);
+  CmdRun r = extmem("probe --only=T4-image-cuda", "EXTMEM_CUDA_LIBRARY=" + kMissing);
+  EXPECT_EQ(r.code, 0) << r.out;
+  const std::string line = line_of(r.out, "T4-image-cuda");
+  EXPECT_TRUE(has(line, "T4-image-cuda SKIP")) << line;
+  EXPECT_TRUE(has(line, "why: no CUDA driver (dlopen(" + kMissing + "):")) << line;
+  CmdRun f = extmem("probe --only=T4-image-cuda", std::string("EXTMEM_CUDA_LIBRARY=") + EXTMEM_FAKE_CUDA_LIBRARY);
+  EXPECT_EQ(f.code, 0) << f.out;
+  const std::string fline = line_of(f.out, "T4-image-cuda");
+  EXPECT_TRUE(has(fline, "T4-image-cuda UNSUPPORTED")) << fline;
+  EXPECT_TRUE(has(fline, "dlsym(cuMemExportToShareableHandle) -> missing symbol")) << fline;
+}
+
 // A driver library missing an entry point: UNSUPPORTED naming it.
 TEST(CudaRows, LibraryMissingASymbolIsUnsupportedNamingIt) {
   CmdRun r = extmem("probe " + kOnly, std::string("EXTMEM_CUDA_LIBRARY=") + EXTMEM_FAKE_CUDA_LIBRARY);

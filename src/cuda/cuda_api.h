@@ -28,6 +28,7 @@ enum CUresult : unsigned int {
   CUDA_SUCCESS = 0,
   CUDA_ERROR_INVALID_VALUE = 1,
   CUDA_ERROR_NOT_READY = 600,  ///< cuStreamQuery: work on the stream has not completed (S1-cuda-semaphore's poll)
+  CUDA_ERROR_NOT_SUPPORTED = 801,  ///< the driver does not do what was asked here (T4-image-cuda: UNSUPPORTED, not FAIL)
 };
 
 using CUdevice = int;                          ///< a device ordinal's handle (cuDeviceGet)
@@ -164,6 +165,71 @@ struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
   unsigned int reserved[16];
 };
 
+struct CUarray_st;  ///< opaque, owned by the driver (here: a level of a mapped mipmapped array)
+using CUarray = CUarray_st*;
+struct CUmipmappedArray_st;  ///< opaque, owned by the driver (cuExternalMemoryGetMappedMipmappedArray)
+using CUmipmappedArray = CUmipmappedArray_st*;
+
+/// The element type of a CUDA array's channels (T4-image-cuda: R8G8B8A8_UNORM
+/// is four unsigned 8-bit channels).
+enum CUarray_format : unsigned int {
+  CU_AD_FORMAT_UNSIGNED_INT8 = 0x01,
+};
+
+/// CUDA_ARRAY3D_DESCRIPTOR::Flags bit: the array may be bound as a colour
+/// attachment (what an image with VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT must say).
+inline constexpr unsigned int CUDA_ARRAY3D_COLOR_ATTACHMENT = 0x20;
+
+/// A CUDA array's shape: Width and Height in elements, Depth 0 for a 2D
+/// array, NumChannels 1, 2 or 4 of Format each.
+struct CUDA_ARRAY3D_DESCRIPTOR {
+  std::size_t Width;
+  std::size_t Height;
+  std::size_t Depth;
+  CUarray_format Format;
+  unsigned int NumChannels;
+  unsigned int Flags;
+};
+
+/// What cuExternalMemoryGetMappedMipmappedArray maps: the array at offset
+/// bytes into the imported allocation, of arrayDesc's shape with numLevels
+/// mip levels; reserved zero.
+struct CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC {
+  unsigned long long offset;
+  CUDA_ARRAY3D_DESCRIPTOR arrayDesc;
+  unsigned int numLevels;
+  unsigned int reserved[16];
+};
+
+/// Where one side of a cuMemcpy2D is.
+enum CUmemorytype : unsigned int {
+  CU_MEMORYTYPE_HOST = 0x01,    ///< srcHost/dstHost and the pitch
+  CU_MEMORYTYPE_DEVICE = 0x02,  ///< srcDevice/dstDevice and the pitch
+  CU_MEMORYTYPE_ARRAY = 0x03,   ///< srcArray/dstArray (the pitch is ignored)
+};
+
+/// cuMemcpy2D's copy: WidthInBytes x Height from (srcXInBytes, srcY) to
+/// (dstXInBytes, dstY); each side is the kind its MemoryType says, the other
+/// pointer fields of that side unused (zero). Pitches in bytes.
+struct CUDA_MEMCPY2D {
+  std::size_t srcXInBytes;
+  std::size_t srcY;
+  CUmemorytype srcMemoryType;
+  const void* srcHost;
+  CUdeviceptr srcDevice;
+  CUarray srcArray;
+  std::size_t srcPitch;
+  std::size_t dstXInBytes;
+  std::size_t dstY;
+  CUmemorytype dstMemoryType;
+  void* dstHost;
+  CUdeviceptr dstDevice;
+  CUarray dstArray;
+  std::size_t dstPitch;
+  std::size_t WidthInBytes;
+  std::size_t Height;
+};
+
 /// Where a cuMemCreate allocation lives or who is granted access to it.
 enum CUmemLocationType : unsigned int {
   CU_MEM_LOCATION_TYPE_DEVICE = 0x1,  ///< id is a device ordinal
@@ -238,6 +304,11 @@ using cuImportExternalMemory = CUresult(CUexternalMemory* memory, const CUDA_EXT
 using cuExternalMemoryGetMappedBuffer = CUresult(CUdeviceptr* ptr, CUexternalMemory memory,
                                                  const CUDA_EXTERNAL_MEMORY_BUFFER_DESC* desc);
 using cuDestroyExternalMemory = CUresult(CUexternalMemory memory);
+using cuExternalMemoryGetMappedMipmappedArray = CUresult(CUmipmappedArray* mipmap, CUexternalMemory memory,
+                                                         const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC* desc);
+using cuMipmappedArrayGetLevel = CUresult(CUarray* level_array, CUmipmappedArray mipmap, unsigned int level);
+using cuMipmappedArrayDestroy = CUresult(CUmipmappedArray mipmap);
+using cuMemcpy2D_v2 = CUresult(const CUDA_MEMCPY2D* copy);
 using cuMemGetAllocationGranularity = CUresult(std::size_t* granularity, const CUmemAllocationProp* prop,
                                                CUmemAllocationGranularity_flags option);
 using cuMemCreate = CUresult(CUmemGenericAllocationHandle* handle, std::size_t bytes, const CUmemAllocationProp* prop,

@@ -63,4 +63,8 @@
   X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2)                          \
   X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2)                          \
   X(cuMemAllocHost, cuMemAllocHost_v2)                                \
-  X(cuMemFreeHost, cuMemFreeHost)
+  X(cuMemFreeHost, cuMemFreeHost)                                     \
+  X(cuExternalMemoryGetMappedMipmappedArray, cuExternalMemoryGetMappedMipmappedArray) \
+  X(cuMipmappedArrayGetLevel, cuMipmappedArrayGetLevel)               \
+  X(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy)                 \
+  X(cuMemcpy2D, cuMemcpy2D_v2)

@@ -20,6 +20,7 @@ extern const RouteDef kT1OpaqueFdCuda, kT1CudaVmmFd, kT3CudaHostRegister;   // r
 extern const RouteDef kT4ImageOpaqueFd, kT4ImageOpaqueFdLinear;             // routes/t4_image_opaque_fd.cpp
 extern const RouteDef kT4GlesImageSameProc, kT4GlesImageCrossProc;          // routes/t4_gles_image.cpp
 extern const RouteDef kT4ImageDmaBufModifier;                               // routes/t4_image_dma_buf_modifier.cpp
+extern const RouteDef kT4ImageCuda;                                         // routes/t4_image_cuda.cpp
 extern const RouteDef kS1SemaphoreOpaqueFd, kS1TimelineOpaqueFd, kS1SyncFd;  // routes/s1_vk_semaphore.cpp
 extern const RouteDef kS1GlesSemaphore;                                     // routes/s1_gles_semaphore.cpp
 extern const RouteDef kS1CudaSemaphore;                                     // routes/s1_cuda_semaphore.cpp
@@ -43,7 +44,7 @@ std::span<const RouteDef> route_table() {
       kT3MemfdCrossProcess, kT3ExternalMemoryHost, kT3ClientMemfdServerImport, kT3MemfdSealed,
       kT1OpaqueFdCuda, kT1CudaVmmFd, kT3CudaHostRegister,
       kT4ImageOpaqueFd, kT4ImageOpaqueFdLinear, kT4GlesImageSameProc, kT4GlesImageCrossProc,
-      kT4ImageDmaBufModifier,
+      kT4ImageDmaBufModifier, kT4ImageCuda,
       kS1SemaphoreOpaqueFd, kS1TimelineOpaqueFd, kS1SyncFd, kS1GlesSemaphore, kS1CudaSemaphore,
   };
   return table;
