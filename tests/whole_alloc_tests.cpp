@@ -12,6 +12,7 @@
 #include <string>
 
 #include "extmem/os/fd.h"
+#include "probe/worker/gpu_access.h"
 #include "probe/worker/route_util.h"
 #include "probe/worker/whole_alloc.h"
 #include "support/run_shell.h"
@@ -150,6 +151,93 @@ TEST(WholeAllocSweep, FarErrorIsReturnedAndNearRestored) {
   EXPECT_EQ(std::memcmp(before.data(), s.a.data(), kSize), 0);
 }
 
+// The GPU form's flow (gpu_sweep, shared by Vulkan, GL and CUDA) with a "GPU" that
+// copies words through a CPU view: here `near` stands in for what the GPU reaches.
+extmem::probe::GpuWords cpu_words(Mapping& near, const whole::Plan& plan) {
+  extmem::probe::GpuWords w;
+  w.gather = [&near, plan](std::span<std::uint64_t> out) -> extmem::Status {
+    for (std::size_t i = 0; i < plan.count; ++i) std::memcpy(&out[i], near.data() + plan.offset(i), sizeof out[i]);
+    return {};
+  };
+  w.scatter = [&near, plan](std::span<const std::uint64_t> in) -> extmem::Status {
+    for (std::size_t i = 0; i < plan.count; ++i) std::memcpy(near.data() + plan.offset(i), &in[i], sizeof in[i]);
+    return {};
+  };
+  return w;
+}
+
+extmem::Leg rt_leg() {
+  extmem::Leg leg{"gpu", true};
+  leg.attempted = leg.read_ok = leg.write_ok = true;
+  return leg;
+}
+
+// A GPU whose reach is the same memory as the far side: the leg stays rt, both views unchanged.
+TEST(WholeAllocGpuSweep, SharedMemoryStaysRoundTrip) {
+  Shared s = shared_pair(kSize);
+  std::vector<std::byte> before(s.a.data(), s.a.data() + kSize);
+  const whole::Plan plan = whole::plan_for(kSize);
+  whole::LocalFar far(s.b.bytes(), plan);
+  extmem::Leg leg = rt_leg();
+  extmem::probe::gpu_sweep({}, "test", plan, cpu_words(s.a, plan), far.as_far(), leg);
+  EXPECT_TRUE(leg.read_ok && leg.write_ok) << leg.failed_step << " " << leg.note;
+  EXPECT_EQ(std::memcmp(before.data(), s.a.data(), kSize), 0);
+}
+
+// The negative control on the GPU form: a GPU that reaches a half-aliased copy misses the
+// far side's stamp at the first private page; read-ok is cleared and the note names the offset.
+TEST(WholeAllocGpuSweep, PartialAliasClearsReadOk) {
+  Shared s = shared_pair(kSize);
+  auto partial = extmem::probe::partial_alias_copy(s.a, kSize / 2);
+  ASSERT_TRUE(partial) << partial.error().message();
+  const whole::Plan plan = whole::plan_for(kSize);
+  const std::size_t first_private = plan.offset(kSize / 2 / whole::kPage);
+  std::vector<std::byte> before(s.a.data(), s.a.data() + kSize);
+  whole::LocalFar far(s.a.bytes(), plan);
+  extmem::Leg leg = rt_leg();
+  extmem::probe::gpu_sweep({}, "test", plan, cpu_words(*partial, plan), far.as_far(), leg);
+  EXPECT_FALSE(leg.read_ok);
+  EXPECT_TRUE(leg.write_ok);
+  EXPECT_EQ(leg.failed_step, "whole-allocation sweep");
+  EXPECT_NE(leg.note.find("unaliasedAt=" + std::to_string(first_private)), std::string::npos) << leg.note;
+  EXPECT_EQ(std::memcmp(before.data(), s.a.data(), kSize), 0) << "the far side's words are put back";
+}
+
+// Write direction alone: a GPU whose gather sees the far side's stamps (shared) but whose
+// writes beyond the middle land in a private copy clears write-ok, and restores its own words.
+TEST(WholeAllocGpuSweep, WritesNotSeenClearWriteOk) {
+  Shared s = shared_pair(kSize);
+  auto partial = extmem::probe::partial_alias_copy(s.a, kSize / 2);
+  ASSERT_TRUE(partial) << partial.error().message();
+  const whole::Plan plan = whole::plan_for(kSize);
+  whole::LocalFar far(s.b.bytes(), plan);
+  extmem::probe::GpuWords w = cpu_words(s.a, plan);
+  w.scatter = cpu_words(*partial, plan).scatter;
+  std::vector<std::byte> before(partial->data(), partial->data() + kSize);
+  extmem::Leg leg = rt_leg();
+  extmem::probe::gpu_sweep({}, "test", plan, w, far.as_far(), leg);
+  EXPECT_TRUE(leg.read_ok);
+  EXPECT_FALSE(leg.write_ok);
+  EXPECT_NE(leg.note.find("unaliasedAt=" + std::to_string(plan.offset(kSize / 2 / whole::kPage))), std::string::npos)
+      << leg.note;
+}
+
+// A GPU error is the leg's failing step and code, and clears the direction's flag.
+TEST(WholeAllocGpuSweep, GpuErrorIsTheFailingStep) {
+  Shared s = shared_pair(kSize);
+  const whole::Plan plan = whole::plan_for(kSize);
+  whole::LocalFar far(s.b.bytes(), plan);
+  extmem::probe::GpuWords w = cpu_words(s.a, plan);
+  w.gather = [](std::span<std::uint64_t>) -> extmem::Status {
+    return extmem::Error{"cuMemcpyDtoHAsync", extmem::ErrorKind::driver, "CUDA_ERROR_ILLEGAL_ADDRESS", {}};
+  };
+  extmem::Leg leg = rt_leg();
+  extmem::probe::gpu_sweep({}, "test", plan, w, far.as_far(), leg);
+  EXPECT_FALSE(leg.read_ok);
+  EXPECT_EQ(leg.failed_step, "cuMemcpyDtoHAsync");
+  EXPECT_EQ(leg.code, "CUDA_ERROR_ILLEGAL_ADDRESS");
+}
+
 std::string line_of(const std::string& out, const std::string& row) {
   std::smatch m;
   return std::regex_search(out, m, std::regex("RESULT " + row + " [^\n]*")) ? m.str() : "";
@@ -188,4 +276,33 @@ TEST(WholeAllocProbe, RealAliasIsOk) {
   EXPECT_EQ(r.out.find("unaliasedAt"), std::string::npos) << r.out;
 }
 
+// The GL leg over 1 MiB on zink: both T1-gles rows stay OK and report a stamp on every page.
+TEST(WholeAllocProbe, GlGpuLegCoversEveryPage) {
+  auto r = extmem::test::run_extmem("probe --only=T1-gles-memobj-fd-same-proc,T1-gles-memobj-fd-cross-proc "
+                                    "--size=1048576");
+  for (const char* row : {"T1-gles-memobj-fd-same-proc", "T1-gles-memobj-fd-cross-proc"}) {
+    const std::string line = line_of(r.out, row);
+    EXPECT_NE(line.find(" OK "), std::string::npos) << r.out;
+    EXPECT_NE(line.find("glgpu[D]=rt"), std::string::npos) << line;
+    EXPECT_NE(line.find("glgpu whole-allocation: 256 of 256 pages stamped (every page), both directions"),
+              std::string::npos) << line;
+  }
+  EXPECT_EQ(r.out.find("unaliasedAt"), std::string::npos) << r.out;
+}
+
+// The GL negative control: the sweep's GL copies reach a private GL buffer from the middle of
+// the allocation on; the window round-trips, the row is not OK, and the detail names the first
+// stamp of the private half (page 128, word 384: 524288 + 3072).
+TEST(WholeAllocProbe, GlPartialAliasIsNotOk) {
+  auto r = extmem::test::run_extmem(
+      "probe --only=T1-gles-memobj-fd-cross-proc --size=1048576",
+      "'EXTMEM_TEST_FAULT=T1-gles-memobj-fd-cross-proc:client:whole-allocation sweep through glgpu:partialalias'");
+  const std::string line = line_of(r.out, "T1-gles-memobj-fd-cross-proc");
+  EXPECT_NE(line.find("FAIL glmap[i]=no glgpu[D]=write-only"), std::string::npos) << r.out;
+  EXPECT_NE(line.find("unaliasedAt=527360 (the other side's write there was not seen by this GL GPU)"),
+            std::string::npos) << line;
+  EXPECT_EQ(r.code, 1) << r.out;
+}
+
 }  // namespace
+

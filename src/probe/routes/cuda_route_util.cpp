@@ -1,5 +1,6 @@
 #include "probe/routes/cuda_route_util.h"
 
+#include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include "extmem/vulkan/enumerate.h"
 #include "probe/routes.h"
 #include "probe/worker/drivers.h"
+#include "probe/worker/gpu_access.h"
 #include "probe/worker/route_util.h"
 
 namespace extmem::probe {
@@ -98,6 +100,84 @@ bool cuda_write_region(ChildContext& ctx, const CudaSide& side, CUdeviceptr base
     return false;
   }
   return true;
+}
+
+namespace {
+
+// Pinned host memory from cuMemAllocHost, freed with cuMemFreeHost.
+class PinnedWords {
+ public:
+  explicit PinnedWords(const cuda::Api& api) : api_(api) {}
+  ~PinnedWords() {
+    if (host_ != nullptr) (void)api_.cuMemFreeHost(host_);
+  }
+  PinnedWords(const PinnedWords&) = delete;
+  PinnedWords& operator=(const PinnedWords&) = delete;
+  Status allocate(std::size_t words) {
+    if (CUresult r = api_.cuMemAllocHost(&host_, words * sizeof(std::uint64_t)); r != CUDA_SUCCESS) {
+      host_ = nullptr;
+      return cuda::cu_error(api_, fmt::format("whole-allocation sweep: cuMemAllocHost({} bytes)",
+                                              words * sizeof(std::uint64_t)), r);
+    }
+    return {};
+  }
+  std::uint64_t* data() const { return static_cast<std::uint64_t*>(host_); }
+
+ private:
+  const cuda::Api& api_;
+  void* host_ = nullptr;
+};
+
+}  // namespace
+
+void cuda_whole(ChildContext& ctx, const CudaSide& side, CUdeviceptr base, std::size_t size, const whole::Far& far,
+                Leg& leg, RouteReport& rep) {
+  if (!(leg.read_ok && leg.write_ok)) return;
+  const whole::Plan plan = whole::plan_for(size);
+  const std::size_t n = plan.count;
+  if (n == 0) return;
+  const cuda::Api& api = *side.api;
+  constexpr std::size_t kWord = sizeof(std::uint64_t);
+  ctx.step(fmt::format("whole-allocation sweep through {}: cuMemAllocHost(pinned words)", leg.name));
+  PinnedWords host(api);
+  if (auto st = host.allocate(n); !st) {
+    fail_leg(leg, st.error());
+    leg.write_ok = false;
+    return;
+  }
+  std::uint64_t* words = host.data();
+  CUstream stream = nullptr;  // the default stream; cuCtxSynchronize waits for it
+  auto synchronize = [&](const char* what) -> Status {
+    if (CUresult r = api.cuCtxSynchronize(); r != CUDA_SUCCESS)
+      return cuda::cu_error(api, fmt::format("whole-allocation sweep: cuCtxSynchronize (after {})", what), r);
+    return {};
+  };
+  GpuWords access;
+  access.gather = [&](std::span<std::uint64_t> out) -> Status {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t at = plan.offset(i);
+      if (CUresult r = api.cuMemcpyDtoHAsync(words + i, base + at, kWord, stream); r != CUDA_SUCCESS) {
+        (void)api.cuCtxSynchronize();  // nothing of ours left in flight before the error returns
+        return cuda::cu_error(api, fmt::format("whole-allocation sweep: cuMemcpyDtoHAsync(8 bytes at {})", at), r);
+      }
+    }
+    if (auto st = synchronize("the gather"); !st) return st;
+    std::memcpy(out.data(), words, n * kWord);
+    return {};
+  };
+  access.scatter = [&](std::span<const std::uint64_t> in) -> Status {
+    std::memcpy(words, in.data(), n * kWord);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t at = plan.offset(i);
+      if (CUresult r = api.cuMemcpyHtoDAsync(base + at, words + i, kWord, stream); r != CUDA_SUCCESS) {
+        (void)api.cuCtxSynchronize();
+        return cuda::cu_error(api, fmt::format("whole-allocation sweep: cuMemcpyHtoDAsync(8 bytes at {})", at), r);
+      }
+    }
+    return synchronize("the scatter");
+  };
+  gpu_sweep([&](const std::string& s) { ctx.step(s); }, "CUDA", plan, access, far, leg);
+  if (leg.read_ok && leg.write_ok) rep.detail.push_back(whole_coverage_text(leg.name, size));
 }
 
 }  // namespace extmem::probe

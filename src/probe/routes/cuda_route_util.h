@@ -9,6 +9,7 @@
 #include "cuda/api.h"
 #include "extmem/core/verdict.h"
 #include "probe/worker/child_context.h"
+#include "probe/worker/whole_alloc.h"
 
 namespace extmem::probe {
 
@@ -46,5 +47,18 @@ void cuda_read_region(ChildContext& ctx, const CudaSide& side, CUdeviceptr base,
 /// GPU write of `region`'s pattern to `base` + its offset (gpu_write). False,
 /// with the error in `leg`, on a CUDA error.
 bool cuda_write_region(ChildContext& ctx, const CudaSide& side, CUdeviceptr base, Region region, Leg& leg);
+
+/// The whole-allocation sweep through CUDA (docs/probe.md, "The whole
+/// allocation") for a leg that round-tripped its regions: gpu_sweep with CUDA
+/// copies of one 8-byte word per stamped page, between the shared memory at
+/// `base` (device address of the allocation's offset 0; at least `size` bytes
+/// mapped there) and a pinned host buffer (cuMemAllocHost): a gather is one
+/// cuMemcpyDtoHAsync per stamp on the default stream, a scatter one
+/// cuMemcpyHtoDAsync per stamp, each followed by cuCtxSynchronize. Every
+/// CUresult is checked; the first failing one is the leg's failing step and
+/// code. `far` is the other side's view (the peer, peer_far()). When the leg
+/// still round-trips afterwards, `rep` gets whole_coverage_text.
+void cuda_whole(ChildContext& ctx, const CudaSide& side, CUdeviceptr base, std::size_t size, const whole::Far& far,
+                Leg& leg, RouteReport& rep);
 
 }  // namespace extmem::probe

@@ -135,6 +135,7 @@ int cuda_opaque_fd_client(ChildContext& ctx) {
       ctx.step("server checks region E through its Vulkan mapping");
       confirm_remote(ctx, Region::E, cu);
     }
+    cuda_whole(ctx, *side, ptr, layout.size, peer_far(ctx, layout.size), cu, rep);
     if (cu.read_ok && cu.write_ok && measure::enabled()) {
       cuda_copy_leg(ctx, api, cu.name, ptr, layout.size);
       ctx.step("measure import latency (cudaimport)");

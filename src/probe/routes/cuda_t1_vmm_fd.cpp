@@ -220,6 +220,7 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
           ctx.step("server checks region E (GPU copy out of its own mapping)");
           confirm_remote(ctx, Region::E, cu);
         }
+        cuda_whole(ctx, *side, mapping.va(), layout.size, peer_far(ctx, layout.size), cu, rep);
         if (cu.read_ok && cu.write_ok && measure::enabled()) {
           measure::leg_field(cu.name, "gpu_shared_memory", "device-local");  // cuMemCreate'd device memory
           cuda_copy_leg(ctx, api, cu.name, mapping.va(), layout.size);
@@ -269,6 +270,8 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
       if (vki.failed_step.empty()) {
         ctx.step("server checks region C (Vulkan GPU write)");
         confirm_remote(ctx, Region::C, vki);
+        gpu_whole(ctx, **dev, buf->buffer, layout.size, peer_far(ctx, layout.size), vki);
+        if (vki.read_ok && vki.write_ok) rep.detail.push_back(whole_coverage_text(vki.name, layout.size));
       }
       if (vki.read_ok && vki.write_ok && measure::enabled()) {
         measure::leg_field(vki.name, "gpu_shared_memory", "device-local");

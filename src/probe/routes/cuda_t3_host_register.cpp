@@ -92,6 +92,7 @@ int cuda_host_register_server(ChildContext& ctx) {
         ctx.step("client checks region E (CUDA GPU write)");
         confirm_remote(ctx, Region::E, host);
       }
+      cuda_whole(ctx, *side, dptr, layout.size, peer_far(ctx, layout.size), host, rep);
       if (host.read_ok && host.write_ok && measure::enabled()) {
         measure::leg_field(host.name, "gpu_shared_memory", "host");  // a registered memfd: host pages
         cuda_copy_leg(ctx, api, host.name, dptr, layout.size);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
@@ -161,6 +162,121 @@ void gl_gpu_access(const gles::EglContext& ctx, GLuint shared, const Layout& lay
   record_gpu_round(gl_gpu_round(ctx, shared, layout, read_region, seed_of(read_region), write_region,
                                 gpu_seed_of(write_region)),
                    "GL", read_region, gpu);
+}
+
+namespace {
+
+// The GL side of one gpu_sweep: a private buffer of one word per stamp, and
+// the copies between it and the shared buffer (or the test-only private tail).
+class GlWords {
+ public:
+  GlWords(const gles::EglContext& ctx, GLuint shared, const whole::Plan& plan, GlPrivateTail tail)
+      : ctx_(ctx), gl_(ctx.gl()), shared_(shared), plan_(plan), tail_(tail) {}
+  ~GlWords() {
+    if (priv_ != 0) gl_.glDeleteBuffers(1, &priv_);
+    ctx_.take_error();
+  }
+  GlWords(const GlWords&) = delete;
+  GlWords& operator=(const GlWords&) = delete;
+
+  Status create() {
+    ctx_.take_error();
+    gl_.glGenBuffers(1, &priv_);
+    gl_.glBindBuffer(GL_COPY_WRITE_BUFFER, priv_);
+    gl_.glBufferData(GL_COPY_WRITE_BUFFER, bytes(), nullptr, GL_DYNAMIC_READ);
+    return checked("whole-allocation sweep: glBufferData(private, one word per stamp)");
+  }
+
+  Status gather(std::span<std::uint64_t> out) {
+    ctx_.take_error();
+    gl_.glBindBuffer(GL_COPY_WRITE_BUFFER, priv_);
+    for (std::size_t i = 0; i < plan_.count; ++i) {
+      gl_.glBindBuffer(GL_COPY_READ_BUFFER, source_of(i));
+      gl_.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, static_cast<GLintptr>(plan_.offset(i)),
+                              static_cast<GLintptr>(i * kWord), kWord);
+    }
+    if (auto st = checked("whole-allocation sweep: glCopyBufferSubData(shared -> private, one word per stamp)"); !st)
+      return st;
+    if (auto st = wait(); !st) return st;
+    gl_.glBindBuffer(GL_COPY_READ_BUFFER, priv_);
+    void* p = gl_.glMapBufferRange(GL_COPY_READ_BUFFER, 0, bytes(), GL_MAP_READ_BIT);
+    if (p == nullptr) {
+      GLenum e = ctx_.take_error();
+      return Error{"whole-allocation sweep: glMapBufferRange(private, READ)", ErrorKind::driver,
+                   e == GL_NO_ERROR ? "null pointer" : gles::gl_error_name(e), {}};
+    }
+    std::memcpy(out.data(), p, plan_.count * kWord);
+    gl_.glUnmapBuffer(GL_COPY_READ_BUFFER);
+    return checked("whole-allocation sweep: glUnmapBuffer(private)");
+  }
+
+  Status scatter(std::span<const std::uint64_t> in) {
+    ctx_.take_error();
+    gl_.glBindBuffer(GL_COPY_READ_BUFFER, priv_);
+    gl_.glBufferSubData(GL_COPY_READ_BUFFER, 0, bytes(), in.data());
+    if (auto st = checked("whole-allocation sweep: glBufferSubData(private)"); !st) return st;
+    for (std::size_t i = 0; i < plan_.count; ++i) {
+      gl_.glBindBuffer(GL_COPY_WRITE_BUFFER, source_of(i));
+      gl_.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, static_cast<GLintptr>(i * kWord),
+                              static_cast<GLintptr>(plan_.offset(i)), kWord);
+    }
+    if (auto st = checked("whole-allocation sweep: glCopyBufferSubData(private -> shared, one word per stamp)"); !st)
+      return st;
+    if (gl_.glMemoryBarrier != nullptr) {
+      gl_.glMemoryBarrier(GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT_EXT);
+      if (auto st = checked("whole-allocation sweep: glMemoryBarrier(GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT)"); !st)
+        return st;
+    }
+    return wait();
+  }
+
+ private:
+  static constexpr std::size_t kWord = sizeof(std::uint64_t);
+  GLsizeiptr bytes() const { return static_cast<GLsizeiptr>(plan_.count * kWord); }
+  GLuint source_of(std::size_t i) const {
+    return tail_.buffer != 0 && plan_.offset(i) >= tail_.from ? tail_.buffer : shared_;
+  }
+  Status checked(const char* step) const {
+    if (GLenum e = ctx_.take_error(); e != GL_NO_ERROR) return Error{step, ErrorKind::driver, gles::gl_error_name(e), {}};
+    return {};
+  }
+  // Every copy so far has completed (a fence and a client wait with flush).
+  Status wait() const {
+    GLsync sync = gl_.glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+    if (sync == nullptr) return checked("whole-allocation sweep: glFenceSync");
+    GLenum w = gl_.glClientWaitSync(sync, GL_SYNC_FLUSH_COMMANDS_BIT, 30'000'000'000ull);
+    gl_.glDeleteSync(sync);
+    if (w == GL_ALREADY_SIGNALED || w == GL_CONDITION_SATISFIED) return {};
+    return Error{"whole-allocation sweep: glClientWaitSync", ErrorKind::driver,
+                 w == GL_TIMEOUT_EXPIRED ? "GL_TIMEOUT_EXPIRED" : gles::gl_error_name(ctx_.take_error()), {}};
+  }
+
+  const gles::EglContext& ctx_;
+  const gles::GlFns& gl_;
+  GLuint shared_;
+  const whole::Plan& plan_;
+  GlPrivateTail tail_;
+  GLuint priv_ = 0;
+};
+
+}  // namespace
+
+void gl_whole(const gles::EglContext& ctx, const std::function<void(const std::string&)>& step, GLuint shared,
+              std::size_t size, const whole::Far& far, Leg& gpu, GlPrivateTail tail) {
+  if (!(gpu.read_ok && gpu.write_ok)) return;
+  const whole::Plan plan = whole::plan_for(size);
+  if (plan.count == 0) return;
+  GlWords words(ctx, shared, plan, tail);
+  if (step) step(fmt::format("whole-allocation sweep through {}: private GL buffer", gpu.name));
+  if (auto st = words.create(); !st) {
+    fail_leg(gpu, st.error());
+    gpu.write_ok = false;
+    return;
+  }
+  GpuWords access;
+  access.gather = [&](std::span<std::uint64_t> out) { return words.gather(out); };
+  access.scatter = [&](std::span<const std::uint64_t> in) { return words.scatter(in); };
+  gpu_sweep(step, "GL", plan, access, far, gpu);
 }
 
 }  // namespace extmem::probe

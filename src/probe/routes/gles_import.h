@@ -12,6 +12,7 @@
 #include "gles/egl_context.h"
 #include "probe/routes/gles_ladder.h"
 #include "probe/layout.h"
+#include "probe/worker/whole_alloc.h"
 
 namespace extmem::probe {
 
@@ -70,5 +71,26 @@ Result<std::size_t> gl_gpu_round(const gles::EglContext& ctx, GLuint shared, con
 /// a fence and a client wait. The other side confirms the write.
 void gl_gpu_access(const gles::EglContext& ctx, GLuint shared, const Layout& layout, Region read_region,
                    Region write_region, Leg& gpu);
+
+/// Test-only stand-in for a GL import that shares only part of the allocation
+/// (the negative control of gl_whole): words at offsets from `from` on are
+/// read and written in `buffer` (a private GL buffer holding a copy of the
+/// shared one) instead of the shared buffer.
+struct GlPrivateTail {
+  GLuint buffer = 0;
+  std::size_t from = 0;  ///< bytes from the start of the allocation
+};
+
+/// The whole-allocation sweep through GL (docs/probe.md, "The whole
+/// allocation"): gpu_sweep with GL buffer copies on `shared` (at least `size`
+/// bytes of the shared memory). Gathering is one 8-byte glCopyBufferSubData
+/// per stamped page into a private buffer, a fence and a client wait, then a
+/// read map of the private buffer; scattering fills the private buffer
+/// (glBufferSubData) and copies one word per stamp back, then
+/// glMemoryBarrier(CLIENT_MAPPED_BUFFER), a fence and a client wait. `far` is
+/// the other view (the exporter's Vulkan mapping, or the peer). Errors are the
+/// failing GL call and its GL error. `step` as for gpu_sweep.
+void gl_whole(const gles::EglContext& ctx, const std::function<void(const std::string&)>& step, GLuint shared,
+              std::size_t size, const whole::Far& far, Leg& gpu, GlPrivateTail tail = {});
 
 }  // namespace extmem::probe

@@ -11,6 +11,8 @@
 #include "probe/routes/gles_import.h"
 #include "probe/routes/gles_measure.h"
 #include "probe/worker/drivers.h"
+#include "probe/worker/gpu_access.h"
+#include "probe/worker/peer.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
@@ -29,9 +31,43 @@ Leg map_leg() { return Leg{"glmap", false}; }
 
 // Where the GL side's writes are checked: the exporter's own Vulkan mapping
 // (same-proc) or the exporting process over the peer socket (cross-proc).
+// `far` is that same view as the far side of the GL leg's whole-allocation sweep.
 struct Checker {
   std::function<void(Region, Leg&, std::optional<std::uint64_t>)> confirm;
+  whole::Far far;
 };
+
+// Test-only (fault action `partialalias` at the step "whole-allocation sweep through glgpu"):
+// a private GL buffer holding a copy of the shared one, which the sweep then uses from the
+// middle of the allocation on, standing in for a GL import that shares only its first half.
+// Returns 0 (no tail) when a GL call fails; the sweep then runs on the real buffer.
+GLuint private_copy_for_test(const gles::EglContext& egl, GLuint shared, std::size_t size) {
+  const gles::GlFns& gl = egl.gl();
+  egl.take_error();
+  GLuint copy = 0;
+  gl.glGenBuffers(1, &copy);
+  gl.glBindBuffer(GL_COPY_WRITE_BUFFER, copy);
+  gl.glBufferData(GL_COPY_WRITE_BUFFER, static_cast<GLsizeiptr>(size), nullptr, GL_DYNAMIC_COPY);
+  gl.glBindBuffer(GL_COPY_READ_BUFFER, shared);
+  gl.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0, 0, static_cast<GLsizeiptr>(size));
+  gl.glFinish();
+  if (egl.take_error() == GL_NO_ERROR) return copy;
+  gl.glDeleteBuffers(1, &copy);
+  return 0;
+}
+
+// The glgpu leg over the whole allocation (docs/probe.md, "The whole allocation").
+void gl_whole_leg(ChildContext& ctx, const gles::EglContext& egl, GLuint shared, const Checker& check,
+                  RouteReport& rep, Leg& glgpu) {
+  if (!(glgpu.read_ok && glgpu.write_ok)) return;
+  const std::size_t size = ctx.layout().size;
+  const std::string step = fmt::format("whole-allocation sweep through {}", glgpu.name);
+  GlPrivateTail tail;
+  if (ctx.test_fault(step, "partialalias")) tail = {private_copy_for_test(egl, shared, size), size / 2};
+  gl_whole(egl, [&](const std::string& s) { ctx.step(s); }, shared, size, check.far, glgpu, tail);
+  if (tail.buffer != 0) egl.gl().glDeleteBuffers(1, &tail.buffer);
+  if (glgpu.read_ok && glgpu.write_ok) rep.detail.push_back(whole_coverage_text(glgpu.name, size));
+}
 
 // Opens GL, walks the ladder, and runs both GL legs. `region` is F (same-proc) or D (cross-proc).
 void run_gl_legs(ChildContext& ctx, int fd, const nlohmann::json& info, Region region, const Checker& check,
@@ -97,6 +133,7 @@ void run_gl_legs(ChildContext& ctx, int fd, const nlohmann::json& info, Region r
     ctx.step(fmt::format("exporter checks region {} (GL GPU write)", region_name(region)));
     check.confirm(region, glgpu, gpu_seed_of(region));
   }
+  gl_whole_leg(ctx, *egl, keep->buffer, check, rep, glgpu);
   if (glgpu.read_ok && glgpu.write_ok && measure::enabled()) {
     ctx.step("measure GL GPU copy bandwidth through glgpu");
     gl_copy_leg(*egl, glgpu.name, keep->buffer, layout.size);
@@ -130,7 +167,9 @@ int same_proc(ChildContext& ctx) {
   }
   Exported& ex = std::get<Exported>(exported);
   std::span<std::byte> vk_view(ex.buffer.mapped, layout.size);
-  Checker local{[&](Region r, Leg& leg, std::optional<std::uint64_t> seed) { confirm_local(vk_view, layout, r, leg, seed); }};
+  whole::LocalFar vk_far(vk_view, whole::plan_for(layout.size));
+  Checker local{[&](Region r, Leg& leg, std::optional<std::uint64_t> seed) { confirm_local(vk_view, layout, r, leg, seed); },
+                vk_far.as_far()};
   std::shared_ptr<gles::EglContext> egl;
   std::unique_ptr<GlSharedBuffer> shared;
   run_gl_legs(ctx, ex.fd.get(), ex.info(), Region::F, local, rep, glmap, glgpu, shared, egl);
@@ -156,7 +195,8 @@ int cross_proc_client(ChildContext& ctx) {
   Leg glgpu{"glgpu", true};
   auto setup = await_setup(ctx, rep, "the server's export");
   if (!setup) return 0;
-  Checker remote{[&](Region r, Leg& leg, std::optional<std::uint64_t> seed) { confirm_remote(ctx, r, leg, seed); }};
+  Checker remote{[&](Region r, Leg& leg, std::optional<std::uint64_t> seed) { confirm_remote(ctx, r, leg, seed); },
+                 peer_far(ctx, ctx.layout().size)};
   std::shared_ptr<gles::EglContext> egl;
   std::unique_ptr<GlSharedBuffer> shared;
   run_gl_legs(ctx, setup->fd.get(), setup->info, Region::D, remote, rep, glmap, glgpu, shared, egl);

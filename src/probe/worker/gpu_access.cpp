@@ -86,16 +86,72 @@ void transfer_to(const vk::DeviceFns& f, VkCommandBuffer cmd, VkPipelineStageFla
   f.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, stage, 0, 1, &b, 0, nullptr, 0, nullptr);
 }
 
-std::optional<std::size_t> first_wrong(std::span<const std::byte> words, const whole::Plan& plan, std::uint64_t seed) {
-  for (std::size_t i = 0; i < plan.count; ++i) {
-    std::uint64_t v = 0;
-    std::memcpy(&v, words.data() + i * sizeof v, sizeof v);
-    if (v != whole::stamp(seed, plan.offset(i))) return plan.offset(i);
-  }
+std::optional<std::size_t> first_wrong(std::span<const std::uint64_t> words, const whole::Plan& plan,
+                                       std::uint64_t seed) {
+  for (std::size_t i = 0; i < plan.count; ++i)
+    if (words[i] != whole::stamp(seed, plan.offset(i))) return plan.offset(i);
   return std::nullopt;
 }
 
 }  // namespace
+
+void gpu_sweep(const std::function<void(const std::string&)>& step, const char* api, const whole::Plan& plan,
+               const GpuWords& gpu, const whole::Far& far, Leg& leg) {
+  if (!(leg.read_ok && leg.write_ok)) return;
+  const std::size_t n = plan.count;
+  if (n == 0) return;
+  auto tell = [&](std::string what) {
+    if (step) step(fmt::format("whole-allocation sweep through {}: {}", leg.name, what));
+  };
+  auto failed = [&](const Error& e, bool& flag) {
+    fail_leg(leg, e);
+    flag = false;
+  };
+  auto unaliased = [&](std::size_t at, bool& flag, const std::string& what) {
+    flag = false;
+    if (leg.failed_step.empty()) leg.failed_step = "whole-allocation sweep";
+    leg.note += fmt::format("{}unaliasedAt={} ({})", leg.note.empty() ? "" : " ", at, what);
+  };
+  // Fixed seeds, distinct per direction ("gpu-read", "gpu-writ").
+  const std::uint64_t read_seed = 0x6770752d72656164ull, write_seed = 0x6770752d77726974ull;
+  std::vector<std::uint64_t> words(n), saved(n);
+
+  // Read direction: the far side's stamps, gathered by the GPU.
+  tell("the other side stamps every page");
+  if (auto st = far.stamp(read_seed); !st) return failed(st.error(), leg.read_ok);
+  tell(fmt::format("{} gathers {} words", api, n));
+  const auto gathered = gpu.gather(words);
+  const auto unstamped = far.unstamp();
+  if (!gathered) return failed(gathered.error(), leg.read_ok);
+  if (!unstamped) return failed(unstamped.error(), leg.read_ok);
+  if (auto at = first_wrong(words, plan, read_seed))
+    return unaliased(*at, leg.read_ok, fmt::format("the other side's write there was not seen by this {} GPU", api));
+
+  // Write direction: save, scatter the stamps, the far side looks, restore.
+  tell(fmt::format("{} saves {} words", api, n));
+  if (auto st = gpu.gather(saved); !st) return failed(st.error(), leg.write_ok);
+  for (std::size_t i = 0; i < n; ++i) words[i] = whole::stamp(write_seed, plan.offset(i));
+  tell(fmt::format("{} writes {} words", api, n));
+  if (auto st = gpu.scatter(words); !st) {
+    (void)gpu.scatter(saved);  // best effort: some stamps may have landed
+    return failed(st.error(), leg.write_ok);
+  }
+  tell("the other side looks for every word");
+  const auto missing = far.first_missing(write_seed);
+  tell(fmt::format("{} restores the words", api));
+  const auto restored = gpu.scatter(saved);
+  if (!missing) return failed(missing.error(), leg.write_ok);
+  if (*missing) return unaliased(**missing, leg.write_ok, fmt::format("this {} GPU's write there was not seen by the other side", api));
+  if (!restored) failed(restored.error(), leg.write_ok);
+}
+
+std::string whole_coverage_text(const std::string& leg, std::size_t size) {
+  const whole::Plan plan = whole::plan_for(size);
+  const std::string every =
+      plan.stride_pages == 1 ? "every page" : fmt::format("every {}th page and the last", plan.stride_pages);
+  return fmt::format("{} whole-allocation: {} of {} pages stamped ({}), both directions", leg, plan.count,
+                     size / whole::kPage, every);
+}
 
 void gpu_whole(ChildContext& ctx, const vk::Device& device, VkBuffer shared, std::size_t size, const whole::Far& far,
                Leg& gpu) {
@@ -104,11 +160,10 @@ void gpu_whole(ChildContext& ctx, const vk::Device& device, VkBuffer shared, std
   const std::size_t n = plan.count;
   if (n == 0) return;
   constexpr std::size_t kWord = sizeof(std::uint64_t);
-  // Private buffer: [0, n) words gathered from the shared memory, [n, 2n) the
-  // words saved before the GPU writes, [2n, 3n) the stamps the GPU writes.
+  // Private buffer: [0, n) words gathered from the shared memory, [n, 2n) the words the GPU scatters.
   ctx.step(fmt::format("whole-allocation sweep through {}: private buffer", gpu.name));
   vk::AllocationRequest req;
-  req.size = 3 * n * kWord;
+  req.size = 2 * n * kWord;
   req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   auto priv = device.create_buffer(req);
   if (!priv) {
@@ -118,74 +173,36 @@ void gpu_whole(ChildContext& ctx, const vk::Device& device, VkBuffer shared, std
     gpu.write_ok = false;
     return;
   }
-  std::span<std::byte> words(priv->mapped, 3 * n * kWord);
-  std::vector<VkBufferCopy> gather(n), save(n), scatter(n);
+  std::byte* mapped = priv->mapped;
+  std::vector<VkBufferCopy> gather(n), scatter(n);
   for (std::size_t i = 0; i < n; ++i) {
     gather[i] = {plan.offset(i), i * kWord, kWord};
-    save[i] = {plan.offset(i), (n + i) * kWord, kWord};
-    scatter[i] = {(2 * n + i) * kWord, plan.offset(i), kWord};
+    scatter[i] = {(n + i) * kWord, plan.offset(i), kWord};
   }
   const vk::DeviceFns& f = device.fn();
   VkBuffer p = priv->buffer;
-  auto failed = [&](const Error& e, bool& flag) {
-    fail_leg(gpu, e);
-    flag = false;
+  GpuWords words;
+  words.gather = [&](std::span<std::uint64_t> out) -> Status {
+    auto done = device.submit_and_wait([&](VkCommandBuffer cmd) {
+      host_to_transfer(f, cmd);
+      f.vkCmdCopyBuffer(cmd, shared, p, static_cast<std::uint32_t>(n), gather.data());
+      transfer_to(f, cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    });
+    if (!done) return std::move(done).error();
+    std::memcpy(out.data(), mapped, n * kWord);
+    return {};
   };
-
-  // Read direction: the far side's stamps, gathered by the GPU.
-  const std::uint64_t read_seed = 0x6770752d72656164ull, write_seed = 0x6770752d77726974ull;
-  ctx.step(fmt::format("whole-allocation sweep through {}: the other side stamps every page", gpu.name));
-  if (auto st = far.stamp(read_seed); !st) return failed(st.error(), gpu.read_ok);
-  ctx.step(fmt::format("whole-allocation sweep through {}: GPU gathers {} words", gpu.name, n));
-  auto gathered = device.submit_and_wait([&](VkCommandBuffer cmd) {
-    host_to_transfer(f, cmd);
-    f.vkCmdCopyBuffer(cmd, shared, p, static_cast<std::uint32_t>(n), gather.data());
-    transfer_to(f, cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-  });
-  const auto unstamped = far.unstamp();
-  if (!gathered) return failed(gathered.error(), gpu.read_ok);
-  if (!unstamped) return failed(unstamped.error(), gpu.read_ok);
-  if (auto at = first_wrong(words.subspan(0, n * kWord), plan, read_seed)) {
-    gpu.read_ok = false;
-    gpu.failed_step = "whole-allocation sweep";
-    gpu.note += fmt::format("{}unaliasedAt={} (the other side's write there was not seen by this GPU)",
-                            gpu.note.empty() ? "" : " ", *at);
-    return;
-  }
-
-  // Write direction: save, scatter the stamps, the far side looks, restore.
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t v = whole::stamp(write_seed, plan.offset(i));
-    std::memcpy(words.data() + (2 * n + i) * kWord, &v, kWord);
-  }
-  ctx.step(fmt::format("whole-allocation sweep through {}: GPU writes {} words", gpu.name, n));
-  auto scattered = device.submit_and_wait([&](VkCommandBuffer cmd) {
-    host_to_transfer(f, cmd);
-    f.vkCmdCopyBuffer(cmd, shared, p, static_cast<std::uint32_t>(n), save.data());
-    // The save must read the words before the scatter overwrites them.
-    transfer_to(f, cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
-    f.vkCmdCopyBuffer(cmd, p, shared, static_cast<std::uint32_t>(n), scatter.data());
-    transfer_to(f, cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT);
-  });
-  if (!scattered) return failed(scattered.error(), gpu.write_ok);
-  ctx.step(fmt::format("whole-allocation sweep through {}: the other side looks for every word", gpu.name));
-  auto missing = far.first_missing(write_seed);
-  ctx.step(fmt::format("whole-allocation sweep through {}: GPU restores the words", gpu.name));
-  auto restored = device.submit_and_wait([&](VkCommandBuffer cmd) {
-    for (auto& c : save) std::swap(c.srcOffset, c.dstOffset);
-    host_to_transfer(f, cmd);
-    f.vkCmdCopyBuffer(cmd, p, shared, static_cast<std::uint32_t>(n), save.data());
-    transfer_to(f, cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT);
-  });
-  if (!missing) return failed(missing.error(), gpu.write_ok);
-  if (*missing) {
-    gpu.write_ok = false;
-    gpu.failed_step = "whole-allocation sweep";
-    gpu.note += fmt::format("{}unaliasedAt={} (this GPU's write there was not seen by the other side)",
-                            gpu.note.empty() ? "" : " ", **missing);
-    return;
-  }
-  if (!restored) failed(restored.error(), gpu.write_ok);
+  words.scatter = [&](std::span<const std::uint64_t> in) -> Status {
+    std::memcpy(mapped + n * kWord, in.data(), n * kWord);
+    auto done = device.submit_and_wait([&](VkCommandBuffer cmd) {
+      host_to_transfer(f, cmd);
+      f.vkCmdCopyBuffer(cmd, p, shared, static_cast<std::uint32_t>(n), scatter.data());
+      transfer_to(f, cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT);
+    });
+    if (!done) return std::move(done).error();
+    return {};
+  };
+  gpu_sweep([&](const std::string& s) { ctx.step(s); }, "Vulkan", plan, words, far, gpu);
 }
 
 }  // namespace extmem::probe

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
+#include <string>
 
 #include "extmem/core/verdict.h"
 #include "probe/layout.h"
@@ -33,18 +36,43 @@ void record_gpu_round(const Result<std::size_t>& stale, const char* api, Region 
 /// or gpu.failed_step/code. The other process confirms E and sets gpu.write_ok.
 void gpu_access(const vk::Device& device, VkBuffer shared, const Layout& layout, Region read_region, Leg& gpu);
 
-/// The whole-allocation sweep through the GPU (docs/probe.md, "The whole
-/// allocation") for a GPU leg that round-tripped its regions; `shared` covers at
-/// least `size` bytes of the shared memory, `far` is the other view of it (the
-/// peer, peer_far(); or this process's CPU mapping, whole::LocalFar).
-/// Read direction: the far side writes a stamp per page, the GPU copies the word
-/// of every stamp into a private buffer (one vkCmdCopyBuffer, one 8-byte region
-/// per stamp) and the words are compared. Write direction: the GPU saves the
-/// words, copies stamps over them, the far side looks for every one, and the GPU
-/// copies the saved words back. A page not shared clears gpu.read_ok or
-/// gpu.write_ok (the direction that lost it) and notes "unaliasedAt=<offset>";
-/// a Vulkan or far-side error is recorded as the leg's failing step and code.
-/// Does nothing unless the leg round-tripped.
+/// A GPU's reach into the shared memory for the GPU form of the whole-allocation
+/// sweep (docs/probe.md, "The whole allocation"). Both calls move the 8-byte
+/// word at plan.offset(i) for every stamp i of the plan they were made for, by
+/// GPU work (Vulkan transfers, GL buffer copies, CUDA copies) that has
+/// completed on return, its writes visible to the host and the other process.
+/// An error names the failing call (step) and the driver's code.
+struct GpuWords {
+  /// out[i] := the word at plan.offset(i) of the shared memory (out.size() == plan.count).
+  std::function<Status(std::span<std::uint64_t> out)> gather;
+  /// The word at plan.offset(i) of the shared memory := in[i] (in.size() == plan.count).
+  std::function<Status(std::span<const std::uint64_t> in)> scatter;
+};
+
+/// The GPU form of the sweep over `plan`, shared by every GPU API, for a leg
+/// that round-tripped its regions (does nothing otherwise, or for an empty plan):
+/// read direction, the far side stamps every planned page, `gpu` gathers the
+/// words, the far side puts its words back, and the words are compared with
+/// the stamps; write direction, `gpu` gathers the words there (saved), scatters
+/// its own stamps, the far side looks for every one, and `gpu` scatters the
+/// saved words back. A page not shared clears leg.read_ok (read direction) or
+/// leg.write_ok (write direction), sets failed_step "whole-allocation sweep"
+/// and notes "unaliasedAt=<offset> (...)"; `api` names the GPU path in that
+/// note ("GPU", "GL", "CUDA"). A GPU or far-side error is the leg's failing step
+/// and code and clears the direction's flag. `step` is told each stage (the
+/// worker's ctx.step; may be empty).
+void gpu_sweep(const std::function<void(const std::string&)>& step, const char* api, const whole::Plan& plan,
+               const GpuWords& gpu, const whole::Far& far, Leg& leg);
+
+/// The detail line of a GPU leg whose sweep passed, e.g. "glgpu whole-allocation:
+/// 256 of 256 pages stamped (every page), both directions" for `size` bytes.
+std::string whole_coverage_text(const std::string& leg, std::size_t size);
+
+/// The whole-allocation sweep through the Vulkan GPU: gpu_sweep with one
+/// vkCmdCopyBuffer per call (one 8-byte VkBufferCopy region per stamp, through
+/// a private host-visible buffer) on `shared`, which covers at least `size`
+/// bytes of the shared memory; `far` is the other view of it (the peer,
+/// peer_far(); or this process's CPU mapping, whole::LocalFar).
 void gpu_whole(ChildContext& ctx, const vk::Device& device, VkBuffer shared, std::size_t size, const whole::Far& far,
                Leg& gpu);
 
