@@ -8,6 +8,8 @@
 // docs/probe.md, "T4 image rows".
 #include <dlfcn.h>
 
+#include <cstring>
+
 #include <functional>
 #include <type_traits>
 #include <vector>
@@ -508,13 +510,31 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
   ctx.step("clear finding: glFinish, and the owner checks again");
   egl.gl().glFinish();
   auto again = owner.check(cleared);
-  if (again && again->ok())
+  if (again && again->ok()) {
     rep.detail.push_back("glclear-after-fence=late (a scissored glClear reached the image only after glFinish, not "
                          "after glFenceSync + glClientWaitSync(GL_SYNC_FLUSH_COMMANDS_BIT); informational, the "
                          "verdict is the draw's)");
+    return;
+  }
+  const std::string after_finish = again ? again->text() : why_of(again.error());
+  // A read of the framebuffer must see the clear (GL orders it after the clear), so a driver
+  // that keeps the clear pending has to do it now; then glFinish and one more check.
+  ctx.step("clear finding: glReadPixels of one texel of the rectangle, glFinish, and the owner checks again");
+  std::byte one[4] = {};
+  f.glReadPixels(static_cast<GLint>(rect.x), static_cast<GLint>(rect.y), 1, 1, GL_RGBA, GL_UNSIGNED_BYTE, one);
+  egl.gl().glFinish();
+  std::uint32_t gl_saw = 0;
+  std::memcpy(&gl_saw, one, sizeof gl_saw);
+  auto third = owner.check(cleared);
+  if (third && third->ok())
+    rep.detail.push_back(fmt::format("glclear-after-fence=after-read (a scissored glClear was not in the image after "
+                                     "the fence nor after glFinish, only once GL read the framebuffer (GL read "
+                                     "0x{:08x}) and finished: {}; informational, the verdict is the draw's)",
+                                     gl_saw, after_finish));
   else
-    rep.detail.push_back(fmt::format("glclear-after-fence=never (after glFinish: {}; informational)",
-                                     again ? again->text() : why_of(again.error())));
+    rep.detail.push_back(fmt::format("glclear-after-fence=never (after glFinish: {}; after a GL read of 0x{:08x} and "
+                                     "glFinish: {}; informational)",
+                                     after_finish, gl_saw, third ? third->text() : why_of(third.error())));
 }
 
 int same_proc(ChildContext& ctx) {
