@@ -1,10 +1,14 @@
 // T4-gles-image-same-proc and -cross-proc: the T4 owner's exported OPTIMAL
 // image imported into GLES as a texture (GL_EXT_memory_object_fd:
 // glImportMemoryFdEXT + glTexStorageMem2DEXT with GL_RGBA8), read through a
-// framebuffer with glReadPixels and written by a scissored glClear; the owner
-// checks the rectangle and the rest on its GPU; two rounds.
+// framebuffer with glReadPixels and written by a scissored draw whose fragment
+// shader computes a texel hash of its position; the owner checks every texel of
+// the rectangle and the rest on its GPU; two rounds. Then, as a finding that
+// does not decide the row, whether a scissored glClear is covered by the fence.
 // docs/probe.md, "T4 image rows".
 #include <dlfcn.h>
+
+#include <cstring>
 
 #include <functional>
 #include <type_traits>
@@ -46,6 +50,24 @@ struct TexFns {
   PFNGLCLEARCOLORPROC glClearColor = nullptr;
   PFNGLCLEARPROC glClear = nullptr;
   PFNGLTEXSTORAGEMEM2DEXTPROC glTexStorageMem2DEXT = nullptr;
+  // The draw's program.
+  PFNGLCREATESHADERPROC glCreateShader = nullptr;
+  PFNGLSHADERSOURCEPROC glShaderSource = nullptr;
+  PFNGLCOMPILESHADERPROC glCompileShader = nullptr;
+  PFNGLGETSHADERIVPROC glGetShaderiv = nullptr;
+  PFNGLGETSHADERINFOLOGPROC glGetShaderInfoLog = nullptr;
+  PFNGLDELETESHADERPROC glDeleteShader = nullptr;
+  PFNGLCREATEPROGRAMPROC glCreateProgram = nullptr;
+  PFNGLATTACHSHADERPROC glAttachShader = nullptr;
+  PFNGLLINKPROGRAMPROC glLinkProgram = nullptr;
+  PFNGLGETPROGRAMIVPROC glGetProgramiv = nullptr;
+  PFNGLGETPROGRAMINFOLOGPROC glGetProgramInfoLog = nullptr;
+  PFNGLDELETEPROGRAMPROC glDeleteProgram = nullptr;
+  PFNGLUSEPROGRAMPROC glUseProgram = nullptr;
+  PFNGLGETUNIFORMLOCATIONPROC glGetUniformLocation = nullptr;
+  PFNGLUNIFORM1UIPROC glUniform1ui = nullptr;
+  PFNGLVIEWPORTPROC glViewport = nullptr;
+  PFNGLDRAWARRAYSPROC glDrawArrays = nullptr;
 
   // The first entry point that did not resolve, or empty.
   std::string missing;
@@ -78,6 +100,23 @@ TexFns load_tex_fns() {
   load(f.glClearColor, "glClearColor");
   load(f.glClear, "glClear");
   load(f.glTexStorageMem2DEXT, "glTexStorageMem2DEXT");
+  load(f.glCreateShader, "glCreateShader");
+  load(f.glShaderSource, "glShaderSource");
+  load(f.glCompileShader, "glCompileShader");
+  load(f.glGetShaderiv, "glGetShaderiv");
+  load(f.glGetShaderInfoLog, "glGetShaderInfoLog");
+  load(f.glDeleteShader, "glDeleteShader");
+  load(f.glCreateProgram, "glCreateProgram");
+  load(f.glAttachShader, "glAttachShader");
+  load(f.glLinkProgram, "glLinkProgram");
+  load(f.glGetProgramiv, "glGetProgramiv");
+  load(f.glGetProgramInfoLog, "glGetProgramInfoLog");
+  load(f.glDeleteProgram, "glDeleteProgram");
+  load(f.glUseProgram, "glUseProgram");
+  load(f.glGetUniformLocation, "glGetUniformLocation");
+  load(f.glUniform1ui, "glUniform1ui");
+  load(f.glViewport, "glViewport");
+  load(f.glDrawArrays, "glDrawArrays");
   // Both were loaded already by the EGL context; these handles only add a reference.
   if (gles != nullptr) ::dlclose(gles);
   if (egl != nullptr) ::dlclose(egl);
@@ -112,13 +151,100 @@ struct TexRung {
   }
 };
 
-// The texel value a glClear with bytes r, g, b, a leaves (R8G8B8A8: memory order r, g, b, a).
-std::uint32_t clear_value(int round) { return round == 1 ? 0x44332211u : 0x88776655u; }
+// The draw: one triangle that covers the whole target (the scissor keeps it to
+// the rectangle), no vertex attributes (gl_VertexID places the corners).
+constexpr const char* kDrawVertex = R"(#version 300 es
+void main() {
+  gl_Position = vec4(gl_VertexID == 1 ? 3.0 : -1.0, gl_VertexID == 2 ? 3.0 : -1.0, 0.0, 1.0);
+}
+)";
 
-// GL's clear colour for clear_value(round): k/255 converts back to k exactly.
-void clear_color(const TexFns& f, int round) {
-  const std::uint32_t v = clear_value(round);
-  auto c = [&](int shift) { return static_cast<float>((v >> shift) & 0xff) / 255.0f; };
+// Each fragment writes image::gl_texel(seed, x, y) as R8G8B8A8 (byte k as k/255,
+// which UNORM conversion turns back into k). Window y is texture row y, which
+// is Vulkan's row y (glReadPixels and the owner agree on row 0), so no flip.
+constexpr const char* kDrawFragment = R"(#version 300 es
+precision highp float;
+precision highp int;
+uniform highp uint seed;
+out vec4 colour;
+void main() {
+  uvec2 p = uvec2(gl_FragCoord.xy);
+  uint z = seed + (p.x + 1u) * 0x9e3779b1u + (p.y + 1u) * 0x85ebca6bu;
+  z ^= z >> 16u;
+  z *= 0x7feb352du;
+  z ^= z >> 15u;
+  z *= 0x846ca68bu;
+  z ^= z >> 16u;
+  colour = vec4(uvec4(z, z >> 8u, z >> 16u, z >> 24u) & 255u) / 255.0;
+}
+)";
+
+// The seed the GL draw of round `round` writes with (gl_texel's 32 bits).
+std::uint32_t draw_seed(int round) { return static_cast<std::uint32_t>(image::importer_seed(round)); }
+
+// The linked draw program and its seed uniform; deletes the program.
+struct GlProgram {
+  const TexFns* fn = nullptr;
+  GLuint program = 0;
+  GLint seed = -1;
+  GlProgram() = default;
+  GlProgram(const GlProgram&) = delete;
+  GlProgram& operator=(const GlProgram&) = delete;
+  ~GlProgram() {
+    if (program != 0) fn->glDeleteProgram(program);
+  }
+};
+
+// Compiles and links the draw program into `out`. Returns "" or what failed with the driver's log.
+std::string build_program(const gles::EglContext& egl, const TexFns& f, GlProgram& out) {
+  out.fn = &f;
+  auto compile = [&](GLenum kind, const char* text, GLuint& shader) -> std::string {
+    shader = f.glCreateShader(kind);
+    if (shader == 0) return fmt::format("glCreateShader -> {}", gles::gl_error_name(egl.take_error()));
+    f.glShaderSource(shader, 1, &text, nullptr);
+    f.glCompileShader(shader);
+    GLint ok = GL_FALSE;
+    f.glGetShaderiv(shader, GL_COMPILE_STATUS, &ok);
+    if (ok == GL_TRUE) return {};
+    char log[512] = {};
+    f.glGetShaderInfoLog(shader, sizeof log, nullptr, log);
+    return fmt::format("glCompileShader({}) -> not compiled: {}", kind == GL_VERTEX_SHADER ? "vertex" : "fragment", log);
+  };
+  GLuint vs = 0, fs = 0;
+  std::string e = compile(GL_VERTEX_SHADER, kDrawVertex, vs);
+  if (e.empty()) e = compile(GL_FRAGMENT_SHADER, kDrawFragment, fs);
+  if (e.empty()) {
+    out.program = f.glCreateProgram();
+    f.glAttachShader(out.program, vs);
+    f.glAttachShader(out.program, fs);
+    f.glLinkProgram(out.program);
+    GLint ok = GL_FALSE;
+    f.glGetProgramiv(out.program, GL_LINK_STATUS, &ok);
+    if (ok != GL_TRUE) {
+      char log[512] = {};
+      f.glGetProgramInfoLog(out.program, sizeof log, nullptr, log);
+      e = fmt::format("glLinkProgram -> not linked: {}", log);
+    }
+  }
+  // Deleting attached shaders only flags them; they go with the program.
+  if (vs != 0) f.glDeleteShader(vs);
+  if (fs != 0) f.glDeleteShader(fs);
+  if (!e.empty()) return e;
+  out.seed = f.glGetUniformLocation(out.program, "seed");
+  if (out.seed < 0) return "glGetUniformLocation(seed) -> -1";
+  if (const GLenum err = egl.take_error(); err != GL_NO_ERROR) return "program set-up -> " + gles::gl_error_name(err);
+  return {};
+}
+
+void set_scissor(const TexFns& f, const Rect& r) {
+  f.glEnable(GL_SCISSOR_TEST);
+  f.glScissor(static_cast<GLint>(r.x), static_cast<GLint>(r.y), static_cast<GLsizei>(r.w), static_cast<GLsizei>(r.h));
+}
+
+// The texel value the finding's glClear leaves, and its colour: k/255 converts back to k exactly.
+constexpr std::uint32_t kClearValue = 0x44332211u;
+void clear_color(const TexFns& f) {
+  auto c = [&](int shift) { return static_cast<float>((kClearValue >> shift) & 0xff) / 255.0f; };
   f.glClearColor(c(0), c(8), c(16), c(24));
 }
 
@@ -266,6 +392,17 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
   rep.detail.push_back("sync=glFenceSync/glClientWaitSync and the socket (no GL_EXT_semaphore layouts: the "
                        "owner's Vulkan side waits on its fence before the GL side starts)");
 
+  ctx.step("compile and link the GLES 3 draw program");
+  GlProgram prog;
+  if (auto e = build_program(egl, f, prog); !e.empty()) {
+    // A GLES 3 context that cannot build a two-line program is the driver's failure, not a missing feature.
+    leg.failed_step = "build the draw program";
+    leg.code = e;
+    return;
+  }
+  rep.detail.push_back("write=scissored draw (one triangle over the target, the fragment shader writes a position "
+                       "hash) then glFenceSync/glClientWaitSync");
+
   bool reads_ok = true, writes_ok = true;
   std::vector<std::byte> pixels(std::size_t{w} * h * 4);
   for (int round = 1; round <= 2; ++round) {
@@ -283,15 +420,16 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
       add_note(leg, fmt::format("round {} GL read: {}", round, got.text()));
     }
     const Rect rect = image::round_rect(w, h, round);
-    ctx.step(fmt::format("round {}: scissored glClear of the GL rectangle, then a fence", round));
-    f.glEnable(GL_SCISSOR_TEST);
-    f.glScissor(static_cast<GLint>(rect.x), static_cast<GLint>(rect.y), static_cast<GLsizei>(rect.w),
-                static_cast<GLsizei>(rect.h));
-    clear_color(f, round);
-    f.glClear(GL_COLOR_BUFFER_BIT);
+    ctx.step(fmt::format("round {}: scissored draw of the GL rectangle, then a fence", round));
+    f.glViewport(0, 0, static_cast<GLsizei>(w), static_cast<GLsizei>(h));  // a surfaceless context starts at 0x0
+    f.glUseProgram(prog.program);
+    f.glUniform1ui(prog.seed, draw_seed(round));
+    set_scissor(f, rect);
+    f.glDrawArrays(GL_TRIANGLES, 0, 3);
     f.glDisable(GL_SCISSOR_TEST);
+    f.glUseProgram(0);
     if (const GLenum e = egl.take_error(); e != GL_NO_ERROR) {
-      leg.failed_step = fmt::format("round {}: glClear (scissored)", round);
+      leg.failed_step = fmt::format("round {}: glDrawArrays (scissored)", round);
       leg.code = gles::gl_error_name(e);
       return;
     }
@@ -301,7 +439,8 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
       return;
     }
     ctx.step(fmt::format("round {}: the owner acquires and checks the rectangle and the rest", round));
-    Expected after{image::owner_seed(round), rect, 0, clear_value(round)};
+    Expected after{image::owner_seed(round), rect};
+    after.rect_gl_seed = draw_seed(round);
     auto checked = owner.check(after);
     if (!checked) {
       fail_leg(leg, checked.error());
@@ -311,12 +450,12 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
       writes_ok = false;
       add_note(leg, fmt::format("round {} owner read: {}", round, checked->text()));
       // The fence is the sync this row stands on (GL: it covers every earlier command); whether
-      // glFinish would have been enough tells a deferred clear from a write that never lands.
+      // glFinish would have been enough tells a deferred write from one that never lands.
       ctx.step(fmt::format("round {}: glFinish, and the owner checks again", round));
       egl.gl().glFinish();
       auto again = owner.check(after);
       if (again && again->ok())
-        add_note(leg, fmt::format("round {}: GL's scissored glClear reached the image only after glFinish, not after "
+        add_note(leg, fmt::format("round {}: GL's scissored draw reached the image only after glFinish, not after "
                                   "glFenceSync + glClientWaitSync(GL_SYNC_FLUSH_COMMANDS_BIT)",
                                   round));
       else if (again)
@@ -332,6 +471,70 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
   }
   leg.read_ok = reads_ok;
   leg.write_ok = writes_ok;
+
+  // The finding beside the verdict: a scissored glClear (no draw after it) on a fresh fill, the
+  // same fence, the same check. Zink on lavapipe keeps such a clear pending past the fence
+  // (docs/results/lavapipe-mesa-22.3-images.md); the line says what this driver does.
+  ctx.step("clear finding: the owner refills the image with a third seed and releases it");
+  if (auto s = owner.fill(image::owner_seed(3)); !s) {
+    rep.detail.push_back("glclear-after-fence=not measured (owner refill: " + why_of(s.error()) + ")");
+    return;
+  }
+  const Rect rect = image::round_rect(w, h, 1);
+  ctx.step("clear finding: scissored glClear of the round 1 rectangle, then a fence");
+  f.glBindFramebuffer(GL_FRAMEBUFFER, tex.fbo);
+  set_scissor(f, rect);
+  clear_color(f);
+  f.glClear(GL_COLOR_BUFFER_BIT);
+  f.glDisable(GL_SCISSOR_TEST);
+  if (const GLenum e = egl.take_error(); e != GL_NO_ERROR) {
+    rep.detail.push_back("glclear-after-fence=not measured (glClear -> " + gles::gl_error_name(e) + ")");
+    return;
+  }
+  if (auto e = gl_wait(egl); !e.empty()) {
+    rep.detail.push_back("glclear-after-fence=not measured (" + e + ")");
+    return;
+  }
+  ctx.step("clear finding: the owner checks the rectangle and the rest");
+  Expected cleared{image::owner_seed(3), rect};
+  cleared.rect_constant = kClearValue;
+  auto seen = owner.check(cleared);
+  if (!seen) {
+    rep.detail.push_back("glclear-after-fence=not measured (owner check: " + why_of(seen.error()) + ")");
+    return;
+  }
+  if (seen->ok()) {
+    rep.detail.push_back("glclear-after-fence=seen");
+    return;
+  }
+  ctx.step("clear finding: glFinish, and the owner checks again");
+  egl.gl().glFinish();
+  auto again = owner.check(cleared);
+  if (again && again->ok()) {
+    rep.detail.push_back("glclear-after-fence=late (a scissored glClear reached the image only after glFinish, not "
+                         "after glFenceSync + glClientWaitSync(GL_SYNC_FLUSH_COMMANDS_BIT); informational, the "
+                         "verdict is the draw's)");
+    return;
+  }
+  const std::string after_finish = again ? again->text() : why_of(again.error());
+  // A read of the framebuffer must see the clear (GL orders it after the clear), so a driver
+  // that keeps the clear pending has to do it now; then glFinish and one more check.
+  ctx.step("clear finding: glReadPixels of one texel of the rectangle, glFinish, and the owner checks again");
+  std::byte one[4] = {};
+  f.glReadPixels(static_cast<GLint>(rect.x), static_cast<GLint>(rect.y), 1, 1, GL_RGBA, GL_UNSIGNED_BYTE, one);
+  egl.gl().glFinish();
+  std::uint32_t gl_saw = 0;
+  std::memcpy(&gl_saw, one, sizeof gl_saw);
+  auto third = owner.check(cleared);
+  if (third && third->ok())
+    rep.detail.push_back(fmt::format("glclear-after-fence=after-read (a scissored glClear was not in the image after "
+                                     "the fence nor after glFinish, only once GL read the framebuffer (GL read "
+                                     "0x{:08x}) and finished: {}; informational, the verdict is the draw's)",
+                                     gl_saw, after_finish));
+  else
+    rep.detail.push_back(fmt::format("glclear-after-fence=never (after glFinish: {}; after a GL read of 0x{:08x} and "
+                                     "glFinish: {}; informational)",
+                                     after_finish, gl_saw, third ? third->text() : why_of(third.error())));
 }
 
 int same_proc(ChildContext& ctx) {
@@ -378,8 +581,8 @@ int cross_proc(ChildContext& ctx) {
 constexpr std::string_view kGlImageExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 constexpr LegDef kGlImageLegs[] = {
     {"glimage", true,
-     "GL reads every texel of the Vulkan owner's GPU fill through a framebuffer and the owner sees GL's scissored "
-     "clear (rest intact), two rounds"},
+     "GL reads every texel of the Vulkan owner's GPU fill through a framebuffer and the owner sees every texel of "
+     "GL's scissored draw (rest intact) after GL's fence, two rounds"},
 };
 
 extern const RouteDef kT4GlesImageSameProc{
@@ -395,7 +598,7 @@ extern const RouteDef kT4GlesImageCrossProc{
     .legs = kGlImageLegs,
     .server = {"creates an OPTIMAL image, fills it on the GPU, exports an opaque fd, serves checks",
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_OPTIMAL); }},
-    .client = {"imports the fd as a GL texture, reads it through a framebuffer, clears a rectangle, drives", cross_proc,
+    .client = {"imports the fd as a GL texture, reads it through a framebuffer, draws a rectangle, drives", cross_proc,
                true}};
 
 }  // namespace extmem::probe

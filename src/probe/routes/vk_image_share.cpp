@@ -57,6 +57,17 @@ std::uint32_t texel(std::uint64_t seed, std::uint32_t x, std::uint32_t y) {
   return static_cast<std::uint32_t>(z ^ (z >> 31));
 }
 
+std::uint32_t gl_texel(std::uint32_t seed, std::uint32_t x, std::uint32_t y) {
+  // Keep in step with kDrawFragment in t4_gles_image.cpp (uint arithmetic wraps mod 2^32 in both).
+  std::uint32_t z = seed + (x + 1u) * 0x9e3779b1u + (y + 1u) * 0x85ebca6bu;
+  z ^= z >> 16;
+  z *= 0x7feb352du;
+  z ^= z >> 15;
+  z *= 0x846ca68bu;
+  z ^= z >> 16;
+  return z;
+}
+
 Rect round_rect(std::uint32_t width, std::uint32_t height, int round) {
   const std::uint32_t w = std::max(1u, width / 4), h = std::max(1u, height / 4);
   // Round 1 near the top-left, round 2 near the bottom-right: a write that only
@@ -254,6 +265,7 @@ Result<vk::ImageShape> shape_from_info(const json& info) {
 Result<Compare> owner_check(const ChildContext& ctx, const Expected& e) {
   json req = {{"op", "image-check"}, {"base_seed", e.base_seed}, {"rect", rect_json(e.rect)}, {"rect_seed", e.rect_seed}};
   if (e.rect_constant) req["rect_constant"] = *e.rect_constant;
+  if (e.rect_gl_seed) req["rect_gl_seed"] = *e.rect_gl_seed;
   auto r = request(ctx, req);
   if (!r) return std::move(r).error();
   return compare_from_json(*r);
@@ -294,6 +306,7 @@ Status serve_image(ChildContext& ctx, ExportedImage& ex) {
       e.rect = rect_from(j.value("rect", json(nullptr)));
       e.rect_seed = j.value("rect_seed", std::uint64_t{0});
       if (auto c = j.find("rect_constant"); c != j.end() && c->is_number_unsigned()) e.rect_constant = c->get<std::uint32_t>();
+      if (auto g = j.find("rect_gl_seed"); g != j.end() && g->is_number_unsigned()) e.rect_gl_seed = g->get<std::uint32_t>();
       auto c = check_owned(ex, e);
       reply = c ? to_json(*c) : json{{"error", why_of(c.error())}};
     } else if (op == "image-fill") {

@@ -29,6 +29,12 @@ namespace extmem::probe::image {
 /// little-endian bytes).
 std::uint32_t texel(std::uint64_t seed, std::uint32_t x, std::uint32_t y);
 
+/// The texel a GLES 3 fragment shader computes at (x, y) for `seed` (it has
+/// 32-bit integers only, so not texel()'s 64-bit hash): x and y mixed in with
+/// different multipliers (a transposed write does not match) and a 32-bit
+/// avalanche. t4_gles_image.cpp's fragment shader is the same arithmetic.
+std::uint32_t gl_texel(std::uint32_t seed, std::uint32_t x, std::uint32_t y);
+
 /// A rectangle of texels: x, y from the top-left texel, w x h texels.
 struct Rect {
   std::uint32_t x = 0, y = 0, w = 0, h = 0;
@@ -45,15 +51,21 @@ std::uint64_t owner_seed(int round);
 std::uint64_t importer_seed(int round);
 
 /// What the image should hold: `base_seed`'s pattern everywhere, and inside
-/// `rect` when set either `rect_seed`'s pattern or, for a writer that can only
-/// clear (GL's scissored glClear), the one texel value `rect_constant`.
+/// `rect` when set one of: the one texel value `rect_constant` (a writer that
+/// only clears: GL's scissored glClear), gl_texel(`rect_gl_seed`) (GL's draw),
+/// or else texel(`rect_seed`) (a Vulkan writer). At most one of the two optionals is set.
 struct Expected {
   std::uint64_t base_seed = 0;
   std::optional<Rect> rect;
   std::uint64_t rect_seed = 0;
   std::optional<std::uint32_t> rect_constant;
+  std::optional<std::uint32_t> rect_gl_seed;
   std::uint32_t at(std::uint32_t x, std::uint32_t y) const {
-    if (rect && rect->contains(x, y)) return rect_constant ? *rect_constant : texel(rect_seed, x, y);
+    if (rect && rect->contains(x, y)) {
+      if (rect_constant) return *rect_constant;
+      if (rect_gl_seed) return gl_texel(*rect_gl_seed, x, y);
+      return texel(rect_seed, x, y);
+    }
     return texel(base_seed, x, y);
   }
 };
