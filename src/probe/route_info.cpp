@@ -20,6 +20,7 @@ std::vector<RouteInfo> routes() {
       info.handle_types.push_back({std::string(h.type), h.feature == HandleFeature::exportable ? "exportable" : "importable"});
     info.gl = r.needs.gl;
     info.cuda = r.needs.cuda;
+    info.measured = r.measured;
     for (const LegDef& l : r.legs) info.legs.push_back({std::string(l.name), l.decisive, std::string(l.proves)});
     info.memory_type_twins = r.memory_types == MemoryTypes::exporter_picks;
     info.server_does = r.server.does;

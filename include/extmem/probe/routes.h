@@ -35,6 +35,7 @@ struct RouteInfo {
   std::vector<LegInfo> legs;            ///< every leg it may report, in report order
   bool memory_type_twins = false;       ///< --memory-type=INDEX|all applies (the exporter picks its memory)
   std::string server_does, client_does;  ///< what each half does; client_does empty for a single-process route
+  bool measured = true;                  ///< --measure gives it a measuring run (false: its legs move no bytes, or not built)
 };
 
 /// A group of rows: --only-GROUP, and --no-GROUP where excludable.

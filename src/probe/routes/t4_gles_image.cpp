@@ -590,7 +590,8 @@ extern const RouteDef kT4GlesImageSameProc{
     .group = "t4",
     .needs = {.extensions = kGlImageExtensions, .gl = true},
     .legs = kGlImageLegs,
-    .server = {"exports an OPTIMAL Vulkan image and imports a dup of its own fd as a GL texture", same_proc, true}};
+    .server = {"exports an OPTIMAL Vulkan image and imports a dup of its own fd as a GL texture", same_proc, true},
+    .measured = false};
 extern const RouteDef kT4GlesImageCrossProc{
     .row = "T4-gles-image-cross-proc",
     .group = "t4",
@@ -599,6 +600,7 @@ extern const RouteDef kT4GlesImageCrossProc{
     .server = {"creates an OPTIMAL image, fills it on the GPU, exports an opaque fd, serves checks",
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_OPTIMAL); }},
     .client = {"imports the fd as a GL texture, reads it through a framebuffer, draws a rectangle, drives", cross_proc,
-               true}};
+               true},
+    .measured = false};
 
 }  // namespace extmem::probe

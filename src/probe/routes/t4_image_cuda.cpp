@@ -265,6 +265,7 @@ extern const RouteDef kT4ImageCuda{
     .server = {"creates an OPTIMAL image, fills it on the GPU, exports an opaque fd, serves checks",
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_OPTIMAL); }},
     .client = {"imports the fd into CUDA as a mipmapped array, compares every texel, writes a rectangle, drives",
-               cuda_image_importer}};
+               cuda_image_importer},
+    .measured = false};
 
 }  // namespace extmem::probe

@@ -84,6 +84,7 @@ extern const RouteDef kT4ImageDmaBufModifier{
     .group = "t4",
     .legs = kDmaBufImageLegs,
     .server = {"checks the DRM modifier and dma-buf extensions and each listed modifier's DMA_BUF image support",
-               modifier_check}};
+               modifier_check},
+    .measured = false};
 
 }  // namespace extmem::probe

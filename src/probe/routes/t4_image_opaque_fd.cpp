@@ -260,7 +260,8 @@ extern const RouteDef kT4ImageOpaqueFd{
     .server = {"creates an OPTIMAL image, fills it on the GPU, exports an opaque fd, serves checks",
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_OPTIMAL); }},
     .client = {"imports the fd into an identical image, compares every texel, writes a rectangle, drives",
-               [](ChildContext& c) { return importer(c, VK_IMAGE_TILING_OPTIMAL); }}};
+               [](ChildContext& c) { return importer(c, VK_IMAGE_TILING_OPTIMAL); }},
+    .measured = false};
 extern const RouteDef kT4ImageOpaqueFdLinear{
     .row = "T4-image-opaque-fd@linear",
     .group = "t4",
@@ -269,6 +270,7 @@ extern const RouteDef kT4ImageOpaqueFdLinear{
     .server = {"creates a LINEAR image, fills it on the GPU, exports an opaque fd, serves checks",
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_LINEAR); }},
     .client = {"imports the fd into an identical image, compares every texel (GPU and CPU), writes a rectangle, drives",
-               [](ChildContext& c) { return importer(c, VK_IMAGE_TILING_LINEAR); }}};
+               [](ChildContext& c) { return importer(c, VK_IMAGE_TILING_LINEAR); }},
+    .measured = false};
 
 }  // namespace extmem::probe
