@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  g++ make cmake pkg-config clang libclang-rt-14-dev
+  g++ make cmake pkg-config clang libclang-rt-14-dev lld
   libvulkan-dev libvulkan1 mesa-vulkan-drivers glslang-tools
   libegl-dev libgles-dev libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri
   libcli11-dev nlohmann-json3-dev libfmt-dev
