@@ -8,12 +8,10 @@
 #include "extmem/memtools/commands.h"
 #include "extmem/memtools/walk.h"
 #include "extmem/memtools/word_access.h"
+#include "memtools/hex_text.h"
 
 namespace extmem::memtools {
 namespace {
-
-std::string hex(std::uint64_t v) { return fmt::format("{:#x}", v); }
-std::string word_hex(std::uint64_t v, unsigned width) { return fmt::format("{:#0{}x}", v, 2 + 2 * width); }
 
 int report(std::ostream& err, std::string_view command, const Error& e) {
   err << "extmem " << command << ": " << e.message() << '\n';
