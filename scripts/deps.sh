@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages extmem needs to build, run on lavapipe/llvmpipe, and test.
 # Run as root on Debian bookworm. Does nothing when everything is already installed.
+# lld: the "fuzz" preset (CI) links its instrumented executables with it.
 set -euo pipefail
 
 packages=(

@@ -5,7 +5,8 @@
 #   2. scripts/probe.sh configures and builds with the "probe" presets and no other;
 #   3. that configure preset, generated into a temporary directory, defines no
 #      test, benchmark or fuzz target, and a dry run of its build preset's
-#      targets compiles no file under tests/, bench/ or fuzz/.
+#      targets (with the unity files it would compile) compiles no file under
+#      tests/, bench/ or fuzz/.
 # Usage: first_command.sh SOURCE_DIR
 set -euo pipefail
 src=$1
@@ -44,6 +45,8 @@ fi
 # planned without the objects, hence -k and no check of the exit status.
 # shellcheck disable=SC2086
 cmake --build "$tmp/b" --target $targets -- -n -k >"$tmp/dry.txt" 2>&1 || true
+# A unity build compiles generated files that #include the sources: they count as compiled too.
+find "$tmp/b" -path '*/Unity/unity_*' -type f -exec cat {} + >>"$tmp/dry.txt" 2>/dev/null || true
 grep -q 'src/cli/main.cpp' "$tmp/dry.txt" || fail "the dry run does not compile the command (src/cli/main.cpp)"
 if grep -E "$src/(tests|bench|fuzz)/" "$tmp/dry.txt" | head -3 | grep .; then
   fail "the probe build compiles the files above"
