@@ -58,7 +58,7 @@ fi
 # by one): a front-end pass over that unit catches two files defining one name.
 python3 - "$tmp/b/compile_commands.json" <<'PY' || fail "the probe command's unity unit does not compile (a name defined twice?)"
 import json, shlex, subprocess, sys
-units = [e for e in json.load(open(sys.argv[1])) if "/extmem_cli.dir/Unity/" in e["file"]]
+units = [e for e in json.load(open(sys.argv[1])) if "/extmem_cli" in e["file"] and "/Unity/" in e["file"]]
 for e in units:
     args = shlex.split(e["command"])
     i = args.index("-o")
