@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages extmem needs to build, run on lavapipe/llvmpipe, and test.
 # Run as root on Debian bookworm. Does nothing when everything is already installed.
+# lld: the "fuzz" preset (CI) links its instrumented executables with it.
 set -euo pipefail
 
 packages=(
-  g++ make cmake pkg-config clang libclang-rt-14-dev
+  g++ make cmake pkg-config clang libclang-rt-14-dev lld
   libvulkan-dev libvulkan1 mesa-vulkan-drivers glslang-tools
   libegl-dev libgles-dev libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri
   libcli11-dev nlohmann-json3-dev libfmt-dev

@@ -2,9 +2,11 @@
 # Installs what is missing, builds the extmem command alone, and runs
 # `extmem probe` (extra arguments are passed on). With no GPU driver installed
 # this runs on Mesa's lavapipe (Vulkan).
-# Preset "probe" (CMakePresets.json): build-probe/, the extmem target only (no
-# tests, benchmarks or fuzzers), -O2 without debug info, precompiled headers;
-# the test suite has its own command, scripts/test.sh.
+# Preset "probe" (CMakePresets.json): build-probe/, the extmem target with the
+# probe subcommand only (EXTMEM_PROBE_ONLY: no tests, benchmarks, fuzzers or
+# other subcommands), -O1 without debug info, unity build, precompiled headers
+# (docs/architecture.md, "Build time"); the test suite has its own command,
+# scripts/test.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh

@@ -10,16 +10,12 @@
 #include "extmem/memtools/pagemap.h"
 #include "extmem/memtools/processes.h"
 #include "extmem/memtools/word_access.h"
+#include "memtools/hex_text.h"
 
 namespace extmem::memtools {
 namespace {
 
 constexpr std::uint64_t kPagemapChunk = 4096;  // pages per pagemap read
-
-std::string hex(std::uint64_t v) { return fmt::format("{:#x}", v); }
-
-// "0x0000002a" for a 4-byte word: as many digits as the word has.
-std::string word_hex(std::uint64_t v, unsigned width) { return fmt::format("{:#0{}x}", v, 2 + 2 * width); }
 
 int report(std::ostream& err, std::string_view command, const Error& e) {
   err << "extmem " << command << ": " << e.message() << '\n';

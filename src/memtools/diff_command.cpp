@@ -16,15 +16,13 @@
 #include "extmem/memtools/word_access.h"
 #include "extmem/os/child.h"
 #include "memtools/scan.h"
+#include "memtools/hex_text.h"
 
 namespace extmem::memtools {
 namespace {
 
 constexpr std::string_view kNotStopped =
     "the target was not stopped: a word can be torn, and the words of one snapshot were not read at one instant";
-
-std::string hex(std::uint64_t v) { return fmt::format("{:#x}", v); }
-std::string word_hex(std::uint64_t v, unsigned width) { return fmt::format("{:#0{}x}", v, 2 + 2 * width); }
 
 int report(std::ostream& err, const Error& e) {
   err << "extmem diff: " << e.message() << '\n';

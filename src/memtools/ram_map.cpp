@@ -9,7 +9,7 @@
 namespace extmem::memtools {
 namespace {
 
-constexpr std::string_view kGrammar =
+constexpr std::string_view kRamMapGrammar =
     "GPA:FILEOFF:SIZE[,GPA:FILEOFF:SIZE...], GPA an address (hexadecimal, 0x optional, 0n for decimal, no K/M/G), "
     "FILEOFF and SIZE numbers (decimal or 0x-hex, K/M/G), SIZE > 0, ranges not overlapping in guest-physical space "
     "nor in the file";
@@ -23,7 +23,7 @@ bool overlap(std::uint64_t a, std::uint64_t an, std::uint64_t b, std::uint64_t b
 
 Result<RamMap> RamMap::parse(std::string_view text, SyntaxError* syntax) {
   auto fail = [&](std::size_t column, std::string problem) {
-    return detail::syntax_failure(syntax, "ram-map", text, column, std::move(problem), kGrammar);
+    return detail::syntax_failure(syntax, "ram-map", text, column, std::move(problem), kRamMapGrammar);
   };
   if (text.empty()) return fail(0, "empty ram-map");
   std::vector<RamRange> entries;

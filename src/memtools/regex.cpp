@@ -25,7 +25,7 @@ struct Regex::Compiled {
 
 namespace {
 
-constexpr std::string_view kAccepted =
+constexpr std::string_view kRegexAccepted =
     "a POSIX extended regular expression (as grep -E) of at most 256 bytes, without back-references, "
     "with repetitions nested at most 2 deep and not multiplying it beyond 4096 elements";
 
@@ -166,7 +166,7 @@ std::optional<detail::ScanFailure> check_limits(std::string_view p) {
 
 Result<Regex> Regex::compile(std::string_view pattern, std::string_view subject, SyntaxError* syntax) {
   if (auto failure = check_limits(pattern))
-    return detail::syntax_failure(syntax, subject, pattern, failure->column, failure->problem, kAccepted);
+    return detail::syntax_failure(syntax, subject, pattern, failure->column, failure->problem, kRegexAccepted);
   auto compiled = std::make_shared<Compiled>();
   const std::string text(pattern);
   const int rc = ::regcomp(&compiled->re, text.c_str(), REG_EXTENDED | REG_NOSUB);
@@ -174,7 +174,7 @@ Result<Regex> Regex::compile(std::string_view pattern, std::string_view subject,
   if (rc != 0) {
     char message[256];
     ::regerror(rc, &compiled->re, message, sizeof message);
-    return detail::syntax_failure(syntax, subject, pattern, 0, fmt::format("regcomp: {}", message), kAccepted);
+    return detail::syntax_failure(syntax, subject, pattern, 0, fmt::format("regcomp: {}", message), kRegexAccepted);
   }
   Regex out;
   out.compiled_ = std::move(compiled);

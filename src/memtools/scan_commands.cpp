@@ -8,14 +8,12 @@
 #include "extmem/memtools/commands.h"
 #include "extmem/memtools/walk.h"
 #include "extmem/memtools/word_access.h"
+#include "memtools/hex_text.h"
 
 namespace extmem::memtools {
 namespace {
 
-std::string hex(std::uint64_t v) { return fmt::format("{:#x}", v); }
-std::string word_hex(std::uint64_t v, unsigned width) { return fmt::format("{:#0{}x}", v, 2 + 2 * width); }
-
-int report(std::ostream& err, std::string_view command, const Error& e) {
+int report_failure(std::ostream& err, std::string_view command, const Error& e) {
   err << "extmem " << command << ": " << e.message() << '\n';
   return exit_code_for(e);
 }
@@ -181,7 +179,7 @@ int run_entropy(const ScanOptions& o, std::ostream& out, std::ostream& err) {
     return o.query.max_hits == 0 || runs < o.query.max_hits;
   };
   auto stats = scan_entropy(o.file, *o.entropy, sink);
-  if (!stats) return report(err, "scan", stats.error());
+  if (!stats) return report_failure(err, "scan", stats.error());
   err << fmt::format("extmem scan: {} run{} of {}-byte blocks with at least {:g} bits/byte in {}{}\n", runs,
                      runs == 1 ? "" : "s", o.entropy->block, o.entropy->bits, size_text(stats->bytes),
                      stats->stopped ? fmt::format(", stopped at --max={}", o.query.max_hits) : "");
@@ -190,7 +188,7 @@ int run_entropy(const ScanOptions& o, std::ostream& out, std::ostream& err) {
 
 int run_twins(const ScanOptions& o, std::ostream& out, std::ostream& err) {
   auto r = find_twins(o.file, *o.twins);
-  if (!r) return report(err, "scan", r.error());
+  if (!r) return report_failure(err, "scan", r.error());
   constexpr std::size_t kShown = 16;  // offsets per text line; JSON lists them all
   for (const TwinGroup& g : r->groups) {
     if (o.json) {
@@ -225,7 +223,7 @@ int run_scan(const ScanOptions& o, std::ostream& out, std::ostream& err) {
     // The same check walk makes: a ram-map that runs past the file is wrong
     // about this file, and every gpa printed would be suspect.
     auto image = PhysicalImage::open(o.file, o.ram_map);
-    if (!image) return report(err, "scan", image.error());
+    if (!image) return report_failure(err, "scan", image.error());
   }
   if (o.entropy) return run_entropy(o, out, err);
   if (o.twins) return run_twins(o, out, err);
@@ -234,7 +232,7 @@ int run_scan(const ScanOptions& o, std::ostream& out, std::ostream& err) {
     return true;
   };
   auto stats = o.file.empty() ? scan_process(o.pid, o.query, sink, o.match ? &*o.match : nullptr) : scan_file(o.file, o.query, sink);
-  if (!stats) return report(err, "scan", stats.error());
+  if (!stats) return report_failure(err, "scan", stats.error());
   for (const std::string& s : stats->skipped) err << "extmem scan: skipped unreadable mapping " << s << '\n';
   err << fmt::format("extmem scan: {} hit{} in {}{}\n", stats->hits, stats->hits == 1 ? "" : "s", size_text(stats->bytes),
                      stats->stopped ? fmt::format(", stopped at --max={}", o.query.max_hits) : "");
@@ -243,7 +241,7 @@ int run_scan(const ScanOptions& o, std::ostream& out, std::ostream& err) {
 
 int run_walk(const WalkOptions& options, std::ostream& out, std::ostream& err) {
   auto image = PhysicalImage::open(options.image, options.ram_map);
-  if (!image) return report(err, "walk", image.error());
+  if (!image) return report_failure(err, "walk", image.error());
   // A register pasted as printed (CR3 with PCID or flag bits) walks from its address bits; say what was dropped.
   WalkOptions o = options;
   if (const std::uint64_t dropped = o.root & o.format.root_flags; dropped != 0) {
@@ -259,7 +257,7 @@ int run_walk(const WalkOptions& options, std::ostream& out, std::ostream& err) {
   for (std::uint64_t va : o.addresses) {
     auto r = walk(o.format, *image, o.root, va, o.all_chains);
     if (!r) {
-      fail(report(err, "walk", r.error()));
+      fail(report_failure(err, "walk", r.error()));
       continue;
     }
     if (o.json) {

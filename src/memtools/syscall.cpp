@@ -21,7 +21,7 @@ constexpr NamedSyscall kSyscalls[] = {
     {-1, ""},
 };
 
-constexpr std::string_view kAccepted =
+constexpr std::string_view kSyscallLineAccepted =
     "\"running\", \"-1 SP PC\" or \"NR A1 A2 A3 A4 A5 A6 SP PC\" (NR decimal, the rest hexadecimal)";
 
 // One space-separated field [begin, end) of `text`, or nothing at its end.
@@ -40,7 +40,7 @@ Result<SyscallSample> parse_syscall_line(std::string_view text, SyntaxError* syn
   const std::string_view whole = text;
   if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
   const auto refuse = [&](std::size_t column, std::string problem) -> Error {
-    return detail::syntax_failure(syntax, "syscall line", whole, column, std::move(problem), kAccepted);
+    return detail::syntax_failure(syntax, "syscall line", whole, column, std::move(problem), kSyscallLineAccepted);
   };
   SyscallSample s;
   if (text == "running") return s;

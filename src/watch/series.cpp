@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include "watch/json_fields.h"
+#include "watch/printable.h"
 
 namespace extmem::watch {
 namespace {
@@ -15,13 +17,6 @@ namespace {
 using nlohmann::json;
 
 bool is_control(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
-
-std::string printable(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (is_control(c)) c = '?';
-  return out;
-}
 
 std::string escaped_class(std::string_view name) {
   std::string out;
@@ -43,8 +38,6 @@ std::string csv_field(std::string field) {
 }
 
 std::string opt(const std::optional<std::uint64_t>& v) { return v ? fmt::format("{}", *v) : std::string(); }
-
-json opt_json(const std::optional<std::uint64_t>& v) { return v ? json(*v) : json(nullptr); }
 
 }  // namespace
 

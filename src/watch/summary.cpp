@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "extmem/core/duration.h"
+#include "watch/json_fields.h"
+#include "watch/printable.h"
 
 namespace extmem::watch {
 namespace {
@@ -20,15 +22,6 @@ void raise(std::optional<std::uint64_t>& peak, const std::optional<std::uint64_t
 }
 
 std::string mib(std::uint64_t kib) { return fmt::format("{:.1f} MiB", static_cast<double>(kib) / 1024.0); }
-
-std::string printable(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  return out;
-}
-
-json opt_json(const std::optional<std::uint64_t>& v) { return v ? json(*v) : json(nullptr); }
 
 json gap_json(const Fit& f, double min_seen_s) {
   return f.valid ? json(nullptr) : json(fit_gap_text(f.gap, min_seen_s));

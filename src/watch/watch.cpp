@@ -17,6 +17,7 @@
 #include "extmem/watch/command.h"
 #include "extmem/watch/plot.h"
 #include "extmem/watch/procfs.h"
+#include "watch/printable.h"
 
 namespace extmem::watch {
 namespace {
@@ -27,13 +28,6 @@ double process_cpu_s() {
   timespec ts{};
   ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-std::string printable(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  return out;
 }
 
 int usage(std::ostream& err, const std::string& option, const std::string& what) {

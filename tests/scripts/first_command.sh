@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The README's first command builds the extmem command and nothing of the test
-# suite, the benchmarks or the fuzzers. Checked without building anything:
+# suite, the benchmarks or the fuzzers. Checked without building (one compiler
+# front-end pass, no object file):
 #   1. the first command in README.md is `bash scripts/probe.sh`;
 #   2. scripts/probe.sh configures and builds with the "probe" presets and no other;
 #   3. that configure preset, generated into a temporary directory, defines no
 #      test, benchmark or fuzz target, and a dry run of its build preset's
-#      targets compiles no file under tests/, bench/ or fuzz/.
+#      targets (with the unity files it would compile) compiles no file under
+#      tests/, bench/ or fuzz/;
+#   4. the command's unity unit of that build (its files compiled as one)
+#      passes the compiler's front end.
 # Usage: first_command.sh SOURCE_DIR
 set -euo pipefail
 src=$1
@@ -44,8 +48,23 @@ fi
 # planned without the objects, hence -k and no check of the exit status.
 # shellcheck disable=SC2086
 cmake --build "$tmp/b" --target $targets -- -n -k >"$tmp/dry.txt" 2>&1 || true
+# A unity build compiles generated files that #include the sources: they count as compiled too.
+find "$tmp/b" -path '*/Unity/unity_*' -type f -exec cat {} + >>"$tmp/dry.txt" 2>/dev/null || true
 grep -q 'src/cli/main.cpp' "$tmp/dry.txt" || fail "the dry run does not compile the command (src/cli/main.cpp)"
 if grep -E "$src/(tests|bench|fuzz)/" "$tmp/dry.txt" | head -3 | grep .; then
   fail "the probe build compiles the files above"
 fi
+# The command's files are one unity unit in that build only (CI compiles them one
+# by one): a front-end pass over that unit catches two files defining one name.
+python3 - "$tmp/b/compile_commands.json" <<'PY' || fail "the probe command's unity unit does not compile (a name defined twice?)"
+import json, shlex, subprocess, sys
+units = [e for e in json.load(open(sys.argv[1])) if "/extmem_cli" in e["file"] and "/Unity/" in e["file"]]
+for e in units:
+    args = shlex.split(e["command"])
+    i = args.index("-o")
+    del args[i:i + 2]
+    if subprocess.run(args + ["-fsyntax-only"], cwd=e["directory"]).returncode != 0:
+        sys.exit(1)
+print(f"{len(units)} unity unit(s) of the command compile")
+PY
 echo "first command: bash scripts/probe.sh builds $targets, and no test, benchmark or fuzz file"

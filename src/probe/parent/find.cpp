@@ -20,7 +20,7 @@
 namespace extmem::probe {
 namespace {
 
-Error usage(std::string option, std::string detail) {
+Error plan_usage(std::string option, std::string detail) {
   return Error{std::move(option), ErrorKind::invalid_argument, {}, std::move(detail)};
 }
 
@@ -44,7 +44,7 @@ Result<std::vector<int>> memory_type_plan(const std::string& value, const vk::De
   if (!value.empty() && value.size() <= 2 && value.find_first_not_of("0123456789") == std::string::npos)
     index = std::stoi(value);
   if (index < 0 || std::find(host_visible.begin(), host_visible.end(), index) == host_visible.end())
-    return usage("--memory-type", fmt::format("\"{}\" is not accepted: auto, all, or the index of a HOST_VISIBLE memory "
+    return plan_usage("--memory-type", fmt::format("\"{}\" is not accepted: auto, all, or the index of a HOST_VISIBLE memory "
                                               "type of device {}: {}", value, dev.index, listed.empty() ? "none" : listed));
   return std::vector<int>{index};
 }
@@ -55,11 +55,11 @@ Status fits_the_heap(const ProbeOptions& o, const vk::DeviceInfo& dev) {
   for (const auto& t : dev.types)
     if (t.flags & 0x2 /* HOST_VISIBLE */) largest = std::max(largest, dev.heaps[t.heap_index].size);
   if (o.size > largest)
-    return usage("--size", fmt::format("{} bytes does not fit the largest host-visible heap of device {} ({} bytes); "
+    return plan_usage("--size", fmt::format("{} bytes does not fit the largest host-visible heap of device {} ({} bytes); "
                                        "accepted: a multiple of 4096 from {} to {}", o.size, dev.index, largest, kMinSize,
                                        largest));
   if (o.measure && o.measure_size > largest)
-    return usage("--measure-size", fmt::format("{} bytes does not fit the largest host-visible heap of device {} ({} "
+    return plan_usage("--measure-size", fmt::format("{} bytes does not fit the largest host-visible heap of device {} ({} "
                                                "bytes); accepted: a multiple of 4096 from 1048576 to {}", o.measure_size,
                                                dev.index, largest, std::min<std::uint64_t>(largest, 1u << 30)));
   return {};
