@@ -57,7 +57,7 @@ int check_argv(CLI::App& app, int argc, char** argv) {
 }  // namespace extmem::cli
 
 int main(int argc, char** argv) {
-  extmem::probe::trace::event("main");
+  extmem::probe::tracing::event("main");
   CLI::App app{"extmem: cross-process GPU memory sharing probe and live-memory tools"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "extmem 0.1.0 (Vulkan and EGL/GLES loaded at run time; " + extmem::cuda::build_note() + ")");

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace extmem::probe::trace {
+namespace extmem::probe::tracing {
 namespace {
 
 int trace_fd() noexcept {
@@ -34,4 +34,4 @@ void event(std::string_view what) noexcept {
   (void)!::write(fd, line, static_cast<std::size_t>(n));
 }
 
-}  // namespace extmem::probe::trace
+}  // namespace extmem::probe::tracing

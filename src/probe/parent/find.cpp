@@ -150,7 +150,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
     warm.emplace(early, early_plan);
     if (warm->finds_phase_a()) {
       auto a = warm->phase_a(o.timeout_s);
-      trace::event("phase A received");
+      tracing::event("phase A received");
       if (!a) return Error{"cannot run", ErrorKind::unsupported, {}, a.error().message()};
       found = std::move(*a);
     }
@@ -192,7 +192,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   if (!executed)
     return Error{"cannot start the route children", ErrorKind::os, {}, executed.error().message()};
   f.rows = std::move(*executed);
-  trace::event("rows done");
+  tracing::event("rows done");
   f.seconds = os::monotonic_seconds() - start;
   return f;
 }

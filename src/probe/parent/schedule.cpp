@@ -46,9 +46,9 @@ struct Engine::State {
     };
     SuperviseParams p = options.base;
     p.memory_type = planned.memory_type;
-    trace::event("row start " + planned.row);
+    tracing::event("row start " + planned.row);
     auto supervised = once(p);
-    trace::event("row end " + planned.row);
+    tracing::event("row end " + planned.row);
     if (!supervised) return std::move(supervised).error();
     RowResult r = std::move(*supervised);
     r.row = planned.row;

@@ -19,7 +19,7 @@ Result<WorkerProcess*> Lane::worker(Slot which) {
   argv.push_back("--gl-driver=" + warmth_.gl_driver);
   auto child = os::ChildProcess::spawn(exe_, argv, {sockets->second.fd()});
   if (!child) return std::move(child).error();
-  trace::event(fmt::format("spawned worker {} pid {}", which == Slot::a ? "A" : "B", child->pid()));
+  tracing::event(fmt::format("spawned worker {} pid {}", which == Slot::a ? "A" : "B", child->pid()));
   slot.emplace(WorkerProcess{std::move(*child), std::move(sockets->first)});
   return &*slot;  // sockets->second (the worker's end) closes here
 }
@@ -42,7 +42,7 @@ Lane::~Lane() {
   for (std::optional<WorkerProcess>& slot : workers_) {
     if (!slot || slot->child.pid() <= 0) continue;
     if (!slot->child.wait(2000)) slot->child.kill_and_reap();
-    trace::event(fmt::format("reaped worker {}", slot->child.pid()));
+    tracing::event(fmt::format("reaped worker {}", slot->child.pid()));
   }
 }
 

@@ -104,7 +104,7 @@ int run_worker(const WorkerArgs& a) {
   }
   ::fcntl(kControlFd, F_SETFD, FD_CLOEXEC);
   ::prctl(PR_SET_NAME, "extmem-worker");
-  trace::event(a.phase_a ? "worker start (phase A)" : "worker start");
+  tracing::event(a.phase_a ? "worker start (phase A)" : "worker start");
   os::Channel control{os::UniqueFd(kControlFd)};
 
   // Warm-up, while the parent waits for phase A or finishes its own. Failures are
@@ -118,18 +118,18 @@ int run_worker(const WorkerArgs& a) {
   std::future<Result<cuda::Enumeration>> cuda_found;
   if (a.phase_a && a.phase_a_cuda)
     cuda_found = std::async(std::launch::async, [] {
-      trace::event("cuda enumeration start");
+      tracing::event("cuda enumeration start");
       auto e = drivers::cuda_enumeration();
-      trace::event("cuda enumeration end");
+      tracing::event("cuda enumeration end");
       return e;
     });
   if (a.select || a.phase_a) {
     auto instance = drivers::vulkan_instance();
-    trace::event("vulkan instance");
+    tracing::event("vulkan instance");
     found.vulkan = instance ? vk::enumerate(**instance) : Result<vk::VulkanEnumeration>(instance.error());
     if (found.vulkan) found.selected = vk::select_device(found.vulkan->devices, a.select.value_or(""));
     if (found.selected) device_index = *found.selected;
-    trace::event("vulkan enumerated");
+    tracing::event("vulkan enumerated");
   }
   // The GL driver is chosen here, once the device is known and before libEGL (and the
   // lavapipe device, with its threads) is loaded: Mesa reads the environment as it starts.
@@ -138,11 +138,11 @@ int run_worker(const WorkerArgs& a) {
     found.cuda = cuda_found.get();  // setenv must not race cuInit's getenv; CUDA has then already started
   found.gl_driver = drivers::gl_driver();
   auto device = drivers::vulkan_device(device_index, {});
-  trace::event("vulkan device");
+  tracing::event("vulkan device");
   if (a.warm_gl || (a.phase_a && a.phase_a_gl)) {
     auto egl = drivers::egl_context();
     found.gles = egl ? Result<gles::GlesInfo>(gles::describe(**egl)) : Result<gles::GlesInfo>(egl.error());
-    trace::event("egl context");
+    tracing::event("egl context");
   } else {
     found.gles = driver_not_started("GLES");
   }
@@ -152,7 +152,7 @@ int run_worker(const WorkerArgs& a) {
     else if (!a.phase_a_cuda)
       found.cuda = driver_not_started("CUDA");
     if (!control.send(os::MsgType::findings, encode_phase_a(found)).ok()) return 0;
-    trace::event("phase A sent");
+    tracing::event("phase A sent");
   }
   // The primary context is retained beside the first routes (the CUDA rows come last);
   // a CUDA route that starts sooner retains it itself, the driver is thread-safe.
@@ -161,9 +161,9 @@ int run_worker(const WorkerArgs& a) {
   if (a.warm_cuda && device) {
     warming = true;
     cuda_warm = std::thread([&warming, uuid = (*device)->device_uuid()] {
-      trace::event("cuda warm start");
+      tracing::event("cuda warm start");
       drivers::keep_cuda_warm(uuid);
-      trace::event("cuda warm end");
+      tracing::event("cuda warm end");
       warming = false;
     });
   }
@@ -179,7 +179,7 @@ int run_worker(const WorkerArgs& a) {
     const HygieneSnapshot before = HygieneSnapshot::take();
     const bool overlapped_warm_up = warming;  // the CUDA warm-up may open fds of its own meanwhile
     auto frame = control.recv(-1);
-    if (!frame) trace::event("worker sees EOF");
+    if (!frame) tracing::event("worker sees EOF");
     if (!frame) return 0;  // the parent closed the control socket (or is gone): the run is over
     std::string why;
     json job = json::parse(frame->payload, nullptr, false);
@@ -204,9 +204,9 @@ int run_worker(const WorkerArgs& a) {
       ChildContext ctx(*params, os::Channel(std::move(frame->fd)), os::Channel(std::move(report)));
       // Named for the half it runs now, so ps, top and extmem watch tell them apart.
       ::prctl(PR_SET_NAME, params->role == Role::server ? "extmem-server" : "extmem-client");
-      trace::event("job start " + params->row + " " + std::string(to_string(params->role)));
+      tracing::event("job start " + params->row + " " + std::string(to_string(params->role)));
       code = params->role == Role::server ? route->server.main(ctx) : route->client.main(ctx);
-      trace::event("job end " + params->row + " " + std::string(to_string(params->role)));
+      tracing::event("job end " + params->row + " " + std::string(to_string(params->role)));
       ::prctl(PR_SET_NAME, "extmem-worker");
       measure::disable();
     }  // the half's peer socket and report channel close here, as a fresh child's would at exit
