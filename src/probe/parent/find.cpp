@@ -172,8 +172,8 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   const vk::DeviceInfo& dev = f.phase_a.device();
   if (auto fits = fits_the_heap(o, dev); !fits) return std::move(fits).error();
   if (std::max(o.image_width, o.image_height) > dev.max_image_dimension_2d)
-    return usage("--image-size", fmt::format("{}x{} is not accepted: each side from 1 to {} (maxImageDimension2D of device {})",
-                                             o.image_width, o.image_height, dev.max_image_dimension_2d, dev.index));
+    return plan_usage("--image-size", fmt::format("{}x{} is not accepted: each side from 1 to {} (maxImageDimension2D of device {})",
+                                                  o.image_width, o.image_height, dev.max_image_dimension_2d, dev.index));
   auto memory_types = memory_type_plan(o.memory_type, dev);
   if (!memory_types) return std::move(memory_types).error();
   engine.base.device_index = *found->selected;
