@@ -21,28 +21,6 @@
 namespace extmem::probe {
 namespace {
 
-// An unlinked file in a tmpfs (/dev/shm first), so its pages are shmem like a memfd's but reached through a path.
-Result<os::UniqueFd> tmpfs_file(std::size_t bytes, std::string& where) {
-  std::vector<std::string> dirs = {"/dev/shm"};
-  if (const char* t = std::getenv("TMPDIR")) dirs.emplace_back(t);
-  dirs.emplace_back("/tmp");
-  Error last{"open a tmpfs file", ErrorKind::unsupported, {}, "no writable directory"};
-  for (const std::string& dir : dirs) {
-    struct statfs fs {};
-    if (::statfs(dir.c_str(), &fs) != 0) continue;
-    std::string path = dir + "/extmem-backing-XXXXXX";
-    os::UniqueFd fd(::mkostemp(path.data(), O_CLOEXEC));
-    if (!fd.valid()) {
-      last = os_error("mkostemp " + path, errno);
-      continue;
-    }
-    ::unlink(path.c_str());
-    if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return os_error("ftruncate " + path, errno);
-    where = fmt::format("{} ({})", dir, fs.f_type == TMPFS_MAGIC ? "tmpfs" : "not tmpfs");
-    return fd;
-  }
-  return last;
-}
 
 void round_trip(ChildContext& ctx, const vk::Device& device, std::span<std::byte> view, std::size_t bytes, Leg& leg,
                 RouteReport& rep, std::vector<std::string>& refused) {
@@ -80,7 +58,7 @@ void probe_extra_backings(ChildContext& ctx, const vk::Device& device, std::size
   Leg file{"hostfile", true};
   ctx.step("shared tmpfs file backing");
   std::string where;
-  if (auto fd = tmpfs_file(bytes, where); !fd) {
+  if (auto fd = tmpfs_file(bytes, "extmem-backing", where); !fd) {
     fail_leg(file, fd.error());
   } else if (auto map = os::Mapping::map_aligned(fd->get(), bytes, alignment); !map) {
     fail_leg(file, map.error());

@@ -36,29 +36,6 @@ namespace {
 
 constexpr auto kOpaque = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
 
-// A file of `bytes` bytes in a tmpfs (/dev/shm, else $TMPDIR, else /tmp), unlinked at once:
-// shmem pages like a memfd's, reached through a path, never exported by a driver.
-Result<os::UniqueFd> tmpfs_file(std::size_t bytes, std::string& where) {
-  std::vector<std::string> dirs = {"/dev/shm"};
-  if (const char* t = std::getenv("TMPDIR")) dirs.emplace_back(t);
-  dirs.emplace_back("/tmp");
-  Error last{"open a tmpfs file", ErrorKind::unsupported, {}, "no writable directory"};
-  for (const std::string& dir : dirs) {
-    struct statfs fs {};
-    if (::statfs(dir.c_str(), &fs) != 0) continue;
-    std::string path = dir + "/extmem-foreign-XXXXXX";
-    os::UniqueFd fd(::mkostemp(path.data(), O_CLOEXEC));
-    if (!fd.valid()) {
-      last = os_error("mkostemp " + path, errno);
-      continue;
-    }
-    ::unlink(path.c_str());
-    if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return os_error("ftruncate " + path, errno);
-    where = fmt::format("{} ({})", dir, fs.f_type == TMPFS_MAGIC ? "tmpfs" : "not tmpfs");
-    return fd;
-  }
-  return last;
-}
 
 // Imports a dup of `fd` (`what`: "memfd", "tmpfs file") as OPAQUE_FD into a HOST_VISIBLE type and
 // records the answer in `leg` and the detail. Region A of the fd holds a pattern first, so an
@@ -197,7 +174,7 @@ int drive(ChildContext& ctx) {
   }
   ctx.step("create a tmpfs file");
   std::string where;
-  if (auto fd = tmpfs_file(ctx.layout().size, where); !fd) {
+  if (auto fd = tmpfs_file(ctx.layout().size, "extmem-foreign", where); !fd) {
     fail_leg(tmpfs, fd.error());
   } else {
     rep.detail.push_back("tmpfs file in " + where);

@@ -3,11 +3,16 @@
 #include "probe/worker/drivers.h"
 #include "probe/worker/measure.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -130,6 +135,28 @@ bool advertised(const vk::Device& device, VkExternalMemoryHandleTypeFlagBits typ
 SiteFailure classify_site(const Error& error, bool was_advertised, const std::string& handle_type) {
   if (was_advertised) return {false, why_of(error) + fmt::format(" although {} is advertised", handle_type)};
   return {true, fmt::format("{} not advertised; {}", handle_type, why_of(error))};
+}
+
+Result<os::UniqueFd> tmpfs_file(std::size_t bytes, const std::string& prefix, std::string& where) {
+  std::vector<std::string> dirs = {"/dev/shm"};
+  if (const char* t = std::getenv("TMPDIR")) dirs.emplace_back(t);
+  dirs.emplace_back("/tmp");
+  Error last{"open a tmpfs file", ErrorKind::unsupported, {}, "no writable directory"};
+  for (const std::string& dir : dirs) {
+    struct statfs fs {};
+    if (::statfs(dir.c_str(), &fs) != 0) continue;
+    std::string path = dir + "/" + prefix + "-XXXXXX";
+    os::UniqueFd fd(::mkostemp(path.data(), O_CLOEXEC));
+    if (!fd.valid()) {
+      last = os_error("mkostemp " + path, errno);
+      continue;
+    }
+    ::unlink(path.c_str());
+    if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return os_error("ftruncate " + path, errno);
+    where = fmt::format("{} ({})", dir, fs.f_type == TMPFS_MAGIC ? "tmpfs" : "not tmpfs");
+    return fd;
+  }
+  return last;
 }
 
 }  // namespace extmem::probe

@@ -77,6 +77,13 @@ namespace extmem::probe {
 /// layout.size bytes, writes region A, sends the fd, then serves the peer.
 int memfd_owner_serve(ChildContext& ctx);
 
+/// An unlinked file of `bytes` bytes in a tmpfs (/dev/shm, else $TMPDIR, else /tmp),
+/// named `prefix`-XXXXXX while it exists: shmem pages like a memfd's, reached through a
+/// path. The caller owns the fd. `where` gets the directory and whether it is a tmpfs
+/// (statfs TMPFS_MAGIC). Errors: os_error("mkostemp PATH") / ("ftruncate PATH"), or
+/// unsupported "open a tmpfs file" when no directory is writable.
+Result<os::UniqueFd> tmpfs_file(std::size_t bytes, const std::string& prefix, std::string& where);
+
 }  // namespace extmem::probe
 
 #include "probe/worker/soak.h"
