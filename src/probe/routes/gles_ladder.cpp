@@ -35,8 +35,9 @@ std::vector<Rung> ladder_rungs(std::uint64_t requested, std::uint64_t reqs_size,
         // equals the requested size, or the fd's size equals the requirements'
         // size) the driver sees the same call, so it is made once, under the
         // first label.
+        const std::uint64_t imp = import_size, buf = buffer_size;  // clang 14 lambdas cannot capture bindings
         const bool repeat = std::any_of(rungs.begin(), rungs.end(), [&](const Rung& r) {
-          return r.dedicated == dedicated && r.import_size == import_size && r.buffer_size == buffer_size;
+          return r.dedicated == dedicated && r.import_size == imp && r.buffer_size == buf;
         });
         if (!repeat) rungs.push_back(Rung{dedicated, import_size, buffer_size, import_from, buffer_from});
       }
