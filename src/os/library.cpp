@@ -13,7 +13,19 @@
 #endif
 #endif
 
+#ifdef EXTMEM_ASAN
+#include <sanitizer/lsan_interface.h>
+#endif
+
 namespace extmem::os {
+
+#ifdef EXTMEM_ASAN
+DriverAllocations::DriverAllocations() noexcept { __lsan_disable(); }
+DriverAllocations::~DriverAllocations() { __lsan_enable(); }
+#else
+DriverAllocations::DriverAllocations() noexcept = default;
+DriverAllocations::~DriverAllocations() = default;
+#endif
 
 void close_library(void* handle) noexcept {
 #ifndef EXTMEM_ASAN
