@@ -2,6 +2,7 @@
 # Installs the Debian packages extmem needs to build, run on lavapipe/llvmpipe, and test.
 # Run as root on Debian bookworm. Does nothing when everything is already installed.
 # lld: the "fuzz" preset (CI) links its instrumented executables with it.
+# file: CPack's DEB generator reads the shared-library dependencies with it (package.deb test; missing on a minbase bookworm, found there).
 set -euo pipefail
 
 packages=(
@@ -12,7 +13,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jsonschema
   libxml2-utils
-  dpkg-dev
+  dpkg-dev file
 )
 
 missing=()
