@@ -21,6 +21,7 @@ namespace extmem::vk {
   X(vkGetPhysicalDeviceExternalSemaphoreProperties) \
   X(vkGetPhysicalDeviceImageFormatProperties2)  \
   X(vkGetPhysicalDeviceFormatProperties2)       \
+  X(vkGetPhysicalDeviceCalibrateableTimeDomainsEXT) \
   X(vkCreateDevice)                             \
   X(vkGetDeviceProcAddr)
 
@@ -64,7 +65,8 @@ namespace extmem::vk {
 #define EXTMEM_VK_DEVICE_EXT_FUNCS(X) \
   X(vkGetMemoryFdKHR)                 \
   X(vkGetMemoryFdPropertiesKHR)       \
-  X(vkGetMemoryHostPointerPropertiesEXT)
+  X(vkGetMemoryHostPointerPropertiesEXT) \
+  X(vkGetCalibratedTimestampsEXT)
 
 #define EXTMEM_VK_DECLARE(name) PFN_##name name = nullptr;
 

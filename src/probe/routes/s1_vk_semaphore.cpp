@@ -7,6 +7,7 @@
 // compares the copy with the producer's GPU write. docs/probe.md, "S1".
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -110,16 +111,92 @@ class VkConsumer final : public sync::OrderingSubject {
 // submitted with no wait, to the consumer's wake. Both from CLOCK_MONOTONIC,
 // which the two processes share; microseconds, as route-level figures
 // "semaphore_wake_us" and "socket_submit_wake_us".
+//
+// Where both devices calibrate their timestamps against CLOCK_MONOTONIC
+// (VK_EXT_calibrated_timestamps), the same rounds are also timed on the GPUs:
+// "semaphore_gpu_wake_us", the producer's write ending (a BOTTOM_OF_PIPE
+// timestamp, just before its signal) to the consumer's work starting after its
+// wait (a TRANSFER timestamp the wait holds back); and, against it,
+// "socket_gpu_wake_us": the producer's write ending, its host seeing the fence,
+// a message, the consumer's submit and its GPU starting (ping-gpu). Without
+// calibration "gpu_clock_fallback" says why.
+class WakeTimer {
+ public:
+  WakeTimer(ChildContext& ctx, vksync::SyncDevice& sd) : ctx_(ctx), sd_(sd) {}
+
+  // Both waiters time their start; false (and the reason kept) when this device cannot.
+  bool prepare(s1::VkWaiter& a, s1::VkWaiter& b) {
+    auto clock = vk::HostClock::calibrate(sd_.device());
+    if (!clock) return fail(why_of(clock.error()));
+    if (auto st = a.time_start(); !st) return fail(why_of(st.error()));
+    if (auto st = b.time_start(); !st) return fail(why_of(st.error()));
+    return true;
+  }
+  bool on() const { return fallback_.empty(); }
+
+  // One sample into `out`: the waiter's GPU start minus the producer's GPU end from `peer_reply`.
+  void sample(std::vector<double>& out, const s1::VkWaiter& w, const nlohmann::json* peer_reply) {
+    if (!on() || peer_reply == nullptr) return;
+    if (auto e = peer_reply->find("gpu_error"); e != peer_reply->end() && e->is_string()) {
+      (void)fail("producer: " + e->get<std::string>());
+      return;
+    }
+    auto t = peer_reply->find("gpu_t");
+    if (t == peer_reply->end() || !t->is_number()) {
+      (void)fail("producer: no GPU time in its reply");
+      return;
+    }
+    auto clock = vk::HostClock::calibrate(sd_.device());
+    if (!clock) {
+      (void)fail(why_of(clock.error()));
+      return;
+    }
+    auto start = w.started_at(*clock);
+    if (!start) {
+      (void)fail(why_of(start.error()));
+      return;
+    }
+    out.push_back((*start - t->get<double>()) * 1e6);
+    deviation_ns_ = std::max({deviation_ns_, clock->max_deviation_ns(),
+                              peer_reply->value("max_deviation_ns", std::uint64_t{0})});
+  }
+
+  void report(std::vector<double> sem_us, std::vector<double> socket_us) {
+    if (!on()) {
+      measure::route_field("gpu_clock_fallback", fallback_);
+      return;
+    }
+    measure::route_latency("semaphore_gpu_wake_us", std::move(sem_us));
+    measure::route_latency("socket_gpu_wake_us", std::move(socket_us));
+    measure::route_field("gpu_wake_clock", {{"clock", "vk-calibrated-timestamp"},
+                                            {"time_domain", "CLOCK_MONOTONIC"},
+                                            {"max_deviation_ns", deviation_ns_}});
+  }
+
+ private:
+  bool fail(std::string why) {
+    if (fallback_.empty()) fallback_ = std::move(why);
+    ctx_.step("measure on the GPU clock: " + fallback_);
+    return false;
+  }
+  ChildContext& ctx_;
+  vksync::SyncDevice& sd_;
+  std::string fallback_;
+  std::uint64_t deviation_ns_ = 0;
+};
+
 void measure_wake(ChildContext& ctx, const SemaphoreKind& kind, vksync::SyncDevice& sd, VkBuffer shared) {
-  std::vector<double> sem_us, socket_us;
+  std::vector<double> sem_us, socket_us, sem_gpu_us, socket_gpu_us;
   auto waiter = s1::VkWaiter::create(sd, shared, ctx.layout().offset(s1::kRegion));
   if (!waiter) return;
   auto plain = s1::VkWaiter::create(sd, shared, ctx.layout().offset(s1::kRegion));
   if (!plain) return;
+  WakeTimer gpu(ctx, sd);
+  (void)gpu.prepare(**waiter, **plain);
   for (unsigned i = 0; i < measure::repeats(); ++i) {
     ctx.step(fmt::format("measure signal-to-wake, round {}", i + 1));
     os::UniqueFd fd;
-    if (!s1::ask(ctx, {{"op", "hold"}, {"kind", s1::key_of(kind)}}, &fd) || !fd.valid()) break;
+    if (!s1::ask(ctx, {{"op", "hold"}, {"kind", s1::key_of(kind)}, {"time", gpu.on()}}, &fd) || !fd.valid()) break;
     auto sem = vksync::create_semaphore(sd, kind.type, 0, "import (measure)");
     if (!sem) break;
     auto dup = ImportDup::of(fd.get());
@@ -135,7 +212,9 @@ void measure_wake(ChildContext& ctx, const SemaphoreKind& kind, vksync::SyncDevi
     const double woke = os::monotonic_seconds();
     if (!w || w->result != sync::WaitResult::signalled) break;
     sem_us.push_back((woke - released->value("t", woke)) * 1e6);
-    if (auto d = s1::ask(ctx, {{"op", "drain"}}, nullptr); !d || !d->value("drained", false)) break;
+    auto d = s1::ask(ctx, {{"op", "drain"}}, nullptr);
+    if (!d || !d->value("drained", false)) break;
+    gpu.sample(sem_gpu_us, **waiter, &*d);
 
     ctx.step(fmt::format("measure socket round trip + submit, round {}", i + 1));
     auto ping = s1::ask(ctx, {{"op", "ping"}}, nullptr);
@@ -145,6 +224,16 @@ void measure_wake(ChildContext& ctx, const SemaphoreKind& kind, vksync::SyncDevi
     const double done = os::monotonic_seconds();
     if (!pw || pw->result != sync::WaitResult::signalled) break;
     socket_us.push_back((done - ping->value("t", done)) * 1e6);
+
+    if (gpu.on()) {
+      ctx.step(fmt::format("measure GPU write, host relay, GPU start, round {}", i + 1));
+      auto pg = s1::ask(ctx, {{"op", "ping-gpu"}}, nullptr);
+      if (!pg) break;
+      if (!(*plain)->arm()) break;
+      auto gw = (*plain)->wait(std::chrono::milliseconds(5000));
+      if (!gw || gw->result != sync::WaitResult::signalled) break;
+      gpu.sample(socket_gpu_us, **plain, &*pg);
+    }
   }
   // A round cut short may have left a held signal: the producer releases it here.
   const bool peer = [&] {
@@ -154,6 +243,7 @@ void measure_wake(ChildContext& ctx, const SemaphoreKind& kind, vksync::SyncDevi
   if (!(*waiter)->drain() || !(*plain)->drain() || !peer) return;
   measure::route_latency("semaphore_wake_us", std::move(sem_us));
   measure::route_latency("socket_submit_wake_us", std::move(socket_us));
+  gpu.report(std::move(sem_gpu_us), std::move(socket_gpu_us));
 }
 
 int consumer(ChildContext& ctx, const SemaphoreKind& kind) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -72,6 +73,7 @@ Status VkWaiter::arm(bool wait_on_semaphore) {
   auto cmd = vksync::record(sd_, [&](VkCommandBuffer c) {
     vksync::barrier(d, c, shared_, off_, kRegionSize, 0, VK_ACCESS_TRANSFER_READ_BIT, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
                     VK_PIPELINE_STAGE_TRANSFER_BIT, VK_QUEUE_FAMILY_EXTERNAL, d.queue_family());
+    if (start_) start_->write(c, VK_PIPELINE_STAGE_TRANSFER_BIT);
     VkBufferCopy region{off_, 0, kRegionSize};
     d.fn().vkCmdCopyBuffer(c, shared_, copy_.buffer, 1, &region);
     // The marker is written after the copy and made visible with it.
@@ -123,6 +125,21 @@ sync::CopyCheck VkWaiter::check(std::uint64_t seed) const {
   return sync::CopyCheck{pattern::count_stale_words(got, seed), kRegionSize / 4, pattern::first_mismatch(got, seed)};
 }
 
+Status VkWaiter::time_start() {
+  if (start_) return {};
+  auto slot = vk::TimestampSlot::create(sd_.device());
+  if (!slot) return std::move(slot).error();
+  start_.emplace(std::move(*slot));
+  return {};
+}
+
+Result<double> VkWaiter::started_at(const vk::HostClock& clock) const {
+  if (!start_) return Error{"waiter start time", ErrorKind::protocol, {}, "time_start() was not called"};
+  auto t = start_->ticks();
+  if (!t) return std::move(t).error();
+  return clock.host_seconds(*t);
+}
+
 bool VkWaiter::drain() {
   if (!armed_) return true;
   auto w = vksync::wait_fence(sd_, fence_, kDrainNs, "waiter drain");
@@ -152,6 +169,7 @@ struct Round {
   vksync::Fence fence;
   VkCommandBuffer write = VK_NULL_HANDLE;
   bool submitted = false, released = false, leaked = false;
+  bool timed = false;  // --measure: `write` ends with a timestamp in Server::end_slot
   ~Round() {
     if (leaked) {
       shared.leak();
@@ -168,13 +186,17 @@ struct Server {
   vk::Buffer staging;  // kProducerSeed's pattern, copied into E by the GPU
   std::unique_ptr<Round> round;
   std::unique_ptr<VkWaiter> waiter;
+  // --measure: the producer write's end on the GPU, and the last timed round's result for the drain reply.
+  std::optional<vk::TimestampSlot> end_slot;
+  json gpu_time;
 
   VkDeviceSize offset() const { return ctx.layout().offset(kRegion); }
   std::span<std::byte> region() const {
     return ctx.layout().region(std::span<std::byte>(ex.buffer.mapped, ctx.layout().size), kRegion);
   }
 
-  Result<VkCommandBuffer> record_write() {
+  // `timed`: a timestamp at BOTTOM_OF_PIPE after the write, the last thing before the signal.
+  Result<VkCommandBuffer> record_write(bool timed = false) {
     const vk::Device& d = *ex.device;
     return vksync::record(*sd, [&](VkCommandBuffer c) {
       VkBufferCopy r{0, offset(), kRegionSize};
@@ -183,7 +205,50 @@ struct Server {
       vksync::barrier(d, c, ex.buffer.buffer, offset(), kRegionSize, VK_ACCESS_TRANSFER_WRITE_BIT, 0,
                       VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, d.queue_family(),
                       VK_QUEUE_FAMILY_EXTERNAL);
+      if (timed) end_slot->write(c, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT);
     });
+  }
+
+  // --measure: makes end_slot; false (and gpu_time holds the reason) when the device has no timestamps.
+  bool ensure_end_slot() {
+    if (end_slot) return true;
+    auto slot = vk::TimestampSlot::create(*ex.device);
+    if (!slot) {
+      gpu_time = {{"gpu_error", why_of(slot.error())}};
+      return false;
+    }
+    end_slot.emplace(std::move(*slot));
+    return true;
+  }
+
+  // The timed write's end on the host clock, as the reply fields "gpu_t" or "gpu_error".
+  json read_end_time() {
+    auto ticks = end_slot->ticks();
+    if (!ticks) return {{"gpu_error", why_of(ticks.error())}};
+    auto clock = vk::HostClock::calibrate(*ex.device);
+    if (!clock) return {{"gpu_error", why_of(clock.error())}};
+    return {{"gpu_t", clock->host_seconds(*ticks)}, {"max_deviation_ns", clock->max_deviation_ns()}};
+  }
+
+  // ping-gpu: the same write with no semaphore, waited for on the host, as a CPU-relayed handoff would be.
+  Result<json> ping_gpu() {
+    if (!drain_round()) return Error{"ping-gpu", ErrorKind::timeout, {}, "the previous round did not drain"};
+    if (!ensure_end_slot()) return std::exchange(gpu_time, json());
+    auto cmd = record_write(true);
+    if (!cmd) return std::move(cmd).error();
+    auto fence = vksync::create_fence(*sd);
+    if (!fence) return std::move(fence).error();
+    vksync::Submit s{*cmd, VK_NULL_HANDLE, 0, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_NULL_HANDLE, 0, fence->get()};
+    if (auto st = vksync::submit(*sd, s, "producer write (ping-gpu)"); !st) return std::move(st).error();
+    auto done = vksync::wait_fence(*sd, *fence, kDrainNs, "producer write (ping-gpu)");
+    const double t = os::monotonic_seconds();
+    if (!done || !*done) {
+      fence->leak();
+      return Error{"vkWaitForFences(producer write, ping-gpu)", ErrorKind::timeout, {}, "did not complete"};
+    }
+    json reply = read_end_time();
+    reply["t"] = t;
+    return reply;
   }
 
   bool drain_round() {
@@ -196,6 +261,7 @@ struct Server {
       ctx.step("vkWaitForFences(producer write + signal, drain)");
       auto done = vksync::wait_fence(*sd, r.fence, kDrainNs, "producer drain");
       ok = done && *done;
+      if (ok && r.timed) gpu_time = read_end_time();
     }
     if (!ok) {
       r.leaked = true;
@@ -222,7 +288,8 @@ struct Server {
     r->fence = std::move(*fence);
     // write=false: a bare gate (the peer writes E itself, after waiting on this signal).
     if (req.value("write", true)) {
-      auto cmd = record_write();
+      r->timed = req.value("time", false) && ensure_end_slot();
+      auto cmd = record_write(r->timed);
       if (!cmd) return std::move(cmd).error();
       r->write = *cmd;
       ctx.step("fill region E with the stale pattern (CPU)");
@@ -403,10 +470,13 @@ int vk_side_serve(ChildContext& ctx, std::span<const SemaphoreKind* const> kinds
       reply = st ? json{{"ok", true}, {"t", t}} : error_reply(st.error());
     } else if (op == "ping") {
       reply = {{"t", os::monotonic_seconds()}};
+    } else if (op == "ping-gpu") {
+      answer(s.ping_gpu());
     } else if (op == "drain") {
       bool ok = s.drain_round();
       if (s.waiter) ok = s.waiter->drain() && ok;
       reply = {{"drained", ok}};
+      if (!s.gpu_time.is_null()) reply.update(std::exchange(s.gpu_time, json()));
     } else if (op == "wait-export") {
       answer(s.wait_export(j, fd));
     } else if (op.rfind("wait-", 0) == 0) {

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "probe/routes/vk_sync.h"
+#include "vulkan/host_clock.h"
 #include "probe/sync_proof.h"
 #include "probe/worker/child_context.h"
 
@@ -67,6 +68,15 @@ class VkWaiter {
   /// Waits kDrainNs for armed work; on failure leaks what the work uses.
   bool drain();
   bool armed() const { return armed_; }
+  /// --measure: from the next arm() on, the work writes a device timestamp at
+  /// the TRANSFER stage before its copy, which the semaphore wait (dstStageMask
+  /// TRANSFER) holds back: the moment the GPU started after the wait.
+  /// Errors: vk::TimestampSlot::create's.
+  Status time_start();
+  /// That moment on `clock` (CLOCK_MONOTONIC seconds), once the armed work has
+  /// completed (wait() returned signalled). Errors: protocol when time_start()
+  /// was not called; vk::TimestampSlot::ticks()'s.
+  Result<double> started_at(const vk::HostClock& clock) const;
 
  private:
   VkWaiter(vksync::SyncDevice& sd, VkBuffer shared, VkDeviceSize off) : sd_(sd), shared_(shared), off_(off) {}
@@ -77,6 +87,7 @@ class VkWaiter {
   vksync::Semaphore sem_;
   VkSemaphoreType type_ = VK_SEMAPHORE_TYPE_BINARY;
   vksync::Fence fence_;
+  std::optional<vk::TimestampSlot> start_;
   bool armed_ = false;
   bool leaked_ = false;
 };
@@ -91,6 +102,12 @@ class VkWaiter {
 ///   release         host-signals the gate (binary) or submits write + signal 1;
 ///                   the reply's "t" is os::monotonic_seconds() just before (--measure)
 ///   ping            replies "t", os::monotonic_seconds() (--measure's socket round trip)
+///   ping-gpu        --measure: the GPU writes E with no semaphore; once its fence
+///                   is seen signalled, replies "t" (host, then) and "gpu_t" (the
+///                   write's end on the GPU, CLOCK_MONOTONIC seconds through
+///                   VK_EXT_calibrated_timestamps) or "gpu_error"
+///   hold {time: true}  as hold, and the write's end is timed: the drain reply
+///                   that follows carries "gpu_t" (or "gpu_error")
 ///   drain           lets held work run and waits for it
 ///   wait-export {kind}  creates an exportable semaphore (OPAQUE_FD, binary or timeline)
 ///                   for a waiter, replies with its fd

@@ -82,7 +82,9 @@ const std::vector<std::string>& route_device_extensions() {
       VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME, VK_KHR_DEDICATED_ALLOCATION_EXTENSION_NAME,
       VK_EXT_EXTERNAL_MEMORY_DMA_BUF_EXTENSION_NAME, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME,
       // The S1 rows: semaphore fds, and timeline semaphores (vk::Device::create enables the feature).
-      VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME};
+      VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME,
+      // --measure of the S1 rows: GPU timestamps of two processes on one host clock.
+      VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME};
   return list;
 }
 

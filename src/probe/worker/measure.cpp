@@ -352,6 +352,10 @@ void route_latency(const std::string& key, std::vector<double> samples_us) {
   log().route[key] = figure(std::move(samples_us));
 }
 
+void route_field(const std::string& key, json value) {
+  if (log().enabled) log().route[key] = std::move(value);
+}
+
 void merge_peer(const json& peer) {
   if (!log().enabled || !peer.is_object()) return;
   if (auto r = peer.find("route"); r != peer.end() && r->is_object())

@@ -129,6 +129,10 @@ void import_leg(const std::string& leg, const vk::Device& device, const vk::Allo
 /// Records a route-level latency (e.g. "export_us", "mmap_us") from samples in microseconds.
 void route_latency(const std::string& key, std::vector<double> samples_us);
 
+/// Sets route-level field `key` (e.g. the clock a route figure was taken with,
+/// or why a GPU clock was not used). Does nothing unless enabled().
+void route_field(const std::string& key, nlohmann::json value);
+
 /// Adds a route-level figure the peer measured (the "measure" object of its setup message).
 void merge_peer(const nlohmann::json& peer);
 
