@@ -152,6 +152,8 @@ class GatedProducer {
     open_gate();
     return nlohmann::json::object();
   }
+  /// The gated work is queued and the gate shut: a cuCtxSynchronize now would wait for ever.
+  bool gated() const { return armed_ && !gate_open_; }
   nlohmann::json drain() {
     open_gate();
     drained_ = !armed_ || side_.drain();
@@ -161,6 +163,7 @@ class GatedProducer {
  private:
   void open_gate() {
     if (side_.host == nullptr) return;
+    gate_open_ = true;
     // The GPU polls this word in host memory: a plain store could sit in a register.
     std::atomic_ref<std::uint32_t>(*static_cast<std::uint32_t*>(side_.host)).store(1, std::memory_order_seq_cst);
   }
@@ -168,6 +171,7 @@ class GatedProducer {
   CUevent event_;
   CUdeviceptr region_;
   bool armed_ = false;
+  bool gate_open_ = false;
   bool drained_ = false;
 };
 
@@ -249,7 +253,12 @@ int cuda_ipc_server(ChildContext& ctx) {
   ctx.step("serve the peer's checks (GPU copies to and from the allocation)");
   GatedProducer producer(api, event, base + layout.offset(s1::kRegion));
   ServeSync sync;
-  sync.refresh = [&] { return cuda::gpu_read(api, base, *side->staging, mirror); };
+  // gpu_read ends in cuCtxSynchronize, which would wait on the gated stream: while the gate is
+  // shut (between "hold" and "release") the mirror is left as it is (only the proof's ops come then).
+  sync.refresh = [&]() -> Status {
+    if (producer.gated()) return {};
+    return cuda::gpu_read(api, base, *side->staging, mirror);
+  };
   sync.publish = [&] { return cuda::gpu_write(api, base, *side->staging, mirror); };
   bool drained = true;
   sync.extra = [&](const std::string& op, const nlohmann::json&) -> std::optional<Result<nlohmann::json>> {
