@@ -3,7 +3,7 @@
 // this file is the test: a constant, a struct layout, an enum's underlying
 // type or a function type that differs from cuda.h's stops the build.
 //
-// Our header comes first, and the two constants cuda.h defines as macros are
+// Our header comes first, and the constants cuda.h defines as macros are
 // copied out before cuda.h is included: afterwards its macros would rewrite
 // those names (and the plain function names) wherever they appear.
 #include <cstddef>
@@ -18,6 +18,7 @@ namespace {
 constexpr unsigned int kOurDeviceMap = ours::CU_MEMHOSTREGISTER_DEVICEMAP;
 constexpr unsigned int kOurDedicated = ours::CUDA_EXTERNAL_MEMORY_DEDICATED;
 constexpr unsigned int kOurColorAttachment = ours::CUDA_ARRAY3D_COLOR_ATTACHMENT;
+constexpr std::size_t kOurIpcHandleSize = ours::CU_IPC_HANDLE_SIZE;
 }  // namespace
 
 #include <cuda.h>
@@ -80,6 +81,8 @@ EXTMEM_SAME_TYPE(CUDA_ARRAY3D_DESCRIPTOR)
 EXTMEM_SAME_TYPE(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC)
 EXTMEM_SAME_TYPE(CUmemorytype)
 EXTMEM_SAME_TYPE(CUDA_MEMCPY2D)
+EXTMEM_SAME_TYPE(CUipcMemHandle)
+EXTMEM_SAME_TYPE(CUipcEventHandle)
 #undef EXTMEM_SAME_TYPE
 
 // Plain aliases must be the very same types.
@@ -134,11 +137,20 @@ EXTMEM_SAME_VALUE(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
 EXTMEM_SAME_VALUE(CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
 EXTMEM_SAME_VALUE(CU_MEM_ALLOC_GRANULARITY_MINIMUM)
 EXTMEM_SAME_VALUE(CU_EVENT_DEFAULT)
+EXTMEM_SAME_VALUE(CU_EVENT_DISABLE_TIMING)
+EXTMEM_SAME_VALUE(CU_EVENT_INTERPROCESS)
+EXTMEM_SAME_VALUE(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)
+EXTMEM_SAME_VALUE(CU_STREAM_WAIT_VALUE_GEQ)
+EXTMEM_SAME_VALUE(CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED)
+EXTMEM_SAME_VALUE(CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED)
+EXTMEM_SAME_VALUE(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED)
+EXTMEM_SAME_VALUE(CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
 #undef EXTMEM_SAME_VALUE
 // The cuda.h macros, against the copies taken before cuda.h was included.
 static_assert(kOurDeviceMap == CU_MEMHOSTREGISTER_DEVICEMAP);
 static_assert(kOurDedicated == CUDA_EXTERNAL_MEMORY_DEDICATED);
 static_assert(kOurColorAttachment == CUDA_ARRAY3D_COLOR_ATTACHMENT);
+static_assert(kOurIpcHandleSize == CU_IPC_HANDLE_SIZE);
 
 // Structs: size, alignment, and the offset of every field (nested ones too).
 #define EXTMEM_SAME_SHAPE(name)                                   \
@@ -214,6 +226,11 @@ EXTMEM_SAME_FIELD(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, params.reserved)
 EXTMEM_SAME_FIELD(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, flags)
 EXTMEM_SAME_FIELD(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, reserved)
 EXTMEM_SAME_FIELD_SIZE(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, params)
+
+EXTMEM_SAME_SHAPE(CUipcMemHandle)
+EXTMEM_SAME_FIELD_SIZE(CUipcMemHandle, reserved)
+EXTMEM_SAME_SHAPE(CUipcEventHandle)
+EXTMEM_SAME_FIELD_SIZE(CUipcEventHandle, reserved)
 
 EXTMEM_SAME_SHAPE(CUmemAccessDesc)
 EXTMEM_SAME_FIELD(CUmemAccessDesc, location)

@@ -74,9 +74,11 @@ TEST(CudaLoader, SymbolListNamesVersionedEntryPointsOnce) {
   EXPECT_EQ(unique.size(), names.size());
   // cuda.h maps these plain names to versioned symbols; the table must use the versioned ones.
   for (const char* v : {"cuMemAlloc_v2", "cuMemcpyDtoD_v2", "cuMemsetD32_v2", "cuMemHostRegister_v2", "cuDeviceGetUuid_v2",
-                        "cuDevicePrimaryCtxRelease_v2"})
+                        "cuDevicePrimaryCtxRelease_v2", "cuIpcOpenMemHandle_v2", "cuStreamWaitValue32_v2",
+                        "cuMemGetAddressRange_v2"})
     EXPECT_EQ(unique.count(v), 1u) << v;
-  for (const char* plain : {"cuMemAlloc", "cuMemcpyDtoD", "cuMemsetD32", "cuMemHostRegister", "cuDeviceGetUuid"})
+  for (const char* plain : {"cuMemAlloc", "cuMemcpyDtoD", "cuMemsetD32", "cuMemHostRegister", "cuDeviceGetUuid",
+                            "cuIpcOpenMemHandle", "cuStreamWaitValue32", "cuMemGetAddressRange"})
     EXPECT_EQ(unique.count(plain), 0u) << plain;
 }
 
@@ -151,6 +153,42 @@ TEST(CudaRows, LibraryMissingASymbolIsUnsupportedNamingIt) {
     EXPECT_TRUE(has(line, "dlsym(cuMemExportToShareableHandle) -> missing symbol")) << line;
   }
   EXPECT_TRUE(has(r.out, "no CUDA information: dlsym(cuMemExportToShareableHandle): missing symbol")) << r.out;
+}
+
+// The issue #19 rows are CUDA rows of group t1, and without a driver they SKIP with the reason.
+TEST(CudaRows, IpcAndMultichunkRowsSkipWithoutTheDriver) {
+  for (const char* row : {"T1-cuda-ipc", "T1-cuda-vmm-multichunk"}) {
+    const extmem::probe::RouteInfo* info = nullptr;
+    for (const extmem::probe::RouteInfo& r : extmem::probe::routes())
+      if (r.row == row) info = &r;
+    ASSERT_NE(info, nullptr) << row;
+    EXPECT_TRUE(info->cuda) << row;
+    EXPECT_EQ(info->group, "t1") << row;
+  }
+  CmdRun r = extmem("probe --only=T1-cuda-ipc,T1-cuda-vmm-multichunk", "EXTMEM_CUDA_LIBRARY=" + kMissing);
+  EXPECT_EQ(r.code, 0) << r.out;
+  for (const char* row : {"T1-cuda-ipc", "T1-cuda-vmm-multichunk"}) {
+    const std::string line = line_of(r.out, row);
+    EXPECT_TRUE(has(line, std::string(row) + " SKIP why: no CUDA driver (dlopen(" + kMissing + "):")) << line;
+  }
+}
+
+// The multichunk negative control: a peer that maps only the first chunk is never OK. With a
+// CUDA driver it must FAIL at chunk boundary 1; without one (lavapipe, CI) the row SKIPs with
+// the reason and the test says the control could not run here.
+TEST(CudaRows, MultichunkPeerMappingOnlyTheFirstChunkIsNotOk) {
+  CmdRun r = extmem("probe --only=T1-cuda-vmm-multichunk",
+                    "'EXTMEM_TEST_FAULT=T1-cuda-vmm-multichunk:client:cuMemMap:firstchunk'");
+  const std::string line = line_of(r.out, "T1-cuda-vmm-multichunk");
+  ASSERT_FALSE(line.empty()) << r.out;
+  EXPECT_FALSE(has(line, "T1-cuda-vmm-multichunk OK")) << line;
+  if (has(line, "T1-cuda-vmm-multichunk SKIP")) {
+    EXPECT_TRUE(has(line, "why: no CUDA driver")) << line;
+    GTEST_SKIP() << "no CUDA driver here: the control runs on a GPU machine (" << line << ")";
+  }
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(line, "T1-cuda-vmm-multichunk FAIL")) << line;
+  EXPECT_TRUE(has(line, "chunk boundary 1")) << line;
 }
 
 // --json carries the CUDA section of phase A.

@@ -48,6 +48,30 @@ inline constexpr unsigned int CU_EVENT_DEFAULT = 0x0;
 struct CUextSemaphore_st;  ///< opaque, owned by the driver (cuImportExternalSemaphore)
 using CUexternalSemaphore = CUextSemaphore_st*;
 
+/// cuEventCreate flags (cuda.h, CUevent_flags): an event another process may
+/// open must be created with both (cuIpcGetEventHandle refuses it otherwise).
+inline constexpr unsigned int CU_EVENT_DISABLE_TIMING = 0x2;
+inline constexpr unsigned int CU_EVENT_INTERPROCESS = 0x4;
+
+/// The size in bytes of a legacy IPC handle (cuda.h, CU_IPC_HANDLE_SIZE).
+inline constexpr std::size_t CU_IPC_HANDLE_SIZE = 64;
+/// cuIpcGetMemHandle's handle of a cuMemAlloc allocation: 64 opaque bytes, no
+/// fd; it names the whole allocation (its base), whatever pointer was passed.
+struct CUipcMemHandle {
+  char reserved[CU_IPC_HANDLE_SIZE];
+};
+/// cuIpcGetEventHandle's handle of a CU_EVENT_INTERPROCESS event: 64 opaque bytes.
+struct CUipcEventHandle {
+  char reserved[CU_IPC_HANDLE_SIZE];
+};
+/// cuIpcOpenMemHandle's only flag value (cuda.h: "Must be specified as
+/// CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS"): peer access enabled on first use.
+inline constexpr unsigned int CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1;
+
+/// cuStreamWaitValue32 flag (cuda.h, CUstreamWaitValue_flags): wait until
+/// (int32_t)(*addr - value) >= 0. T1-cuda-ipc's producer gate.
+inline constexpr unsigned int CU_STREAM_WAIT_VALUE_GEQ = 0x0;
+
 /// cuStreamCreate flag: the stream does not synchronise with the legacy default stream.
 inline constexpr unsigned int CU_STREAM_NON_BLOCKING = 0x1;
 
@@ -125,7 +149,10 @@ enum CUdevice_attribute : unsigned int {
   CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED = 99,
   CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
   CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103,
+  CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED = 116,  ///< phase A only: GPUDirect RDMA (nvidia_p2p_get_pages)
   CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 124,
+  CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED = 125,  ///< cuIpcGetEventHandle works here (T1-cuda-ipc's ipcevent leg)
+  CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED = 128,  ///< phase A only: CU_MEM_HANDLE_TYPE_FABRIC exports
 };
 
 /// cuMemHostRegister flag: give the registered range a device address.
@@ -249,7 +276,8 @@ enum CUmemAccess_flags : unsigned int {
 };
 
 enum CUmemAllocationGranularity_flags : unsigned int {
-  CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0x0,  ///< the smallest size and alignment accepted
+  CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0x0,      ///< the smallest size and alignment accepted
+  CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 0x1,  ///< the size the driver recommends for performance (phase A)
 };
 
 struct CUmemLocation {
@@ -349,6 +377,18 @@ using cuMemcpyHtoDAsync_v2 = CUresult(CUdeviceptr dst, const void* src, std::siz
 using cuMemcpyDtoHAsync_v2 = CUresult(void* dst, CUdeviceptr src, std::size_t bytes, CUstream stream);
 using cuMemAllocHost_v2 = CUresult(void** host, std::size_t bytes);
 using cuMemFreeHost = CUresult(void* host);
+// Legacy CUDA IPC (T1-cuda-ipc): handles are passed by value.
+using cuIpcGetMemHandle = CUresult(CUipcMemHandle* handle, CUdeviceptr ptr);
+using cuIpcOpenMemHandle_v2 = CUresult(CUdeviceptr* ptr, CUipcMemHandle handle, unsigned int flags);
+using cuIpcCloseMemHandle = CUresult(CUdeviceptr ptr);
+using cuIpcGetEventHandle = CUresult(CUipcEventHandle* handle, CUevent event);
+using cuIpcOpenEventHandle = CUresult(CUevent* event, CUipcEventHandle handle);
+using cuStreamWaitEvent = CUresult(CUstream stream, CUevent event, unsigned int flags);
+/// `addr` is a device address of a 32-bit word (pinned host memory's host pointer, with unified addressing).
+using cuStreamWaitValue32_v2 = CUresult(CUstream stream, CUdeviceptr addr, unsigned int value, unsigned int flags);
+using cuStreamSynchronize = CUresult(CUstream stream);
+/// The allocation holding `ptr`: its base address and size in bytes.
+using cuMemGetAddressRange_v2 = CUresult(CUdeviceptr* base, std::size_t* bytes, CUdeviceptr ptr);
 }  // namespace fn
 
 }  // namespace extmem::cudrv

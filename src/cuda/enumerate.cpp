@@ -37,6 +37,23 @@ Result<Enumeration> enumerate() {
     d.vmm = attr(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
     d.host_register = attr(CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED);
     d.dma_buf = attr(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED);
+    d.ipc_event = attr(CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED);
+    d.fabric = attr(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED);
+    d.gpu_direct_rdma = attr(CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED);
+    if (d.vmm == 1) {
+      // The allocation the VMM rows make (cuda.h, cuMemGetAllocationGranularity takes its prop).
+      CUmemAllocationProp prop{};
+      prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+      prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      prop.location.id = dev;
+      prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+      std::size_t g = 0;
+      if (api.cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS)
+        d.granularity_minimum = g;
+      g = 0;
+      if (api.cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) == CUDA_SUCCESS)
+        d.granularity_recommended = g;
+    }
     e.devices.push_back(std::move(d));
   }
   return e;

@@ -67,4 +67,13 @@
   X(cuExternalMemoryGetMappedMipmappedArray, cuExternalMemoryGetMappedMipmappedArray) \
   X(cuMipmappedArrayGetLevel, cuMipmappedArrayGetLevel)               \
   X(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy)                 \
-  X(cuMemcpy2D, cuMemcpy2D_v2)
+  X(cuMemcpy2D, cuMemcpy2D_v2)                                        \
+  X(cuIpcGetMemHandle, cuIpcGetMemHandle)                             \
+  X(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2)                        \
+  X(cuIpcCloseMemHandle, cuIpcCloseMemHandle)                         \
+  X(cuIpcGetEventHandle, cuIpcGetEventHandle)                         \
+  X(cuIpcOpenEventHandle, cuIpcOpenEventHandle)                       \
+  X(cuStreamWaitEvent, cuStreamWaitEvent)                             \
+  X(cuStreamWaitValue32, cuStreamWaitValue32_v2)                      \
+  X(cuStreamSynchronize, cuStreamSynchronize)                         \
+  X(cuMemGetAddressRange, cuMemGetAddressRange_v2)

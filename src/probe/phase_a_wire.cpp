@@ -29,7 +29,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GlesInfo, platform, egl_vendor, egl_version, 
                                    extensions, device_uuid, driver_uuid)
 }  // namespace gles
 namespace cuda {
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceInfo, ordinal, name, uuid, total_mem, posix_fd, vmm, host_register, dma_buf)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceInfo, ordinal, name, uuid, total_mem, posix_fd, vmm, host_register, dma_buf,
+                                   ipc_event, fabric, gpu_direct_rdma, granularity_minimum, granularity_recommended)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Enumeration, library, driver_version, devices)
 }  // namespace cuda
 }  // namespace extmem

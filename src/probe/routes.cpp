@@ -17,6 +17,8 @@ extern const RouteDef kT3ExternalMemoryHost;                                // r
 extern const RouteDef kT3ClientMemfdServerImport;                           // routes/t3_client_memfd_server_import.cpp
 extern const RouteDef kT3MemfdSealed;                                       // routes/t3_memfd_sealed.cpp
 extern const RouteDef kT1OpaqueFdCuda, kT1CudaVmmFd, kT3CudaHostRegister;   // routes/cuda_rows.cpp
+extern const RouteDef kT1CudaIpc;                                           // routes/cuda_t1_ipc.cpp
+extern const RouteDef kT1CudaVmmMultichunk;                                 // routes/cuda_t1_vmm_multichunk.cpp
 extern const RouteDef kT4ImageOpaqueFd, kT4ImageOpaqueFdLinear;             // routes/t4_image_opaque_fd.cpp
 extern const RouteDef kT4GlesImageSameProc, kT4GlesImageCrossProc;          // routes/t4_gles_image.cpp
 extern const RouteDef kT4ImageDmaBufModifier;                               // routes/t4_image_dma_buf_modifier.cpp
@@ -42,7 +44,7 @@ std::span<const RouteDef> route_table() {
   static const std::vector<RouteDef> table = {
       kT0AhbBlobTransfer, kT0SustainedLock, kT1OpaqueFd, kT1DmaBuf, kT1OpaqueFdForeignFd, kT1GlesSameProc, kT1GlesCrossProc,
       kT3MemfdCrossProcess, kT3ExternalMemoryHost, kT3ClientMemfdServerImport, kT3MemfdSealed,
-      kT1OpaqueFdCuda, kT1CudaVmmFd, kT3CudaHostRegister,
+      kT1OpaqueFdCuda, kT1CudaVmmFd, kT3CudaHostRegister, kT1CudaIpc, kT1CudaVmmMultichunk,
       kT4ImageOpaqueFd, kT4ImageOpaqueFdLinear, kT4GlesImageSameProc, kT4GlesImageCrossProc,
       kT4ImageDmaBufModifier, kT4ImageCuda,
       kS1SemaphoreOpaqueFd, kS1TimelineOpaqueFd, kS1SyncFd, kS1GlesSemaphore, kS1CudaSemaphore,

@@ -16,6 +16,7 @@ inline const std::vector<std::string> kRowNames = {
     "T3-memfd-cross-process",      "T3-external-memory-host",     "T3-client-memfd-server-import",
     "T3-memfd-sealed",
     "T1-opaque-fd-cuda",           "T1-cuda-vmm-fd",              "T3-cuda-host-register",
+    "T1-cuda-ipc",                 "T1-cuda-vmm-multichunk",
     "T4-image-opaque-fd",          "T4-image-opaque-fd@linear",   "T4-gles-image-same-proc",
     "T4-gles-image-cross-proc",    "T4-image-dma-buf-modifier",   "T4-image-cuda",
     "S1-semaphore-opaque-fd",      "S1-timeline-opaque-fd",       "S1-sync-fd",

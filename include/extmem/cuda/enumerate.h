@@ -21,6 +21,14 @@ struct DeviceInfo {
   int vmm = -1;            ///< CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED (T1-cuda-vmm-fd)
   int host_register = -1;  ///< CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED (T3-cuda-host-register)
   int dma_buf = -1;        ///< CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
+  int ipc_event = -1;      ///< CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED (T1-cuda-ipc: UNSUPPORTED when 0)
+  int fabric = -1;         ///< CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED (informational: no row uses it)
+  int gpu_direct_rdma = -1;  ///< CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED (informational)
+  /// cuMemGetAllocationGranularity for a device-located, POSIX-fd-exportable
+  /// pinned allocation (what T1-cuda-vmm-fd and T1-cuda-vmm-multichunk create),
+  /// bytes; 0 when the query failed or VMM is unsupported.
+  std::uint64_t granularity_minimum = 0;
+  std::uint64_t granularity_recommended = 0;
 };
 
 struct Enumeration {

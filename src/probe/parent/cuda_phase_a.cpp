@@ -26,6 +26,9 @@ void print_cuda(std::ostream& out, const Result<cuda::Enumeration>& r, const std
                        d.total_mem >> 20, match ? "  <- matches the selected Vulkan device" : "");
     out << fmt::format("  posixFdHandle={} virtualMemoryManagement={} hostRegister={} dmaBuf={}\n", yes_no(d.posix_fd),
                        yes_no(d.vmm), yes_no(d.host_register), yes_no(d.dma_buf));
+    out << fmt::format("  ipcEvent={} fabricHandle={} gpuDirectRdma={} granularity={}/{} (minimum/recommended bytes)\n",
+                       yes_no(d.ipc_event), yes_no(d.fabric), yes_no(d.gpu_direct_rdma), d.granularity_minimum,
+                       d.granularity_recommended);
   }
   if (!matched) out << fmt::format("  no CUDA device has the selected Vulkan deviceUUID {}\n", vulkan_uuid);
 }
@@ -41,6 +44,9 @@ nlohmann::json to_json(const Result<cuda::Enumeration>& r, const std::string& vu
     devices.push_back({{"ordinal", d.ordinal}, {"name", d.name}, {"uuid", d.uuid}, {"total_mem", d.total_mem},
                        {"posix_fd_handle", d.posix_fd}, {"virtual_memory_management", d.vmm},
                        {"host_register", d.host_register}, {"dma_buf", d.dma_buf},
+                       {"ipc_event", d.ipc_event}, {"fabric_handle", d.fabric}, {"gpu_direct_rdma", d.gpu_direct_rdma},
+                       {"granularity_minimum", d.granularity_minimum},
+                       {"granularity_recommended", d.granularity_recommended},
                        {"matches_vulkan_device", d.uuid == vulkan_uuid}});
   j["library"] = r->library;
   j["driver_version"] = r->driver_version;

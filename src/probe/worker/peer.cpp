@@ -235,6 +235,14 @@ Status serve(ChildContext& ctx, std::span<std::byte> view, const ServeSync& sync
       std::size_t stale = in_view ? pattern::count_stale_words(layout.region(view, *region), seed.value_or(seed_of(*region)))
                                   : kRegionSize / 4;
       reply = {{"stale", stale}};
+    } else if (auto handled = sync.extra ? sync.extra(op, *j) : std::nullopt) {
+      if (!*handled) return std::move(*handled).error();
+      reply = std::move(**handled);
+      if (reply.is_object() && reply.value("publish", false)) {
+        reply.erase("publish");
+        if (sync.publish)
+          if (auto s = sync.publish(); !s) return s;
+      }
     } else {
       reply = {{"error", "unknown op \"" + op + "\""}};
     }

@@ -78,6 +78,13 @@ Status serve(ChildContext& ctx, std::span<std::byte> view);
 struct ServeSync {
   std::function<Status()> refresh;
   std::function<Status()> publish;
+  /// A route's own requests (T1-cuda-ipc's ordering proof, T1-cuda-vmm-multichunk's
+  /// boundary fills): called, after refresh, with the op and the request for
+  /// every op serve() does not know; returns the reply to send, or nullopt when
+  /// the op is unknown to it too (answered with an "unknown op" error). An
+  /// error ends serving. serve() runs publish after it when the reply carries
+  /// "publish": true (and strips that field).
+  std::function<std::optional<Result<nlohmann::json>>(const std::string& op, const nlohmann::json& req)> extra;
 };
 /// serve() on a mirrored view (T1-cuda-vmm-fd's exporter).
 Status serve(ChildContext& ctx, std::span<std::byte> view, const ServeSync& sync);
