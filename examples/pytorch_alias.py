@@ -166,7 +166,8 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
-    set_allocator(args.allocator if args.device == "cuda" else "default")
+    allocator = args.allocator if args.device == "cuda" else "default"  # the CPU route has no CUDA allocator
+    set_allocator(allocator)
     try:
         import torch
         import torch.multiprocessing as mp
@@ -185,7 +186,7 @@ def main(argv):
     print("torch %s, %s, libextmem %s" % (torch.__version__, sys.executable, zc.where))
 
     producer = make_tensor(torch, args.device, args.size, args.view_offset)
-    child = Child(mp.get_context("spawn"), args.allocator, args.child_snapshots)
+    child = Child(mp.get_context("spawn"), allocator, args.child_snapshots)
     results = []
     try:
         if args.case in ("alias", "both"):
