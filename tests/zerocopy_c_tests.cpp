@@ -1,5 +1,5 @@
 // Tests of the C interface (extmem/core/zerocopy_c.h), written the way a C
-// caller uses it: plain pointers, lengths, a callback with a user pointer.
+// caller uses it: plain pointers, lengths, callbacks with a user pointer.
 #include "extmem/core/zerocopy_c.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -149,9 +150,138 @@ TEST_F(ZerocopyCTest, StatusNames) {
   EXPECT_STREQ(extmem_zc_status_name(EXTMEM_ZC_SHORT_READ), "short_read");
   EXPECT_STREQ(extmem_zc_status_name(EXTMEM_ZC_READ_FAILED), "read_failed");
   EXPECT_STREQ(extmem_zc_status_name(EXTMEM_ZC_NOT_OBSERVED), "not_observed");
+  EXPECT_STREQ(extmem_zc_status_name(EXTMEM_ZC_WRITE_FAILED), "write_failed");
   EXPECT_STREQ(extmem_zc_status_name(EXTMEM_ZC_INVALID_ARGUMENT), "invalid_argument");
   EXPECT_STREQ(extmem_zc_status_name(EXTMEM_ZC_INTERNAL_ERROR), "internal_error");
   EXPECT_STREQ(extmem_zc_status_name(static_cast<extmem_zc_status>(99)), "unknown");
+}
+
+// ---- extmem_zc_check_rw: the producer behind functions too, one user pointer ----
+
+struct RwState {
+  unsigned char* producer;
+  const unsigned char* consumer;
+  int writes;
+  int write_fail_at;  // 0: never fail
+  int consumer_reads;
+  int consumer_fail_at;
+  int producer_fail;  // 1: the producer's read function fails
+};
+
+int64_t rw_read_producer(void* user, size_t offset, void* out, size_t len) {
+  auto* state = static_cast<RwState*>(user);
+  if (state->producer_fail) return -ENODEV;
+  std::memcpy(out, state->producer + offset, len);
+  return static_cast<int64_t>(len);
+}
+
+int rw_write_producer(void* user, size_t offset, const void* in, size_t len) {
+  auto* state = static_cast<RwState*>(user);
+  if (++state->writes == state->write_fail_at) return -EIO;
+  volatile unsigned char* to = state->producer + offset;
+  const auto* from = static_cast<const unsigned char*>(in);
+  for (size_t i = 0; i < len; ++i) to[i] = from[i];
+  return 0;
+}
+
+int64_t rw_read_consumer(void* user, size_t offset, void* out, size_t len) {
+  auto* state = static_cast<RwState*>(user);
+  if (++state->consumer_reads == state->consumer_fail_at) return -ETIMEDOUT;
+  const volatile unsigned char* from = state->consumer + offset;
+  auto* to = static_cast<unsigned char*>(out);
+  for (size_t i = 0; i < len; ++i) to[i] = from[i];
+  return static_cast<int64_t>(len);
+}
+
+TEST_F(ZerocopyCTest, CheckRwPassesThroughASharedMapping) {
+  RwState state{static_cast<unsigned char*>(a_), static_cast<const unsigned char*>(b_), 0, 0, 0, 0, 0};
+  extmem_zc_rw_result result;
+  EXPECT_EQ(extmem_zc_check_rw(kSize, reinterpret_cast<uintptr_t>(a_), rw_read_producer, rw_write_producer,
+                               rw_read_consumer, &state, nullptr, &result),
+            EXTMEM_ZC_PASS);
+  EXPECT_EQ(result.base.status, EXTMEM_ZC_PASS);
+  EXPECT_GT(result.base.offsets_probed, 10u);
+  EXPECT_EQ(static_cast<size_t>(state.writes), 2 * result.base.offsets_probed);
+  EXPECT_EQ(result.failed_side, EXTMEM_ZC_SIDE_NONE);
+  EXPECT_TRUE(producer_unchanged());
+}
+
+TEST_F(ZerocopyCTest, CheckRwOnACopyIsNotObserved) {
+  std::vector<unsigned char> copy(before_);
+  RwState state{static_cast<unsigned char*>(a_), copy.data(), 0, 0, 0, 0, 0};
+  extmem_zc_rw_result result;
+  EXPECT_EQ(extmem_zc_check_rw(kSize, 0, rw_read_producer, rw_write_producer, rw_read_consumer, &state, nullptr,
+                               &result),
+            EXTMEM_ZC_NOT_OBSERVED);
+  EXPECT_EQ(result.base.offset, 0u);
+  EXPECT_EQ(result.base.seen, before_[0]);
+  EXPECT_EQ(result.base.written, result.base.sentinel);
+  EXPECT_EQ(result.restore_failed, 0);
+  EXPECT_NE(std::string(result.base.message).find("consumer holds a copy"), std::string::npos);
+  EXPECT_TRUE(producer_unchanged());
+}
+
+TEST_F(ZerocopyCTest, CheckRwWriteFailingMidwayReportsItsErrnoAndRestores) {
+  RwState state{static_cast<unsigned char*>(a_), static_cast<const unsigned char*>(b_), 0, 5, 0, 0, 0};
+  extmem_zc_rw_result result;
+  EXPECT_EQ(extmem_zc_check_rw(kSize, 0, rw_read_producer, rw_write_producer, rw_read_consumer, &state, nullptr,
+                               &result),
+            EXTMEM_ZC_WRITE_FAILED);  // the third offset's sentinel
+  EXPECT_EQ(result.failed_side, EXTMEM_ZC_SIDE_PRODUCER);
+  EXPECT_EQ(result.write_errno, EIO);
+  EXPECT_EQ(result.restore_failed, 0);
+  EXPECT_NE(std::string(result.base.message).find("EIO"), std::string::npos) << result.base.message;
+  EXPECT_TRUE(producer_unchanged());
+}
+
+TEST_F(ZerocopyCTest, CheckRwFailedRestoreIsReported) {
+  RwState state{static_cast<unsigned char*>(a_), static_cast<const unsigned char*>(b_), 0, 2, 0, 0, 0};
+  extmem_zc_rw_result result;
+  EXPECT_EQ(extmem_zc_check_rw(kSize, 0, rw_read_producer, rw_write_producer, rw_read_consumer, &state, nullptr,
+                               &result),
+            EXTMEM_ZC_WRITE_FAILED);
+  EXPECT_EQ(result.restore_failed, 1);
+  EXPECT_EQ(result.base.offset, 0u);
+  EXPECT_EQ(result.base.original, before_[0]);
+  EXPECT_EQ(static_cast<unsigned char*>(a_)[0], result.base.sentinel);
+}
+
+TEST_F(ZerocopyCTest, CheckRwReadErrnoComesFromTheFailingSide) {
+  RwState consumer_fails{static_cast<unsigned char*>(a_), static_cast<const unsigned char*>(b_), 0, 0, 0, 2, 0};
+  extmem_zc_rw_result result;
+  EXPECT_EQ(extmem_zc_check_rw(kSize, 0, rw_read_producer, rw_write_producer, rw_read_consumer, &consumer_fails,
+                               nullptr, &result),
+            EXTMEM_ZC_READ_FAILED);
+  EXPECT_EQ(result.failed_side, EXTMEM_ZC_SIDE_CONSUMER);
+  EXPECT_EQ(result.base.read_errno, ETIMEDOUT);
+  EXPECT_TRUE(producer_unchanged());
+
+  RwState producer_fails{static_cast<unsigned char*>(a_), static_cast<const unsigned char*>(b_), 0, 0, 0, 0, 1};
+  EXPECT_EQ(extmem_zc_check_rw(kSize, 0, rw_read_producer, rw_write_producer, rw_read_consumer, &producer_fails,
+                               nullptr, &result),
+            EXTMEM_ZC_READ_FAILED);
+  EXPECT_EQ(result.failed_side, EXTMEM_ZC_SIDE_PRODUCER);
+  EXPECT_EQ(result.base.read_errno, ENODEV);
+  EXPECT_EQ(producer_fails.writes, 0);
+}
+
+TEST_F(ZerocopyCTest, CheckRwArguments) {
+  RwState state{static_cast<unsigned char*>(a_), static_cast<const unsigned char*>(b_), 0, 0, 0, 0, 0};
+  extmem_zc_rw_result result;
+  EXPECT_EQ(extmem_zc_check_rw(0, 0, rw_read_producer, rw_write_producer, rw_read_consumer, &state, nullptr, &result),
+            EXTMEM_ZC_EMPTY_PRODUCER);
+  EXPECT_EQ(extmem_zc_check_rw(kSize, 0, nullptr, rw_write_producer, rw_read_consumer, &state, nullptr, &result),
+            EXTMEM_ZC_INVALID_ARGUMENT);
+  EXPECT_EQ(extmem_zc_check_rw(kSize, 0, rw_read_producer, nullptr, rw_read_consumer, &state, nullptr, &result),
+            EXTMEM_ZC_INVALID_ARGUMENT);
+  EXPECT_EQ(extmem_zc_check_rw(kSize, 0, rw_read_producer, rw_write_producer, nullptr, &state, nullptr, &result),
+            EXTMEM_ZC_INVALID_ARGUMENT);
+  EXPECT_NE(result.base.message[0], '\0');
+  EXPECT_EQ(extmem_zc_check_rw(kSize, 0, rw_read_producer, rw_write_producer, rw_read_consumer, &state, nullptr,
+                               nullptr),
+            EXTMEM_ZC_PASS);
+  EXPECT_GT(state.writes, 0);
+  EXPECT_TRUE(producer_unchanged());
 }
 
 }  // namespace

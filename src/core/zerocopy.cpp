@@ -51,30 +51,118 @@ std::uint8_t pick_sentinel(std::uint64_t seed, std::size_t offset, std::uint8_t 
   return candidate;
 }
 
-// Puts the producer's original byte back when the probe of one offset ends,
-// whichever way it ends (a mismatch, a read error, an exception).
-class RestoreGuard {
- public:
-  RestoreGuard(std::byte* at, std::uint8_t original) noexcept : at_(at), original_(original) {}
-  RestoreGuard(const RestoreGuard&) = delete;
-  RestoreGuard& operator=(const RestoreGuard&) = delete;
-  ~RestoreGuard() { restore(); }
+// How one access to a view ended when it did not do its job: the kind, whose
+// function it was, the function's error, the message.
+struct IoProblem {
+  Errc errc;
+  Side side;
+  Error error;
+  std::string message;
+};
+using IoResult = std::optional<IoProblem>;
 
-  void restore() noexcept {
-    if (std::exchange(armed_, false)) store_byte(at_, original_);
+// The producer as memory of this process: loads and stores cannot fail.
+class MemoryProducer {
+ public:
+  explicit MemoryProducer(std::span<std::byte> view) noexcept : view_(view) {}
+  const void* address() const noexcept { return view_.data(); }
+  std::size_t size() const noexcept { return view_.size(); }
+  IoResult load(std::size_t offset, std::uint8_t& out) noexcept {
+    out = load_byte(view_.data() + offset);
+    return std::nullopt;
+  }
+  IoResult store(std::size_t offset, std::uint8_t value) noexcept {
+    store_byte(view_.data() + offset, value);
+    return std::nullopt;
   }
 
  private:
-  std::byte* at_;
-  std::uint8_t original_;
-  bool armed_ = true;
+  std::span<std::byte> view_;
 };
 
-// How a read of one consumer byte ended when it did not produce the byte.
-struct ReadProblem {
-  Errc errc;
-  Error read_error;
-  std::string message;
+// One byte through a ReadFn, whichever side it reads: exceptions, errors and
+// a wrong count become an IoProblem naming the side.
+IoResult read_one(const ReadFn& read_fn, Side side, std::size_t offset, std::uint8_t& out) {
+  const char* whose = side == Side::producer ? "the producer's read function" : "the read function";
+  std::array<std::byte, 1> buffer{};
+  std::optional<Result<std::size_t>> got;
+  try {
+    got.emplace(read_fn(offset, std::span<std::byte>(buffer)));
+  } catch (const std::exception& e) {
+    got.emplace(Error{"zerocopy read function", ErrorKind::protocol, "exception", e.what()});
+  } catch (...) {
+    got.emplace(Error{"zerocopy read function", ErrorKind::protocol, "exception", "a non-standard exception"});
+  }
+  if (!got->ok()) {
+    std::string message = fmt::format("offset {}: {} failed: {}", offset, whose, got->error().message());
+    return IoProblem{Errc::read_failed, side, std::move(*got).error(), std::move(message)};
+  }
+  const std::size_t filled = got->value();
+  if (filled != buffer.size()) {
+    return IoProblem{Errc::short_read, side, Error{},
+                     fmt::format("offset {}: {} reported {} bytes for a {}-byte request", offset, whose, filled,
+                                 buffer.size())};
+  }
+  out = static_cast<std::uint8_t>(buffer[0]);
+  return std::nullopt;
+}
+
+// The producer through ProducerFns (check_rw): a read or a write may fail.
+class FunctionProducer {
+ public:
+  FunctionProducer(const ProducerFns& fns, std::size_t size) noexcept : fns_(fns), size_(size) {}
+  const void* address() const noexcept { return reinterpret_cast<const void*>(fns_.address); }
+  std::size_t size() const noexcept { return size_; }
+  IoResult load(std::size_t offset, std::uint8_t& out) { return read_one(fns_.read, Side::producer, offset, out); }
+  IoResult store(std::size_t offset, std::uint8_t value) {
+    const std::array<std::byte, 1> buffer{std::byte{value}};
+    std::optional<Status> done;
+    try {
+      done.emplace(fns_.write(offset, std::span<const std::byte>(buffer)));
+    } catch (const std::exception& e) {
+      done.emplace(Error{"zerocopy write function", ErrorKind::protocol, "exception", e.what()});
+    } catch (...) {
+      done.emplace(Error{"zerocopy write function", ErrorKind::protocol, "exception", "a non-standard exception"});
+    }
+    if (done->ok()) return std::nullopt;
+    std::string message = fmt::format("offset {}: the producer's write function failed writing 0x{:02x}: {}", offset,
+                                      value, done->error().message());
+    return IoProblem{Errc::write_failed, Side::producer, std::move(*done).error(), std::move(message)};
+  }
+
+ private:
+  const ProducerFns& fns_;
+  std::size_t size_;
+};
+
+// Puts the producer's original byte back when the probe of one offset ends,
+// whichever way it ends (a mismatch, a read error, an exception). restore()
+// says whether that worked: through a write function it may not.
+template <typename Producer>
+class RestoreGuard {
+ public:
+  RestoreGuard(Producer& producer, std::size_t offset, std::uint8_t original) noexcept
+      : producer_(producer), offset_(offset), original_(original) {}
+  RestoreGuard(const RestoreGuard&) = delete;
+  RestoreGuard& operator=(const RestoreGuard&) = delete;
+  ~RestoreGuard() {
+    // Only on an exception (bad_alloc) unwinding the probe: the result cannot be reported.
+    try {
+      (void)restore();
+    } catch (...) {
+    }
+  }
+
+  IoResult restore() {
+    if (!std::exchange(armed_, false)) return std::nullopt;
+    return producer_.store(offset_, original_);
+  }
+
+ private:
+  Producer& producer_;
+  std::size_t offset_;
+  std::uint8_t original_;
+  bool armed_ = true;
 };
 
 Failure argument_failure(Errc errc, std::string message) {
@@ -84,12 +172,13 @@ Failure argument_failure(Errc errc, std::string message) {
   return f;
 }
 
-Failure read_failure(ReadProblem problem, std::size_t offset, std::uint8_t original) {
+Failure io_failure(IoProblem problem, std::size_t offset, std::uint8_t original) {
   Failure f{};
   f.errc = problem.errc;
+  f.side = problem.side;
   f.offset = offset;
   f.original = original;
-  f.read_error = std::move(problem.read_error);
+  f.read_error = std::move(problem.error);
   f.message = std::move(problem.message);
   return f;
 }
@@ -118,27 +207,51 @@ Failure not_observed(std::size_t offset, std::uint8_t original, std::uint8_t sen
   return f;
 }
 
-// The probe itself, shared by check() and check_fn(). `read` has the shape
-// std::optional<ReadProblem>(std::size_t offset, std::uint8_t& out).
-template <typename ReadByte>
-Outcome probe(std::span<std::byte> producer, ReadByte& read, const Options& options) {
-  const std::vector<std::size_t> offsets = probe_offsets(producer.data(), producer.size(), options);
+// Marks a failure whose restore of the original did not succeed.
+Failure with_restore_failure(Failure f, const IoProblem& restore, std::uint8_t sentinel) {
+  f.restore_failed = true;
+  f.sentinel = sentinel;
+  f.message += fmt::format("; restoring the original 0x{:02x} failed too ({}): the producer may still hold 0x{:02x} at "
+                           "offset {}",
+                           f.original, restore.message, sentinel, f.offset);
+  return f;
+}
+
+// The probe itself, shared by check(), check_fn() and check_rw(). `read` has
+// the shape IoResult(std::size_t offset, std::uint8_t& out); the producer is a
+// MemoryProducer or a FunctionProducer.
+template <typename Producer, typename ReadByte>
+Outcome probe(Producer& producer, ReadByte& read, const Options& options) {
+  const std::vector<std::size_t> offsets = probe_offsets(producer.address(), producer.size(), options);
   for (const std::size_t offset : offsets) {
-    std::byte* const at = producer.data() + offset;
-    const std::uint8_t original = load_byte(at);
+    std::uint8_t original = 0;
+    if (auto problem = producer.load(offset, original)) return io_failure(std::move(*problem), offset, 0);
 
     std::uint8_t before = 0;
-    if (auto problem = read(offset, before)) return read_failure(std::move(*problem), offset, original);
+    if (auto problem = read(offset, before)) return io_failure(std::move(*problem), offset, original);
     const std::uint8_t sentinel = pick_sentinel(options.seed, offset, original, before);
 
-    RestoreGuard guard(at, original);
-    store_byte(at, sentinel);
+    RestoreGuard<Producer> guard(producer, offset, original);
+    // A failure while the sentinel may be in place: put the original back first.
+    auto fail = [&](Failure f) -> Outcome {
+      if (auto restore = guard.restore()) return with_restore_failure(std::move(f), *restore, sentinel);
+      return f;
+    };
+    // A failed store is restored too: the write may have landed in part.
+    if (auto problem = producer.store(offset, sentinel)) return fail(io_failure(std::move(*problem), offset, original));
     std::uint8_t seen = 0;
-    if (auto problem = read(offset, seen)) return read_failure(std::move(*problem), offset, original);
-    if (seen != sentinel) return not_observed(offset, original, sentinel, seen, false);
+    if (auto problem = read(offset, seen)) return fail(io_failure(std::move(*problem), offset, original));
+    if (seen != sentinel) return fail(not_observed(offset, original, sentinel, seen, false));
 
-    guard.restore();
-    if (auto problem = read(offset, seen)) return read_failure(std::move(*problem), offset, original);
+    if (auto problem = guard.restore()) {
+      Failure f = io_failure(std::move(*problem), offset, original);
+      f.restore_failed = true;
+      f.sentinel = sentinel;
+      f.message += fmt::format(" (restoring the original): the producer may still hold 0x{:02x} at offset {}",
+                               sentinel, offset);
+      return f;
+    }
+    if (auto problem = read(offset, seen)) return io_failure(std::move(*problem), offset, original);
     if (seen != original) return not_observed(offset, original, sentinel, seen, true);
   }
   return Pass{offsets.size()};
@@ -153,12 +266,13 @@ const char* to_string(Errc errc) noexcept {
     case Errc::short_read: return "short_read";
     case Errc::read_failed: return "read_failed";
     case Errc::not_observed: return "not_observed";
+    case Errc::write_failed: return "write_failed";
   }
   return "unknown";
 }
 
 Error to_error(const Failure& failure) {
-  if (failure.errc == Errc::read_failed) return failure.read_error;
+  if (failure.errc == Errc::read_failed || failure.errc == Errc::write_failed) return failure.read_error;
   ErrorKind kind = ErrorKind::invalid_argument;
   if (failure.errc == Errc::short_read) kind = ErrorKind::protocol;
   if (failure.errc == Errc::not_observed) kind = ErrorKind::mismatch;
@@ -209,11 +323,12 @@ Outcome check(std::span<std::byte> producer, std::span<const std::byte> consumer
                                         "producer's {}",
                                         consumer.size(), producer.size()));
   }
-  auto read = [consumer](std::size_t offset, std::uint8_t& out) -> std::optional<ReadProblem> {
+  auto read = [consumer](std::size_t offset, std::uint8_t& out) -> IoResult {
     out = load_byte(consumer.data() + offset);
     return std::nullopt;
   };
-  return probe(producer, read, options);
+  MemoryProducer memory(producer);
+  return probe(memory, read, options);
 }
 
 Outcome check_fn(std::span<std::byte> producer, const ReadFn& read_fn, const Options& options) {
@@ -222,33 +337,38 @@ Outcome check_fn(std::span<std::byte> producer, const ReadFn& read_fn, const Opt
   }
   if (!read_fn) {
     Failure f = argument_failure(Errc::read_failed, "zerocopy check_fn: no read function was given");
+    f.side = Side::consumer;
     f.read_error = Error{"zerocopy check_fn", ErrorKind::invalid_argument, "", "no read function was given"};
     return f;
   }
-  auto read = [&read_fn](std::size_t offset, std::uint8_t& out) -> std::optional<ReadProblem> {
-    std::array<std::byte, 1> buffer{};
-    std::optional<Result<std::size_t>> got;
-    try {
-      got.emplace(read_fn(offset, std::span<std::byte>(buffer)));
-    } catch (const std::exception& e) {
-      got.emplace(Error{"zerocopy read function", ErrorKind::protocol, "exception", e.what()});
-    } catch (...) {
-      got.emplace(Error{"zerocopy read function", ErrorKind::protocol, "exception", "a non-standard exception"});
-    }
-    if (!got->ok()) {
-      std::string message = fmt::format("offset {}: the read function failed: {}", offset, got->error().message());
-      return ReadProblem{Errc::read_failed, std::move(*got).error(), std::move(message)};
-    }
-    const std::size_t filled = got->value();
-    if (filled != buffer.size()) {
-      return ReadProblem{Errc::short_read, Error{},
-                         fmt::format("offset {}: the read function reported {} bytes for a {}-byte request", offset,
-                                     filled, buffer.size())};
-    }
-    out = static_cast<std::uint8_t>(buffer[0]);
-    return std::nullopt;
+  auto read = [&read_fn](std::size_t offset, std::uint8_t& out) {
+    return read_one(read_fn, Side::consumer, offset, out);
   };
-  return probe(producer, read, options);
+  MemoryProducer memory(producer);
+  return probe(memory, read, options);
+}
+
+Outcome check_rw(std::size_t size, const ProducerFns& producer, const ReadFn& consumer, const Options& options) {
+  if (size == 0) return argument_failure(Errc::empty_producer, "zerocopy check_rw: the producer view is empty");
+  const bool no_consumer = !consumer;
+  if (no_consumer || !producer.read) {
+    Failure f = argument_failure(Errc::read_failed, no_consumer ? "zerocopy check_rw: no consumer read function"
+                                                                : "zerocopy check_rw: no producer read function");
+    f.side = no_consumer ? Side::consumer : Side::producer;
+    f.read_error = Error{"zerocopy check_rw", ErrorKind::invalid_argument, "", f.message};
+    return f;
+  }
+  if (!producer.write) {
+    Failure f = argument_failure(Errc::write_failed, "zerocopy check_rw: no producer write function");
+    f.side = Side::producer;
+    f.read_error = Error{"zerocopy check_rw", ErrorKind::invalid_argument, "", f.message};
+    return f;
+  }
+  auto read = [&consumer](std::size_t offset, std::uint8_t& out) {
+    return read_one(consumer, Side::consumer, offset, out);
+  };
+  FunctionProducer functions(producer, size);
+  return probe(functions, read, options);
 }
 
 }  // namespace extmem::zerocopy

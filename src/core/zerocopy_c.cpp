@@ -43,6 +43,7 @@ extmem_zc_status to_status(zc::Errc errc) noexcept {
     case zc::Errc::short_read: return EXTMEM_ZC_SHORT_READ;
     case zc::Errc::read_failed: return EXTMEM_ZC_READ_FAILED;
     case zc::Errc::not_observed: return EXTMEM_ZC_NOT_OBSERVED;
+    case zc::Errc::write_failed: return EXTMEM_ZC_WRITE_FAILED;
   }
   return EXTMEM_ZC_INTERNAL_ERROR;
 }
@@ -68,6 +69,31 @@ void clear(extmem_zc_result* result) noexcept {
   if (result != nullptr) *result = extmem_zc_result{};
 }
 
+int clamp_errno(std::int64_t negative) noexcept {
+  return negative < -static_cast<std::int64_t>(INT_MAX) ? INT_MAX : static_cast<int>(-negative);
+}
+
+// A C read function as a zerocopy::ReadFn; the last errno it returned goes to *last_errno.
+zc::ReadFn read_bridge(extmem_zc_read_fn read, void* user, int* last_errno) {
+  return [read, user, last_errno](std::size_t offset, std::span<std::byte> out) -> extmem::Result<std::size_t> {
+    const std::int64_t got = read(user, offset, out.data(), out.size());
+    if (got < 0) {
+      *last_errno = clamp_errno(got);
+      return extmem::os_error("zerocopy read function", *last_errno);
+    }
+    return static_cast<std::size_t>(got);
+  };
+}
+
+int to_side(zc::Side side) noexcept {
+  switch (side) {
+    case zc::Side::none: return EXTMEM_ZC_SIDE_NONE;
+    case zc::Side::consumer: return EXTMEM_ZC_SIDE_CONSUMER;
+    case zc::Side::producer: return EXTMEM_ZC_SIDE_PRODUCER;
+  }
+  return EXTMEM_ZC_SIDE_NONE;
+}
+
 }  // namespace
 
 extern "C" {
@@ -85,6 +111,7 @@ const char* extmem_zc_status_name(extmem_zc_status status) {
     case EXTMEM_ZC_SHORT_READ: return zc::to_string(zc::Errc::short_read);
     case EXTMEM_ZC_READ_FAILED: return zc::to_string(zc::Errc::read_failed);
     case EXTMEM_ZC_NOT_OBSERVED: return zc::to_string(zc::Errc::not_observed);
+    case EXTMEM_ZC_WRITE_FAILED: return zc::to_string(zc::Errc::write_failed);
     case EXTMEM_ZC_INVALID_ARGUMENT: return "invalid_argument";
     case EXTMEM_ZC_INTERNAL_ERROR: return "internal_error";
   }
@@ -126,14 +153,7 @@ extmem_zc_status extmem_zc_check_fn(void* producer, size_t producer_len, extmem_
   }
   try {
     int last_errno = 0;
-    const zc::ReadFn bridge = [&](std::size_t offset, std::span<std::byte> out) -> extmem::Result<std::size_t> {
-      const std::int64_t got = read(user, offset, out.data(), out.size());
-      if (got < 0) {
-        last_errno = got < -static_cast<std::int64_t>(INT_MAX) ? INT_MAX : static_cast<int>(-got);
-        return extmem::os_error("zerocopy read function", last_errno);
-      }
-      return static_cast<std::size_t>(got);
-    };
+    const zc::ReadFn bridge = read_bridge(read, user, &last_errno);
     const zc::Outcome outcome =
         zc::check_fn({static_cast<std::byte*>(producer), producer_len}, bridge, to_options(options));
     const extmem_zc_status status = report(outcome, result);
@@ -143,6 +163,53 @@ extmem_zc_status extmem_zc_check_fn(void* producer, size_t producer_len, extmem_
     return finish(result, EXTMEM_ZC_INTERNAL_ERROR, e.what());
   } catch (...) {
     return finish(result, EXTMEM_ZC_INTERNAL_ERROR, "unexpected exception");
+  }
+}
+
+extmem_zc_status extmem_zc_check_rw(size_t len, uint64_t producer_address, extmem_zc_read_fn producer_read,
+                                    extmem_zc_write_fn producer_write, extmem_zc_read_fn consumer_read, void* user,
+                                    const extmem_zc_options* options, extmem_zc_rw_result* result) {
+  extmem_zc_result* base = result != nullptr ? &result->base : nullptr;
+  if (result != nullptr) *result = extmem_zc_rw_result{};
+  if (producer_read == nullptr || producer_write == nullptr || consumer_read == nullptr) {
+    return finish(base, EXTMEM_ZC_INVALID_ARGUMENT, "extmem_zc_check_rw: a NULL read or write function");
+  }
+  try {
+    // The two read functions report errno separately so the one that failed is the one reported.
+    int producer_errno = 0;
+    int consumer_errno = 0;
+    int write_errno = 0;
+    zc::ProducerFns producer;
+    producer.address = static_cast<std::uintptr_t>(producer_address);
+    producer.read = read_bridge(producer_read, user, &producer_errno);
+    producer.write = [producer_write, user, &write_errno](std::size_t offset,
+                                                          std::span<const std::byte> in) -> extmem::Status {
+      const int rc = producer_write(user, offset, in.data(), in.size());
+      if (rc < 0) {
+        write_errno = clamp_errno(rc);
+        return extmem::os_error("zerocopy write function", write_errno);
+      }
+      return {};
+    };
+    const zc::Outcome outcome =
+        zc::check_rw(len, producer, read_bridge(consumer_read, user, &consumer_errno), to_options(options));
+    const extmem_zc_status status = report(outcome, base);
+    if (result != nullptr) {
+      if (const zc::Failure* f = zc::failure(outcome)) {
+        result->failed_side = to_side(f->side);
+        result->restore_failed = f->restore_failed ? 1 : 0;
+        if (status == EXTMEM_ZC_READ_FAILED) {
+          result->base.read_errno = f->side == zc::Side::producer ? producer_errno : consumer_errno;
+        }
+        // A failed restore after a read failure still names the write's errno.
+        if (status == EXTMEM_ZC_WRITE_FAILED || f->restore_failed) result->write_errno = write_errno;
+      }
+    }
+    return status;
+  } catch (const std::exception& e) {
+    return finish(base, EXTMEM_ZC_INTERNAL_ERROR, e.what());
+  } catch (...) {
+    return finish(base, EXTMEM_ZC_INTERNAL_ERROR, "unexpected exception");
   }
 }
 

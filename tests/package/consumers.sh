@@ -28,6 +28,13 @@ if [ -n "$others" ]; then
   echo "FAIL: libextmem.so exports more than extmem_zc_*: $(echo "$others" | head -5 | tr '\n' ' ')" >&2
   exit 1
 fi
+# ... all of it: every function zerocopy_c.h declares (Python's ctypes binding finds them by name).
+for fn in extmem_zc_status_name extmem_zc_options_init extmem_zc_check extmem_zc_check_fn extmem_zc_check_rw; do
+  if ! nm -D --defined-only "$libdir"/libextmem.so | awk '{print $3}' | grep -qx "$fn"; then
+    echo "FAIL: libextmem.so does not export $fn" >&2
+    exit 1
+  fi
+done
 
 # C, through pkg-config only (PKG_CONFIG_LIBDIR: this prefix, not the system's).
 pc="env PKG_CONFIG_LIBDIR=$libdir/pkgconfig pkg-config"

@@ -31,7 +31,10 @@
 //
 // Post-condition, on every return path (pass, every failure, and a read
 // function that fails or throws mid-way): each producer byte holds the value it
-// had when the call began. No exceptions cross this API except std::bad_alloc.
+// had when the call began. The one exception is check_rw() when the producer's
+// own write function fails while putting the original back: that failure is
+// reported (Failure::restore_failed) with the offset and the original byte.
+// No exceptions cross this API except std::bad_alloc.
 #pragma once
 
 #include <cstddef>
@@ -53,10 +56,19 @@ enum class Errc {
   short_read,          ///< check_fn(): the read function filled fewer bytes than asked (or claimed more)
   read_failed,         ///< check_fn(): the read function returned an Error (carried unchanged) or threw
   not_observed,        ///< a write through the producer was not seen through the consumer: it is not an alias
+  write_failed,        ///< check_rw(): the producer's write function returned an Error (carried unchanged) or threw
+};
+
+/// Which view's function failed, for short_read / read_failed (check_rw() has
+/// functions on both sides; check_fn() only on the consumer's).
+enum class Side {
+  none,      ///< no function failed (pass, not_observed, argument errors)
+  consumer,  ///< the consumer's read function
+  producer,  ///< the producer's read or write function (check_rw() only)
 };
 
 /// Stable lower-case name of an Errc: "empty_producer", "consumer_too_short",
-/// "short_read", "read_failed", "not_observed".
+/// "short_read", "read_failed", "not_observed", "write_failed".
 const char* to_string(Errc errc) noexcept;
 
 /// Page size (bytes) whose boundaries are probed near both ends of the views.
@@ -101,8 +113,17 @@ struct Failure {
   /// not_observed: the sentinel was seen, but the restore of the original
   /// was not — the consumer holds a stale (lazily taken) snapshot.
   bool restore_missed = false;
-  /// read_failed: the read function's error, unchanged. Otherwise default.
+  /// read_failed / write_failed: the failing function's error, unchanged
+  /// (for write_failed the producer's write function's). Otherwise default.
   Error read_error;
+  /// short_read / read_failed / write_failed: whose function failed.
+  Side side = Side::none;
+  /// check_rw() only: putting the original byte back at `offset` through the
+  /// producer's write function failed too (after the failure this Failure
+  /// reports, or as the failure itself when errc is write_failed), so the
+  /// producer may still hold `sentinel` there; write `original` back yourself.
+  /// The message says so. Always false for check() and check_fn().
+  bool restore_failed = false;
   /// Human text. For not_observed it names offset and bytes and says
   /// "consumer holds a copy or stale snapshot".
   std::string message;
@@ -119,8 +140,8 @@ inline const Failure* failure(const Outcome& outcome) noexcept { return std::get
 /// The failure as a project Error, for propagating through Result<T>:
 /// step "zerocopy check", code = to_string(errc), detail = message. Kinds:
 /// empty_producer / consumer_too_short -> invalid_argument; short_read ->
-/// protocol; not_observed -> mismatch; read_failed -> the read error itself,
-/// returned unchanged.
+/// protocol; not_observed -> mismatch; read_failed / write_failed -> the
+/// failing function's error itself, returned unchanged.
 Error to_error(const Failure& failure);
 
 /// Reads the consumer's current bytes at [offset, offset + out.size()) of the
@@ -160,5 +181,41 @@ Outcome check(std::span<std::byte> producer, std::span<const std::byte> consumer
 /// Error — carried unchanged in Failure::read_error — or threw, or `read` is
 /// empty), short_read, not_observed.
 Outcome check_fn(std::span<std::byte> producer, const ReadFn& read, const Options& options = {});
+
+/// Writes `in` (in.size() bytes, borrowed for the call) into the producer at
+/// [offset, offset + in.size()) of the view (bytes from its start), and
+/// returns once the producer's own memory holds them: whatever the write needs
+/// to complete (a device copy and a synchronisation) happens before it
+/// returns. An Error is reported as write_failed and carried unchanged.
+/// Called twice per probed offset (the sentinel, then the original), with one
+/// byte today.
+using WriteFn = std::function<Status(std::size_t offset, std::span<const std::byte> in)>;
+
+/// A producer this process cannot address with loads and stores (a GPU
+/// buffer, memory behind an interpreter), reached through two functions.
+struct ProducerFns {
+  /// The producer's current bytes at [offset, offset + out.size()), the
+  /// contract of ReadFn; called once per probed offset, for the original.
+  ReadFn read;
+  /// Writes through the producer, see WriteFn.
+  WriteFn write;
+  /// Address of the producer's first byte in whatever address space holds it
+  /// (a device pointer, for instance), only to place the page boundaries that
+  /// probe_offsets() probes; 0 when unknown (boundaries every kPageSize bytes
+  /// from offset 0).
+  std::uintptr_t address = 0;
+};
+
+/// check_fn() for a producer reached through functions: the same method,
+/// offsets (probe_offsets(address, size)) and sentinels; `producer` and
+/// `consumer` are borrowed for the call. `size` is the view's length in bytes.
+/// Errors: empty_producer (size == 0; nothing is read or written);
+/// read_failed / short_read from either read function, with Failure::side
+/// saying whose (an empty function is read_failed); write_failed (the
+/// producer's write function failed or threw, or is empty); not_observed.
+/// Every byte written is put back through producer.write however the probe of
+/// an offset ends — including a failing write, which is retried as the
+/// restore — and a restore that fails is reported in restore_failed.
+Outcome check_rw(std::size_t size, const ProducerFns& producer, const ReadFn& consumer, const Options& options = {});
 
 }  // namespace extmem::zerocopy
