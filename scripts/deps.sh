@@ -3,8 +3,9 @@
 # Run as root on Debian bookworm. Does nothing when everything is already installed.
 # lld: the "fuzz" preset (CI) links its instrumented executables with it.
 # file: CPack's DEB generator reads the shared-library dependencies with it (package.deb test; missing on a minbase bookworm, found there).
-# python3-torch: the pytorch.* tests run examples/pytorch_alias.py on CPU tensors (torch 1.13.1, CPU only);
-#   without recommends 176 packages, 48 MB, ~42 s to install here (with them 230 packages, 77 MB).
+# python3-torch (only with --tests, so the main job's first run does not wait for it): the pytorch.*
+#   tests run examples/pytorch_alias.py on CPU tensors (torch 1.13.1, CPU only); without recommends
+#   176 packages, 48 MB, ~42 s to install here (with them 230 packages, 77 MB).
 set -euo pipefail
 
 packages=(
@@ -13,10 +14,15 @@ packages=(
   libegl-dev libgles-dev libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-jsonschema python3-torch
+  python3 python3-jsonschema
   libxml2-utils
   dpkg-dev file
 )
+case "${1-}" in
+  --tests) packages+=(python3-torch) ;;
+  "") ;;
+  *) echo "extmem: scripts/deps.sh: unknown argument '$1' (accepted: --tests, or nothing)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

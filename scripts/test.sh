@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${EXTMEM_TEST_PRESET:-fuzz}"
-bash scripts/deps.sh
+bash scripts/deps.sh --tests
 bash scripts/fuzz-smoke.sh "${EXTMEM_FUZZ_SECONDS:-10}"
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset"
