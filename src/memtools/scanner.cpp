@@ -18,6 +18,7 @@
 #include "memtools/byte_search.h"
 #include "memtools/page_offset_scan.h"
 #include "memtools/parallel_scan.h"
+#include "memtools/usable_cpus.h"
 
 namespace extmem::memtools {
 namespace {
@@ -25,6 +26,9 @@ namespace {
 constexpr std::size_t kProcessChunk = 1 << 20;  // bytes of /proc/PID/mem read at once
 constexpr std::size_t kFileChunk = 16 << 20;    // bytes of a mapped file scanned per step
 constexpr unsigned kMaxWorkers = 7;             // search threads besides the calling one
+// The page-offset read is bound by per-page kernel work on each core, not by
+// memory bandwidth, so it takes every CPU it may use (up to this many).
+constexpr unsigned kMaxPageOffsetWorkers = 127;
 constexpr std::size_t kPieceHitCap = 4096;      // hits a search thread keeps per piece
 
 // Bytes before and after a hit's first byte that a hit may need: the rest of
@@ -152,8 +156,9 @@ Result<ScanStats> scan_file(const std::string& path, const ScanQuery& q, const H
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   if (detail::page_offset_readable(q)) {
     // A few bytes a page: read them, rather than map every page (page_offset_scan.h says why).
-    auto complete = detail::scan_page_offsets(fd.get(), path, size, q, sink, std::min(cores - 1, kMaxWorkers),
-                                              stats.hits, stats.bytes);
+    const unsigned lanes = detail::usable_cpus();
+    auto complete = detail::scan_page_offsets(fd.get(), path, size, q, sink,
+                                              std::min(lanes - 1, kMaxPageOffsetWorkers), stats.hits, stats.bytes);
     if (!complete) return std::move(complete).error();
     stats.stopped = !*complete;
     return stats;
