@@ -16,6 +16,15 @@ Result<TaskStatus> read_status_of(pid_t tid) {
   return parse_task_status(*text);
 }
 
+// The children of thread `tid` as "PID PID …" ("" when none or unreadable).
+std::string vfork_children(pid_t tid) {
+  auto text = read_small_file(fmt::format("/proc/{}/task/{}/children", tid, tid));
+  if (!text) return {};
+  std::string s = std::move(*text);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n')) s.pop_back();
+  return s;
+}
+
 }  // namespace
 
 std::string read_wchan(pid_t tid) {
@@ -62,8 +71,23 @@ TracerFinding examine_tracee(const TaskStatus& tracee) {
     const char s = f.tracer_status.state;
     const std::string where = f.tracer_wchan.empty() ? "" : fmt::format(" in {}", f.tracer_wchan);
     if (s == 'D') {
-      f.flags.push_back(fmt::format("tracer {} ({}) is blocked in uninterruptible sleep{}", tr, f.tracer_status.name, where));
-      f.steps.push_back(fmt::format("a signal reaches tracer {} only when its kernel call returns: look at where it waits with `extmem threads --pid={}`", tr, f.tracer_status.tgid));
+      // vfork() parks the parent in the kernel until the child execs or exits;
+      // the wchan names the wait (kernel_clone, or wait_for_vfork_done when not inlined).
+      const bool vfork_wait =
+          f.tracer_wchan == "kernel_clone" || f.tracer_wchan.find("vfork") != std::string::npos;
+      f.flags.push_back(fmt::format("tracer {} ({}) is blocked in uninterruptible sleep{}{}", tr, f.tracer_status.name,
+                                    where, vfork_wait ? " (waiting for its vfork() child to exec or exit)" : ""));
+      if (vfork_wait) {
+        const std::string children = vfork_children(tr);
+        f.steps.push_back(fmt::format("tracer {} resumes when its vfork child execs or exits: kill {} ends that child (destructive "
+                                      "for the child only)",
+                                      tr, children.empty() ? "the child (/proc/" + std::to_string(tr) + "/task/" +
+                                                                 std::to_string(tr) + "/children)"
+                                                           : children));
+      }
+      f.steps.push_back(fmt::format("no signal but SIGKILL reaches tracer {} before its kernel call returns (and only in a killable wait): "
+                                    "look at where it waits with `extmem threads --pid={}`",
+                                    tr, f.tracer_status.tgid));
     } else if (s == 'T') {
       f.flags.push_back(fmt::format("tracer {} ({}) is itself stopped (state T): it cannot resume or detach its tracee", tr, f.tracer_status.name));
       f.steps.push_back(fmt::format("kill -CONT {}  resumes the tracer so that it can continue or detach", f.tracer_status.tgid));
