@@ -1,9 +1,13 @@
 #include "memtools/tracer_check.h"
 
+#include <sched.h>
+#include <sys/syscall.h>
+
 #include <algorithm>
 
 #include <fmt/format.h>
 
+#include "extmem/memtools/syscall.h"
 #include "memtools/task_files.h"
 
 namespace extmem::memtools::detail {
@@ -14,6 +18,22 @@ Result<TaskStatus> read_status_of(pid_t tid) {
   auto text = read_small_file(fmt::format("/proc/{}/status", tid));
   if (!text) return std::move(text).error();
   return parse_task_status(*text);
+}
+
+// Whether thread `tid` is parked in vfork(): its wchan names the wait
+// (kernel_clone, or wait_for_vfork_done where not inlined), or, where the
+// wchan is hidden, its syscall file shows vfork or a clone with CLONE_VFORK
+// (readable with the access a debugger would need).
+bool in_vfork(pid_t tid, const std::string& wchan) {
+  if (wchan == "kernel_clone" || wchan.find("vfork") != std::string::npos) return true;
+  auto text = read_small_file(fmt::format("/proc/{}/syscall", tid));
+  if (!text) return false;
+  auto sc = parse_syscall_line(*text);
+  if (!sc || sc->kind != SyscallSample::Kind::in_syscall) return false;
+#ifdef SYS_vfork
+  if (sc->nr == SYS_vfork) return true;
+#endif
+  return sc->nr == SYS_clone && (sc->args[0] & CLONE_VFORK) != 0;
 }
 
 // The children of thread `tid` as "PID PID …" ("" when none or unreadable).
@@ -71,10 +91,8 @@ TracerFinding examine_tracee(const TaskStatus& tracee) {
     const char s = f.tracer_status.state;
     const std::string where = f.tracer_wchan.empty() ? "" : fmt::format(" in {}", f.tracer_wchan);
     if (s == 'D') {
-      // vfork() parks the parent in the kernel until the child execs or exits;
-      // the wchan names the wait (kernel_clone, or wait_for_vfork_done when not inlined).
-      const bool vfork_wait =
-          f.tracer_wchan == "kernel_clone" || f.tracer_wchan.find("vfork") != std::string::npos;
+      // vfork() parks the parent in the kernel until the child execs or exits.
+      const bool vfork_wait = in_vfork(tr, f.tracer_wchan);
       f.flags.push_back(fmt::format("tracer {} ({}) is blocked in uninterruptible sleep{}{}", tr, f.tracer_status.name,
                                     where, vfork_wait ? " (waiting for its vfork() child to exec or exit)" : ""));
       if (vfork_wait) {
