@@ -274,6 +274,20 @@ struct Snapshot::State {
     for (std::thread& t : pool) t.join();
   }
 
+  // Gives the baseline's pages back on every reader thread before the
+  // mapping goes: freeing 1 GiB of 4 KiB pages in one munmap (or at exit)
+  // is serial work, 0.09-0.2 s on the 2-core VM. MADV_DONTNEED frees a
+  // range under the shared mmap lock, so the threads free theirs at once.
+  ~State() {
+    if (baseline.addr == MAP_FAILED || baseline.size < kReadChunk * 4) return;
+    std::vector<Piece> list;
+    for (std::size_t at = 0; at < baseline.size; at += kReadChunk)
+      list.push_back({0, at, std::min<std::uint64_t>(kReadChunk, baseline.size - at)});
+    for_pieces(list, [&](const Piece& p, unsigned) {
+      (void)::madvise(baseline.bytes() + p.at, static_cast<std::size_t>(p.size), MADV_DONTNEED);
+    });
+  }
+
   Status first_reading() {
     const std::vector<Piece> list = pieces();
     std::atomic<bool> ended{false};
