@@ -19,7 +19,8 @@
 # (e.g. one built from the commit before a change), run in the same rounds, for
 # an A/B ratio measured side by side. Two more rows time this binary's
 # --page-offset with each of its reads forced (EXTMEM_PAGE_OFFSET_READ=copy:
-# preadv of whole pages; =each: one pread per page; src/memtools/page_offset_scan.h),
+# preadv of whole pages; =each: one pread per page; src/memtools/page_offset_scan.h;
+# =map: the file mapped, its pages entered and dropped per piece by each thread),
 # so one run on a machine shows which suits its core count.
 # Columns: wall-clock median/min/max, GiB/s from the median, and the median CPU
 # seconds (user + system, all threads; extmem maps pages on helper threads, so
@@ -93,9 +94,10 @@ declare -a commands=(
   "sh -c \"$rg_page_offset\""
 )
 
-labels+=("extmem --page-offset, read=copy" "extmem --page-offset, read=each")
+labels+=("extmem --page-offset, read=copy" "extmem --page-offset, read=each" "extmem --page-offset, read=map")
 commands+=("env EXTMEM_PAGE_OFFSET_READ=copy $extmem scan $img --hex=b17e55edc0de --page-offset=0x59c"
-           "env EXTMEM_PAGE_OFFSET_READ=each $extmem scan $img --hex=b17e55edc0de --page-offset=0x59c")
+           "env EXTMEM_PAGE_OFFSET_READ=each $extmem scan $img --hex=b17e55edc0de --page-offset=0x59c"
+           "env EXTMEM_PAGE_OFFSET_READ=map $extmem scan $img --hex=b17e55edc0de --page-offset=0x59c")
 if [[ -n ${EXTMEM_BASELINE:-} ]]; then
   [[ -x $EXTMEM_BASELINE ]] || { echo "scan_vs_rg: EXTMEM_BASELINE=$EXTMEM_BASELINE is not executable" >&2; exit 2; }
   labels+=("baseline extmem --page-offset=0x59c")
@@ -103,7 +105,8 @@ if [[ -n ${EXTMEM_BASELINE:-} ]]; then
 fi
 echo "image: $size_mib MiB in $tmp; $runs runs each after one warm-up; $(nproc) cores; $(uname -r)"
 echo "read forms: copy $(env EXTMEM_PAGE_OFFSET_READ=copy "$extmem" scan "$img" --hex=b17e55edc0de --page-offset=0x59c 2>/dev/null | wc -l) hits," \
-     "each $(env EXTMEM_PAGE_OFFSET_READ=each "$extmem" scan "$img" --hex=b17e55edc0de --page-offset=0x59c 2>/dev/null | wc -l) hits"
+     "each $(env EXTMEM_PAGE_OFFSET_READ=each "$extmem" scan "$img" --hex=b17e55edc0de --page-offset=0x59c 2>/dev/null | wc -l) hits," \
+     "map $(env EXTMEM_PAGE_OFFSET_READ=map "$extmem" scan "$img" --hex=b17e55edc0de --page-offset=0x59c 2>/dev/null | wc -l) hits"
 echo "counts: extmem --hex $($extmem scan "$img" --hex=b17e55edc0de 2>/dev/null | wc -l) hits," \
      "rg -c $("$rg" -c -a "$rg_pattern" "$img") lines," \
      "grep -c $(LC_ALL=C grep -c -a -F -f "$work/pattern" "$img") lines," \
@@ -122,7 +125,7 @@ import sys
 m = [float(x) for x in sys.argv[1:]]
 print(f"extmem --hex vs rg: {m[1] / m[0]:.2f}x; vs GNU grep: {m[2] / m[0]:.2f}x; "
       f"--page-offset vs rg + offset filter: {m[4] / m[3]:.1f}x")
-print(f"--page-offset vs rg + offset filter, read forced: copy {m[4] / m[5]:.1f}x, each {m[4] / m[6]:.1f}x")
-if len(m) > 7:
-    print(f"--page-offset, baseline binary / this one: {m[7] / m[3]:.2f}x; baseline vs rg + offset filter: {m[4] / m[7]:.1f}x")
+print(f"--page-offset vs rg + offset filter, read forced: copy {m[4] / m[5]:.1f}x, each {m[4] / m[6]:.1f}x, map {m[4] / m[7]:.1f}x")
+if len(m) > 8:
+    print(f"--page-offset, baseline binary / this one: {m[8] / m[3]:.2f}x; baseline vs rg + offset filter: {m[4] / m[8]:.1f}x")
 EOF

@@ -1,5 +1,5 @@
-// The page-offset form of `scan FILE` (read, not mapped), in both of its reads
-// (preadv of whole pages, pread of each page's needle; chosen through
+// The page-offset form of `scan FILE` in each of its forms (preadv of whole
+// pages, pread of each page's needle, the mapping; chosen through
 // EXTMEM_PAGE_OFFSET_READ): on real files it finds exactly what a
 // byte-by-byte check of every page finds, at the end of the file, at the end
 // of a page, with several page sizes, and stops at --max.
@@ -108,7 +108,7 @@ TEST_P(PageOffsetScan, MaxStopsInOrder) {
   EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Reads, PageOffsetScan, ::testing::Values("copy", "each"),
+INSTANTIATE_TEST_SUITE_P(Reads, PageOffsetScan, ::testing::Values("copy", "each", "map"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace

@@ -28,6 +28,7 @@ bool page_offset_readable(const ScanQuery& query);
 /// /proc/self/fd; `fd` itself when that fails). The environment variable
 /// EXTMEM_PAGE_OFFSET_READ=copy|each forces the preadv or the pread-per-page
 /// read (for benchmarks); otherwise 4 or more threads in all read each page.
+/// (=map is scan_file's: it keeps such a query on the memory-mapped form.)
 /// Honours max_hits and a sink returning false. Returns false when stopped
 /// early; `hits` counts delivered hits, `bytes` the bytes up to the end of the
 /// last piece delivered. A read error ends the piece where it happened and is
