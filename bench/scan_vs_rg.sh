@@ -8,14 +8,20 @@
 #
 # Needs a built tree (build/extmem, build/tests/programs/memtools_ram_image;
 # EXTMEM_BUILD_DIR=DIR for another build folder),
-# ripgrep (`apt-get install ripgrep`; not a project dependency) and python3.
+# ripgrep (`apt-get install ripgrep`; not a project dependency; RG=PATH for a
+# copy elsewhere, e.g. one carried to a machine without it: ripgrep 13 needs
+# libpcre2-8.so.0 beside it or installed) and python3.
 # The image is the 8 MiB synthetic image of the scan tests repeated up to
 # SIZE_MIB (noise and zero pages, the 6-byte pattern at page offset 0x59c three
 # times per 8 MiB and twice elsewhere); it is written to $TMPDIR (default
 # /tmp), read once to be in the page cache for every command, and deleted at exit.
 # EXTMEM_BASELINE=PATH adds a row for another extmem binary's --page-offset
 # (e.g. one built from the commit before a change), run in the same rounds, for
-# an A/B ratio measured side by side.
+# an A/B ratio measured side by side. Two more rows time this binary's
+# --page-offset with each of its reads forced (EXTMEM_PAGE_OFFSET_READ=copy:
+# preadv of whole pages; =each: one pread per page; src/memtools/page_offset_scan.h;
+# =map: the file mapped, its pages entered and dropped per piece by each thread),
+# so one run on a machine shows which suits its core count.
 # Columns: wall-clock median/min/max, GiB/s from the median, and the median CPU
 # seconds (user + system, all threads; extmem maps pages on helper threads, so
 # on a loaded machine its wall time depends on getting a second core).
@@ -29,7 +35,8 @@ generator="$build/tests/programs/memtools_ram_image"
 for tool in "$extmem" "$generator"; do
   [[ -x $tool ]] || { echo "scan_vs_rg: $tool is missing: build first (cmake --build --preset default)" >&2; exit 2; }
 done
-command -v rg >/dev/null || { echo "scan_vs_rg: ripgrep (rg) is not installed: apt-get install ripgrep" >&2; exit 2; }
+rg="${RG:-rg}"
+command -v "$rg" >/dev/null || { echo "scan_vs_rg: ripgrep ($rg) is not installed: apt-get install ripgrep, or RG=PATH" >&2; exit 2; }
 (( size_mib % 8 == 0 && size_mib >= 8 )) || { echo "scan_vs_rg: SIZE_MIB must be a multiple of 8" >&2; exit 2; }
 
 tmp="${TMPDIR:-/tmp}"
@@ -71,7 +78,7 @@ EOF
 
 # Each pair: a label and a command. The counts are checked to agree before timing.
 img="$work/ram.img"
-rg_page_offset="rg -a -o -b --no-line-number '$rg_pattern' $img | LC_ALL=C awk -F: '\$1 % 4096 == 1436' | wc -l"
+rg_page_offset="$rg -a -o -b --no-line-number '$rg_pattern' $img | LC_ALL=C awk -F: '\$1 % 4096 == 1436' | wc -l"
 declare -a labels=(
   "extmem scan --hex"
   "rg -c -a"
@@ -81,20 +88,27 @@ declare -a labels=(
 )
 declare -a commands=(
   "$extmem scan $img --hex=b17e55edc0de"
-  "rg -c -a '$rg_pattern' $img"
+  "$rg -c -a '$rg_pattern' $img"
   "env LC_ALL=C grep -c -a -F -f $work/pattern $img"
   "$extmem scan $img --hex=b17e55edc0de --page-offset=0x59c"
   "sh -c \"$rg_page_offset\""
 )
 
+labels+=("extmem --page-offset, read=copy" "extmem --page-offset, read=each" "extmem --page-offset, read=map")
+commands+=("env EXTMEM_PAGE_OFFSET_READ=copy $extmem scan $img --hex=b17e55edc0de --page-offset=0x59c"
+           "env EXTMEM_PAGE_OFFSET_READ=each $extmem scan $img --hex=b17e55edc0de --page-offset=0x59c"
+           "env EXTMEM_PAGE_OFFSET_READ=map $extmem scan $img --hex=b17e55edc0de --page-offset=0x59c")
 if [[ -n ${EXTMEM_BASELINE:-} ]]; then
   [[ -x $EXTMEM_BASELINE ]] || { echo "scan_vs_rg: EXTMEM_BASELINE=$EXTMEM_BASELINE is not executable" >&2; exit 2; }
   labels+=("baseline extmem --page-offset=0x59c")
   commands+=("$EXTMEM_BASELINE scan $img --hex=b17e55edc0de --page-offset=0x59c")
 fi
 echo "image: $size_mib MiB in $tmp; $runs runs each after one warm-up; $(nproc) cores; $(uname -r)"
+echo "read forms: copy $(env EXTMEM_PAGE_OFFSET_READ=copy "$extmem" scan "$img" --hex=b17e55edc0de --page-offset=0x59c 2>/dev/null | wc -l) hits," \
+     "each $(env EXTMEM_PAGE_OFFSET_READ=each "$extmem" scan "$img" --hex=b17e55edc0de --page-offset=0x59c 2>/dev/null | wc -l) hits," \
+     "map $(env EXTMEM_PAGE_OFFSET_READ=map "$extmem" scan "$img" --hex=b17e55edc0de --page-offset=0x59c 2>/dev/null | wc -l) hits"
 echo "counts: extmem --hex $($extmem scan "$img" --hex=b17e55edc0de 2>/dev/null | wc -l) hits," \
-     "rg -c $(rg -c -a "$rg_pattern" "$img") lines," \
+     "rg -c $("$rg" -c -a "$rg_pattern" "$img") lines," \
      "grep -c $(LC_ALL=C grep -c -a -F -f "$work/pattern" "$img") lines," \
      "extmem --page-offset $($extmem scan "$img" --hex=b17e55edc0de --page-offset=0x59c 2>/dev/null | wc -l) hits," \
      "rg -o -b + awk $(sh -c "$rg_page_offset")"
@@ -111,6 +125,7 @@ import sys
 m = [float(x) for x in sys.argv[1:]]
 print(f"extmem --hex vs rg: {m[1] / m[0]:.2f}x; vs GNU grep: {m[2] / m[0]:.2f}x; "
       f"--page-offset vs rg + offset filter: {m[4] / m[3]:.1f}x")
-if len(m) > 5:
-    print(f"--page-offset, baseline binary / this one: {m[5] / m[3]:.2f}x; baseline vs rg + offset filter: {m[4] / m[5]:.1f}x")
+print(f"--page-offset vs rg + offset filter, read forced: copy {m[4] / m[5]:.1f}x, each {m[4] / m[6]:.1f}x, map {m[4] / m[7]:.1f}x")
+if len(m) > 8:
+    print(f"--page-offset, baseline binary / this one: {m[8] / m[3]:.2f}x; baseline vs rg + offset filter: {m[4] / m[8]:.1f}x")
 EOF

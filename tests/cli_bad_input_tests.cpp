@@ -333,7 +333,7 @@ const std::vector<Case> kCases = {
     {{"scan", "@FILE", "--entropy=4/3"}, {"--entropy", "8 to 64K", "accepted"}},
     {{"scan", "@FILE", "--entropy=x"}, {"--entropy", "expected a number", "accepted"}},
     {{"scan", "@FILE", "--entropy="}, {"--entropy", "empty"}},
-    {{"scan", "--pid=@SELF", "--entropy=4"}, {"--entropy", "FILE"}},
+    {{"scan", "--pid=@SELF", "--twins", "--ram-map=0:0:4K"}, {"--ram-map", "FILE"}},
     {{"scan", "@FILE", "--twins", "--hex=41"}, {"exactly one of", "--twins"}},
     {{"scan", "@FILE", "--twins", "--block=100"}, {"--block", "power of two from 64 to 1G"}},
     {{"scan", "@FILE", "--twins", "--block=32"}, {"--block", "power of two from 64 to 1G"}},

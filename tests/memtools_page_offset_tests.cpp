@@ -1,10 +1,12 @@
-// The page-offset form of `scan FILE` (read with preadv, not mapped): on real
-// files it finds exactly what a byte-by-byte check of every page finds,
-// at the end of the file, at the end of a page, with several page sizes, and
-// stops at --max.
+// The page-offset form of `scan FILE` in each of its forms (preadv of whole
+// pages, pread of each page's needle, the mapping; chosen through
+// EXTMEM_PAGE_OFFSET_READ): on real files it finds exactly what a
+// byte-by-byte check of every page finds, at the end of the file, at the end
+// of a page, with several page sizes, and stops at --max.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -37,8 +39,11 @@ std::vector<std::uint64_t> found(const std::string& path, const ScanQuery& q) {
   return out;
 }
 
-class PageOffsetScan : public ::testing::Test {
+class PageOffsetScan : public ::testing::TestWithParam<const char*> {
  protected:
+  // Single-threaded here (the scan's threads start inside scan_file), so setenv is safe.
+  void SetUp() override { ::setenv("EXTMEM_PAGE_OFFSET_READ", GetParam(), 1); }
+  void TearDown() override { ::unsetenv("EXTMEM_PAGE_OFFSET_READ"); }
   // 40 MiB + 1000 bytes (three 16 MiB pieces, the last one partial, not a
   // whole number of pages) of random bytes, the needle planted in `every`-th page at each offset asked.
   void write(std::uint64_t page, std::uint64_t off, std::uint64_t every) {
@@ -63,28 +68,28 @@ class PageOffsetScan : public ::testing::Test {
   std::vector<std::uint8_t> needle_ = {0xb1, 0x7e, 0x55, 0xed, 0xc0, 0xde};
 };
 
-TEST_F(PageOffsetScan, FindsWhatEveryPageHoldsAtThatOffset) {
+TEST_P(PageOffsetScan, FindsWhatEveryPageHoldsAtThatOffset) {
   write(4096, 0x59c, 3);
   const auto want = expected(data_, needle_, 4096, 0x59c);
   ASSERT_GT(want.size(), 3000u);
   EXPECT_EQ(found(path_, query(4096, 0x59c)), want);
 }
 
-TEST_F(PageOffsetScan, NeedleEndingAtThePageEndAndOffsetZero) {
+TEST_P(PageOffsetScan, NeedleEndingAtThePageEndAndOffsetZero) {
   write(4096, 4096 - 6, 2);
   EXPECT_EQ(found(path_, query(4096, 4096 - 6)), expected(data_, needle_, 4096, 4096 - 6));
   write(4096, 0, 5);
   EXPECT_EQ(found(path_, query(4096, 0)), expected(data_, needle_, 4096, 0));
 }
 
-TEST_F(PageOffsetScan, OtherPageSizes) {
+TEST_P(PageOffsetScan, OtherPageSizes) {
   write(65536, 0x1234, 1);
   EXPECT_EQ(found(path_, query(65536, 0x1234)), expected(data_, needle_, 65536, 0x1234));
   write(16, 3, 7);
   EXPECT_EQ(found(path_, query(16, 3)), expected(data_, needle_, 16, 3));
 }
 
-TEST_F(PageOffsetScan, ANeedleCutByTheEndOfTheFileIsNoHit) {
+TEST_P(PageOffsetScan, ANeedleCutByTheEndOfTheFileIsNoHit) {
   write(4096, 0x59c, 1);
   // The file's last page: 1000 bytes, so a needle at 0x59c (1436) would run past the end.
   const auto got = found(path_, query(4096, 0x59c));
@@ -93,7 +98,7 @@ TEST_F(PageOffsetScan, ANeedleCutByTheEndOfTheFileIsNoHit) {
   EXPECT_EQ(got, expected(data_, needle_, 4096, 0x59c));
 }
 
-TEST_F(PageOffsetScan, MaxStopsInOrder) {
+TEST_P(PageOffsetScan, MaxStopsInOrder) {
   write(4096, 0x59c, 1);
   ScanQuery q = query(4096, 0x59c);
   q.max_hits = 5000;  // past the first 16 MiB piece (4096 pages)
@@ -102,5 +107,8 @@ TEST_F(PageOffsetScan, MaxStopsInOrder) {
   ASSERT_EQ(got.size(), 5000u);
   EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin()));
 }
+
+INSTANTIATE_TEST_SUITE_P(Reads, PageOffsetScan, ::testing::Values("copy", "each", "map"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace

@@ -242,6 +242,25 @@ TEST(TracerHygiene, StoppedTracerIsFlagged) {
   EXPECT_NE(out.find("kill -CONT " + std::to_string(tracer.pid)), std::string::npos) << out;
 }
 
+// A tracer that vfork()ed waits for its child in uninterruptible sleep (D):
+// flagged as blocked, named as a vfork wait, with the child to end as the step.
+TEST(TracerHygiene, TracerBlockedInUninterruptibleSleepIsFlagged) {
+  Child tracee({"/bin/sleep", "60"});
+  Child tracer({kPrograms + "/threads_tracer", "attach", std::to_string(tracee.pid), "vfork"});
+  ASSERT_EQ(tracer.line(), "attached " + std::to_string(tracee.pid) + "\n");
+  extmem::test::ShellRun r;
+  for (int i = 0; i < 100 && r.out.find("uninterruptible") == std::string::npos; ++i) {
+    ::usleep(20000);  // until the tracer sits in vfork
+    r = extmem::test::run_extmem("threads --tracers");
+  }
+  EXPECT_EQ(r.code, 8) << r.out;
+  const std::string flag = line_with(r.out, "FLAG tracer " + std::to_string(tracer.pid));
+  EXPECT_NE(flag.find("(threads_tracer) is blocked in uninterruptible sleep"), std::string::npos) << r.out;
+  EXPECT_NE(flag.find("waiting for its vfork() child to exec or exit"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("resumes when its vfork child execs or exits: kill "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("extmem threads --pid=" + std::to_string(tracer.pid)), std::string::npos) << r.out;
+}
+
 TEST(TracerHygiene, MutualTracingIsFlaggedAndExpectNoneFailsOnAnyTracer) {
   Child pair({kPrograms + "/threads_tracer", "mutual"});
   const std::vector<long> n = numbers(pair.line());

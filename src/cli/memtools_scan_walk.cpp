@@ -102,8 +102,7 @@ Runner add_scan(CLI::App& app) {
     if (kinds != 1) return usage(c, "give exactly one of --hex, --u16, --u32, --u64, --record, --entropy, --twins");
     if (given("--block") && !s->twins) return usage(c, "--block goes with --twins (--entropy takes BITS/BLOCK)");
     if (given("--entropy") || s->twins) {
-      const char* which = s->twins ? "--twins" : "--entropy";
-      if (has_pid) return usage(c, std::string(which) + " searches a FILE (a RAM image), not --pid");
+      const char* which = s->twins ? "--twins" : "--entropy";  // a FILE or --pid [--match]
       for (const char* other : {"--page-offset", "--context", "--byte-order"})
         if (given(other)) return usage(c, std::string(other) + " does not go with " + which);
       if (given("--entropy")) {

@@ -17,6 +17,7 @@
 
 #include "extmem/os/fd.h"
 #include "memtools/ordered_pieces.h"
+#include "memtools/block_scan_bytes.h"
 #include "memtools/scan.h"
 
 namespace extmem::memtools {
@@ -173,12 +174,13 @@ double byte_entropy(const std::uint8_t* data, std::size_t size) {
   return std::max(0.0, std::log2(n) - sum / n);
 }
 
-Result<BlockScanStats> scan_entropy(const std::string& path, const EntropyQuery& q, const EntropySink& sink) {
-  MappedFile m;
-  if (auto st = map_file(path, m); !st) return std::move(st).error();
+namespace detail {
+
+BlockScanStats scan_entropy_bytes(const std::uint8_t* data, std::size_t size, const EntropyQuery& q,
+                                  const EntropySink& sink) {
   BlockScanStats stats;
-  if (m.size < q.block) return stats;
-  const std::size_t usable = m.size - m.size % q.block;
+  if (size < q.block) return stats;
+  const std::size_t usable = size - size % q.block;
   const std::vector<double> xlogx = xlogx_table(q.block);
   // A piece is a whole number of blocks, so runs only need joining at piece borders.
   const std::size_t piece = kPiece - kPiece % q.block;
@@ -188,7 +190,7 @@ Result<BlockScanStats> scan_entropy(const std::string& path, const EntropyQuery&
     std::vector<EntropyRun> runs;
     const std::size_t lo = i * piece, hi = std::min(usable, lo + piece);
     for (std::size_t at = lo; at < hi; at += q.block) {
-      const double h = entropy_with(m.data() + at, q.block, xlogx);
+      const double h = entropy_with(data + at, q.block, xlogx);
       if (h + 1e-12 < q.bits) continue;
       if (!runs.empty() && runs.back().offset + runs.back().bytes == at) {
         runs.back().bytes += q.block;
@@ -220,12 +222,10 @@ Result<BlockScanStats> scan_entropy(const std::string& path, const EntropyQuery&
   return stats;
 }
 
-Result<TwinResult> find_twins(const std::string& path, const TwinQuery& q) {
-  MappedFile m;
-  if (auto st = map_file(path, m); !st) return std::move(st).error();
+TwinResult find_twins_bytes(const std::uint8_t* data, std::size_t size, const TwinQuery& q) {
   TwinResult result;
-  if (m.size < q.block) return result;
-  const std::size_t usable = m.size - m.size % q.block;
+  if (size < q.block) return result;
+  const std::size_t usable = size - size % q.block;
   const std::size_t piece = std::max(kPiece, q.block);
   const std::size_t pieces = (usable + piece - 1) / piece;
   struct Seen {
@@ -241,7 +241,7 @@ Result<TwinResult> find_twins(const std::string& path, const TwinQuery& q) {
     r.seen.reserve((hi - lo) / q.block);
     for (std::size_t at = lo; at < hi; at += q.block) {
       bool constant = false;
-      const std::uint64_t h = block_hash(m.data() + at, q.block, constant);
+      const std::uint64_t h = block_hash(data + at, q.block, constant);
       if (constant) {
         ++r.constant;
         continue;
@@ -297,7 +297,7 @@ Result<TwinResult> find_twins(const std::string& path, const TwinQuery& q) {
       for (std::size_t k; (k = next.fetch_add(1)) < groups.size();) {
         Group& g = groups[k];
         auto keep = std::remove_if(g.more.begin(), g.more.end(), [&](std::uint64_t off) {
-          const bool differs = std::memcmp(m.data() + g.first, m.data() + off, q.block) != 0;
+          const bool differs = std::memcmp(data + g.first, data + off, q.block) != 0;
           if (differs) strays[k].push_back(off);
           return differs;
         });
@@ -314,7 +314,7 @@ Result<TwinResult> find_twins(const std::string& path, const TwinQuery& q) {
       // Place it among the groups of the same hash by content (making a new one when none matches).
       bool placed = false;
       for (std::size_t c = k; c < groups.size(); c = groups[c].next - 1) {
-        if (c != k && std::memcmp(m.data() + groups[c].first, m.data() + off, q.block) == 0) {
+        if (c != k && std::memcmp(data + groups[c].first, data + off, q.block) == 0) {
           groups[c].more.push_back(off);
           placed = true;
           break;
@@ -334,7 +334,7 @@ Result<TwinResult> find_twins(const std::string& path, const TwinQuery& q) {
   for (const Group& g : groups) {
     if (g.more.empty()) continue;
     bool constant = false;
-    TwinGroup t{block_hash(m.data() + g.first, q.block, constant), {g.first}};
+    TwinGroup t{block_hash(data + g.first, q.block, constant), {g.first}};
     t.offsets.insert(t.offsets.end(), g.more.begin(), g.more.end());
     result.groups.push_back(std::move(t));
   }
@@ -343,6 +343,20 @@ Result<TwinResult> find_twins(const std::string& path, const TwinQuery& q) {
     return a.offsets.front() < b.offsets.front();
   });
   return result;
+}
+
+}  // namespace detail
+
+Result<BlockScanStats> scan_entropy(const std::string& path, const EntropyQuery& q, const EntropySink& sink) {
+  MappedFile m;
+  if (auto st = map_file(path, m); !st) return std::move(st).error();
+  return detail::scan_entropy_bytes(m.data(), m.size, q, sink);
+}
+
+Result<TwinResult> find_twins(const std::string& path, const TwinQuery& q) {
+  MappedFile m;
+  if (auto st = map_file(path, m); !st) return std::move(st).error();
+  return detail::find_twins_bytes(m.data(), m.size, q);
 }
 
 }  // namespace extmem::memtools

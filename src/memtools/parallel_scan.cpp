@@ -54,6 +54,12 @@ bool scan_mapped(const std::uint8_t* data, std::size_t size, const ScanQuery& qu
       return piece.hits.size() < cap;
     }, count);
     if (!complete) piece.resume = static_cast<std::size_t>(piece.hits.back().address) + 1;
+    // The page-offset form is done with these pages: dropping them from the
+    // page tables here, on this thread, spreads the teardown over the workers
+    // (MADV_DONTNEED takes the mmap lock shared) instead of leaving it all to
+    // the final munmap on one thread (perf: unmap_page_range 10.5 % of the
+    // run). A piece searched on from `resume` faults its pages in again.
+    if (query.page_offset) (void)::madvise(const_cast<std::uint8_t*>(data) + lo, hi - lo, MADV_DONTNEED);
     piece.done = true;
     return piece;
   };

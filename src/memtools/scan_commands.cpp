@@ -157,6 +157,10 @@ std::string file_place_text(const ScanOptions& o, std::uint64_t offset) {
   }
   return line;
 }
+// Where a block result lies: a file offset (and GPA), or a process's virtual address.
+std::string block_place_text(const ScanOptions& o, std::uint64_t at) {
+  return o.file.empty() ? fmt::format("va={:#x}", at) : file_place_text(o, at);
+}
 nlohmann::json gpa_json(const ScanOptions& o, std::uint64_t offset) {
   const auto gpa = o.ram_map->to_gpa(offset);
   return gpa ? nlohmann::json(hex(*gpa)) : nlohmann::json(nullptr);
@@ -167,19 +171,21 @@ int run_entropy(const ScanOptions& o, std::ostream& out, std::ostream& err) {
   EntropySink sink = [&](const EntropyRun& r) {
     ++runs;
     if (o.json) {
-      nlohmann::json j = {{"match", "entropy"},   {"offset", hex(r.offset)},       {"bytes", r.bytes},
+      nlohmann::json j = {{"match", "entropy"}, {o.file.empty() ? "va" : "offset", hex(r.offset)}, {"bytes", r.bytes},
                           {"blocks", r.bytes / o.entropy->block}, {"min_bits", r.min_bits}, {"max_bits", r.max_bits}};
       if (o.ram_map) j["gpa"] = gpa_json(o, r.offset);
       out << j.dump() << std::endl;
     } else {
-      out << fmt::format("{} bytes={:#x} blocks={} entropy={:.2f}..{:.2f} bits/byte", file_place_text(o, r.offset),
+      out << fmt::format("{} bytes={:#x} blocks={} entropy={:.2f}..{:.2f} bits/byte", block_place_text(o, r.offset),
                          r.bytes, r.bytes / o.entropy->block, r.min_bits, r.max_bits)
           << std::endl;
     }
     return o.query.max_hits == 0 || runs < o.query.max_hits;
   };
-  auto stats = scan_entropy(o.file, *o.entropy, sink);
+  auto stats = o.file.empty() ? scan_entropy_process(o.pid, o.match ? &*o.match : nullptr, *o.entropy, sink)
+                              : scan_entropy(o.file, *o.entropy, sink);
   if (!stats) return report_failure(err, "scan", stats.error());
+  for (const std::string& s : stats->skipped) err << "extmem scan: skipped unreadable mapping " << s << '\n';
   err << fmt::format("extmem scan: {} run{} of {}-byte blocks with at least {:g} bits/byte in {}{}\n", runs,
                      runs == 1 ? "" : "s", o.entropy->block, o.entropy->bits, size_text(stats->bytes),
                      stats->stopped ? fmt::format(", stopped at --max={}", o.query.max_hits) : "");
@@ -187,8 +193,9 @@ int run_entropy(const ScanOptions& o, std::ostream& out, std::ostream& err) {
 }
 
 int run_twins(const ScanOptions& o, std::ostream& out, std::ostream& err) {
-  auto r = find_twins(o.file, *o.twins);
+  auto r = o.file.empty() ? find_twins_process(o.pid, o.match ? &*o.match : nullptr, *o.twins) : find_twins(o.file, *o.twins);
   if (!r) return report_failure(err, "scan", r.error());
+  for (const std::string& s : r->skipped) err << "extmem scan: skipped unreadable mapping " << s << '\n';
   constexpr std::size_t kShown = 16;  // offsets per text line; JSON lists them all
   for (const TwinGroup& g : r->groups) {
     if (o.json) {
@@ -198,13 +205,13 @@ int run_twins(const ScanOptions& o, std::ostream& out, std::ostream& err) {
         offs.push_back(hex(off));
         if (o.ram_map) gpas.push_back(gpa_json(o, off));
       }
-      j["offsets"] = std::move(offs);
+      j[o.file.empty() ? "vas" : "offsets"] = std::move(offs);
       if (o.ram_map) j["gpas"] = std::move(gpas);
       out << j.dump() << '\n';
       continue;
     }
     std::string line = fmt::format("twins count={} block={} hash={:#018x}:", g.offsets.size(), format_size(o.twins->block), g.hash);
-    for (std::size_t i = 0; i < g.offsets.size() && i < kShown; ++i) line += " " + file_place_text(o, g.offsets[i]);
+    for (std::size_t i = 0; i < g.offsets.size() && i < kShown; ++i) line += " " + block_place_text(o, g.offsets[i]);
     if (g.offsets.size() > kShown) line += fmt::format(" ... {} more (--json lists all)", g.offsets.size() - kShown);
     out << line << '\n';
   }

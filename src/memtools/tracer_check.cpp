@@ -1,9 +1,13 @@
 #include "memtools/tracer_check.h"
 
+#include <sched.h>
+#include <sys/syscall.h>
+
 #include <algorithm>
 
 #include <fmt/format.h>
 
+#include "extmem/memtools/syscall.h"
 #include "memtools/task_files.h"
 
 namespace extmem::memtools::detail {
@@ -14,6 +18,31 @@ Result<TaskStatus> read_status_of(pid_t tid) {
   auto text = read_small_file(fmt::format("/proc/{}/status", tid));
   if (!text) return std::move(text).error();
   return parse_task_status(*text);
+}
+
+// Whether thread `tid` is parked in vfork(): its wchan names the wait
+// (kernel_clone, or wait_for_vfork_done where not inlined), or, where the
+// wchan is hidden, its syscall file shows vfork or a clone with CLONE_VFORK
+// (readable with the access a debugger would need).
+bool in_vfork(pid_t tid, const std::string& wchan) {
+  if (wchan == "kernel_clone" || wchan.find("vfork") != std::string::npos) return true;
+  auto text = read_small_file(fmt::format("/proc/{}/syscall", tid));
+  if (!text) return false;
+  auto sc = parse_syscall_line(*text);
+  if (!sc || sc->kind != SyscallSample::Kind::in_syscall) return false;
+#ifdef SYS_vfork
+  if (sc->nr == SYS_vfork) return true;
+#endif
+  return sc->nr == SYS_clone && (sc->args[0] & CLONE_VFORK) != 0;
+}
+
+// The children of thread `tid` as "PID PID …" ("" when none or unreadable).
+std::string vfork_children(pid_t tid) {
+  auto text = read_small_file(fmt::format("/proc/{}/task/{}/children", tid, tid));
+  if (!text) return {};
+  std::string s = std::move(*text);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n')) s.pop_back();
+  return s;
 }
 
 }  // namespace
@@ -62,8 +91,21 @@ TracerFinding examine_tracee(const TaskStatus& tracee) {
     const char s = f.tracer_status.state;
     const std::string where = f.tracer_wchan.empty() ? "" : fmt::format(" in {}", f.tracer_wchan);
     if (s == 'D') {
-      f.flags.push_back(fmt::format("tracer {} ({}) is blocked in uninterruptible sleep{}", tr, f.tracer_status.name, where));
-      f.steps.push_back(fmt::format("a signal reaches tracer {} only when its kernel call returns: look at where it waits with `extmem threads --pid={}`", tr, f.tracer_status.tgid));
+      // vfork() parks the parent in the kernel until the child execs or exits.
+      const bool vfork_wait = in_vfork(tr, f.tracer_wchan);
+      f.flags.push_back(fmt::format("tracer {} ({}) is blocked in uninterruptible sleep{}{}", tr, f.tracer_status.name,
+                                    where, vfork_wait ? " (waiting for its vfork() child to exec or exit)" : ""));
+      if (vfork_wait) {
+        const std::string children = vfork_children(tr);
+        f.steps.push_back(fmt::format("tracer {} resumes when its vfork child execs or exits: kill {} ends that child (destructive "
+                                      "for the child only)",
+                                      tr, children.empty() ? "the child (/proc/" + std::to_string(tr) + "/task/" +
+                                                                 std::to_string(tr) + "/children)"
+                                                           : children));
+      }
+      f.steps.push_back(fmt::format("no signal but SIGKILL reaches tracer {} before its kernel call returns (and only in a killable wait): "
+                                    "look at where it waits with `extmem threads --pid={}`",
+                                    tr, f.tracer_status.tgid));
     } else if (s == 'T') {
       f.flags.push_back(fmt::format("tracer {} ({}) is itself stopped (state T): it cannot resume or detach its tracee", tr, f.tracer_status.name));
       f.steps.push_back(fmt::format("kill -CONT {}  resumes the tracer so that it can continue or detach", f.tracer_status.tgid));

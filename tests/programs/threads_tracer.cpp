@@ -3,9 +3,13 @@
 //   threads_tracer attach PID wait       PTRACE_ATTACH, wait for the stop, then pause(): PID stays in
 //                                        tracing-stop (t) under a sleeping tracer
 //   threads_tracer attach PID stop-self  the same, then the tracer stops itself (SIGSTOP): a stopped tracer
+//   threads_tracer attach PID vfork      the same, then the tracer vfork()s a child that sleeps: the tracer
+//                                        waits for it in uninterruptible sleep (state D); the child dies with
+//                                        the tracer (PR_SET_PDEATHSIG)
 //   threads_tracer mutual                forks; parent and child PTRACE_SEIZE each other (neither stops)
 // Prints "attached PID" or "mutual PARENT CHILD" once done, then waits to be killed.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,6 +36,15 @@ int main(int argc, char** argv) {
     std::printf("attached %d\n", pid);
     std::fflush(stdout);
     if (std::string(argv[3]) == "stop-self") ::raise(SIGSTOP);
+    if (std::string(argv[3]) == "vfork") {
+      const pid_t tracer = ::getpid();
+      // The vfork child may only make system calls: it shares our memory until it exits.
+      if (::vfork() == 0) {
+        if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != tracer) ::_exit(3);
+        while (true) ::pause();
+      }
+      return 3;  // not reached while the child lives: it never exits, and dies with us
+    }
     while (true) ::pause();
   }
   if (mode == "mutual") {
@@ -64,6 +77,6 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     while (true) ::pause();
   }
-  std::fprintf(stderr, "usage: threads_tracer attach PID wait|stop-self | threads_tracer mutual\n");
+  std::fprintf(stderr, "usage: threads_tracer attach PID wait|stop-self|vfork | threads_tracer mutual\n");
   return 2;
 }

@@ -2,8 +2,12 @@
 // byte entropy reaches a threshold (a hash or key array), and blocks with
 // identical content at different offsets ("twins": copies of one buffer).
 // The file is memory-mapped read-only and searched by every core; results are
-// in file-offset order. docs/memtools.md, "extmem scan".
+// in file-offset order. A process's mappings (through /proc/PID/mem, the
+// process not stopped) are copied first, then searched the same way, results
+// at virtual addresses. docs/memtools.md, "extmem scan".
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <functional>
@@ -12,6 +16,7 @@
 #include <vector>
 
 #include "extmem/core/error.h"
+#include "extmem/memtools/map_spec.h"
 #include "extmem/memtools/syntax.h"
 
 namespace extmem::memtools {
@@ -46,6 +51,7 @@ using EntropySink = std::function<bool(const EntropyRun&)>;
 struct BlockScanStats {
   std::uint64_t bytes = 0;    ///< bytes searched
   bool stopped = false;       ///< ended early (the sink, or --max)
+  std::vector<std::string> skipped;  ///< process form: mappings that could not be read ("MAPPING: ERRNO")
 };
 
 /// Searches all of `path` for runs of high-entropy blocks (a partial block
@@ -73,11 +79,34 @@ struct TwinResult {
   std::uint64_t distinct = 0;         ///< distinct contents among the others
   std::uint64_t bytes = 0;            ///< bytes searched (to where it stopped)
   bool stopped = false;               ///< max_distinct reached
+  std::vector<std::string> skipped;   ///< process form: mappings that could not be read ("MAPPING: ERRNO")
 };
 
 /// Finds twin blocks in all of `path`: zero and other constant blocks are
 /// left out; memory grows with the number of distinct blocks (bounded by
 /// max_distinct). Errors as scan_entropy.
 Result<TwinResult> find_twins(const std::string& path, const TwinQuery& query);
+
+/// The most bytes of mappings the process forms copy (4 GiB).
+inline constexpr std::uint64_t kMaxProcessBlockBytes = std::uint64_t{4} << 30;
+
+/// scan_entropy over the readable mappings of process `pid` that `match`
+/// selects (null: all), each searched on its own (a run never spans two
+/// mappings); EntropyRun::offset is a virtual address. The mappings are first
+/// copied through /proc/PID/mem into memory this call owns and frees (at most
+/// kMaxProcessBlockBytes); a partial block at a mapping's end is not looked
+/// at; a mapping the kernel will not read is listed in `skipped`. Errors:
+/// os_error("read /proc/PID/maps"...) as read_live_maps; os_error("open
+/// /proc/PID/mem", errno) (EACCES/EPERM: not allowed); os_error("pread
+/// /proc/PID/mem", ESRCH) when the process ends meanwhile; invalid_argument
+/// "copy mappings" when nothing readable is selected or more than the bound.
+Result<BlockScanStats> scan_entropy_process(pid_t pid, const MapSpec* match, const EntropyQuery& query,
+                                            const EntropySink& sink);
+
+/// find_twins over the selected mappings of process `pid` (copied as for
+/// scan_entropy_process; blocks at multiples of query.block from each
+/// mapping's start, never across two): offsets are virtual addresses. Errors
+/// as scan_entropy_process.
+Result<TwinResult> find_twins_process(pid_t pid, const MapSpec* match, const TwinQuery& query);
 
 }  // namespace extmem::memtools

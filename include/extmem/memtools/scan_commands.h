@@ -25,8 +25,8 @@ struct ScanOptions {
   pid_t pid = 0;                  ///< process mode otherwise
   std::optional<MapSpec> match;   ///< process mode: only mappings matching this
   ScanQuery query;                ///< used unless `entropy` or `twins` is set
-  std::optional<EntropyQuery> entropy;  ///< file mode: --entropy instead of `query`
-  std::optional<TwinQuery> twins;       ///< file mode: --twins instead of `query`
+  std::optional<EntropyQuery> entropy;  ///< --entropy instead of `query`
+  std::optional<TwinQuery> twins;       ///< --twins instead of `query`
   std::optional<RamMap> ram_map;  ///< file mode: print guest-physical addresses too
   bool json = false;              ///< one JSON object per line instead of text
 };
