@@ -2,7 +2,7 @@
 # Installs the Debian packages extmem needs to build, run on lavapipe/llvmpipe, and test.
 # Run as root on Debian bookworm. Does nothing when everything is already installed.
 # lld: the "fuzz" preset (CI) links its instrumented executables with it.
-# libdrm-dev: its drm.h is what tests/memtools_ioctl_drm_header_tests.cpp checks the built-in DRM ioctl names against (headers only; nothing links it).
+# libdrm-dev (only with --tests): its drm.h is what tests/memtools_ioctl_drm_header_tests.cpp checks the built-in DRM ioctl names against (headers only; nothing links it).
 # file: CPack's DEB generator reads the shared-library dependencies with it (package.deb test; missing on a minbase bookworm, found there).
 # python3-torch (only with --tests, so the main job's first run does not wait for it): the pytorch.*
 #   tests run examples/pytorch_alias.py on CPU tensors (torch 1.13.1, CPU only); without recommends
@@ -16,11 +16,11 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jsonschema
-  libxml2-utils libdrm-dev
+  libxml2-utils
   dpkg-dev file
 )
 case "${1-}" in
-  --tests) packages+=(python3-torch) ;;
+  --tests) packages+=(python3-torch libdrm-dev) ;;
   "") ;;
   *) echo "extmem: scripts/deps.sh: unknown argument '$1' (accepted: --tests, or nothing)" >&2; exit 2 ;;
 esac
