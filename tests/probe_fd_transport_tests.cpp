@@ -37,6 +37,7 @@ bool ends_with(const std::string& s, const std::string& tail) {
 // `extmem probe --fd-transport=both --json=F`, once for the tests that read it.
 struct BothRun {
   extmem::test::ShellRun run;
+  std::string text;  // the document as written
   json doc;
 };
 const BothRun& both_run() {
@@ -44,7 +45,8 @@ const BothRun& both_run() {
     extmem::test::TempDir dir;
     BothRun b;
     b.run = extmem::test::run_extmem("probe --fd-transport=both --json=" + dir.file("r.json"));
-    b.doc = json::parse(extmem::test::slurp(dir.file("r.json")), nullptr, false);
+    b.text = extmem::test::slurp(dir.file("r.json"));
+    b.doc = json::parse(b.text, nullptr, false);
     return b;
   }();
   return r;
@@ -77,6 +79,26 @@ TEST(ProbeFdTransport, BothRunExitsZeroAndPhaseASaysWhetherPermitted) {
   EXPECT_TRUE(fdt.value("pidfd_getfd", std::string()) == "permitted" || fdt.value("pidfd_getfd", std::string()) == "refused")
       << fdt.dump();
   EXPECT_EQ(b.doc["options"]["fd_transport"], "both");
+}
+
+// The document, twins and phase A's fd_transport included, validates against docs/probe-result.schema.json.
+TEST(ProbeFdTransport, BothRunJsonValidatesAgainstSchema) {
+  const BothRun& b = both_run();
+  ASSERT_FALSE(b.doc.is_discarded()) << b.run.out;
+  extmem::test::TempDir dir;
+  std::ofstream(dir.file("r.json")) << b.text;
+  const std::string script =
+      "import json, sys, jsonschema; s = json.load(open(sys.argv[1])); d = json.load(open(sys.argv[2])); "
+      "c = jsonschema.validators.validator_for(s); errs = list(c(s).iter_errors(d)); "
+      "[print('invalid at', list(e.absolute_path), e.message[:300]) for e in errs]; sys.exit(1 if errs else 0)";
+  const std::string cmd = "python3 -c \"" + script + "\" " + std::string(EXTMEM_SOURCE_DIR) +
+                          "/docs/probe-result.schema.json " + dir.file("r.json") + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  EXPECT_EQ(::pclose(p), 0) << out;
 }
 
 // Every row that passes an fd (--list-routes' pidfd_twin) has its twin right after it; no other row has one.
