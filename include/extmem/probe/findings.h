@@ -55,7 +55,7 @@ struct GlDriverChoice {
 struct FdTransportFinding {
   bool attempted = false;     ///< the child was started and the offer sent
   bool permitted = false;     ///< the child fetched the fd and saw the same file (st_dev, st_ino)
-  std::string how;            ///< what was tried, with both pids and uids ("a child of the probe (pid 12, uid 0) fetched ...")
+  std::string how;            ///< what was tried, with both pids and uids ("a child of the probe (pid=12, uid=0) fetching a memfd of ...")
   /// The fetch's own failure (step "pidfd_open(pid P)" / "pidfd_getfd(pid P, fd N)", errno
   /// verbatim); or, when the check itself could not run, what stopped it (spawn, socket, timeout).
   std::optional<Error> refused;

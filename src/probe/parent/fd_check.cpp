@@ -51,8 +51,8 @@ FdTransportFinding check_fd_transport(const std::string& exe) {
   os::Channel& ours = sockets->first;
   ours.set_fd_transport(os::FdTransport::pidfd);
   f.attempted = true;
-  f.how = fmt::format("a child of the probe (pid {}) fetching fd {} of the probe (pid {}, uid {})", child->pid(),
-                      memfd->get(), ::getpid(), ::getuid());
+  f.how = fmt::format("a child of the probe (pid={}) fetching a memfd of the probe (pid={}, uid={}) by number", child->pid(),
+                      ::getpid(), ::getuid());
   if (auto sent = ours.send(os::MsgType::request, "fd-transport check", memfd->get(), kAnswerTimeoutMs); !sent) {
     f.attempted = false;
     f.refused = sent.error();
@@ -65,11 +65,11 @@ FdTransportFinding check_fd_transport(const std::string& exe) {
     unsigned uid = 0;
     int pid = 0;
     const bool same = std::sscanf(answer->payload.c_str(), "same %llu %llu uid %u pid %d", &dev, &ino, &uid, &pid) == 4;
-    if (same) f.how = fmt::format("a child of the probe (pid {}, uid {}) fetching fd {} of the probe (pid {}, uid {})", pid,
-                                  uid, memfd->get(), ::getpid(), ::getuid());
+    if (same) f.how = fmt::format("a child of the probe (pid={}, uid={}) fetching a memfd of the probe (pid={}, uid={}) by number",
+                                  pid, uid, ::getpid(), ::getuid());
     else if (std::sscanf(answer->payload.c_str(), "refused uid %u pid %d", &uid, &pid) == 2)
-      f.how = fmt::format("a child of the probe (pid {}, uid {}) fetching fd {} of the probe (pid {}, uid {})", pid, uid,
-                          memfd->get(), ::getpid(), ::getuid());
+      f.how = fmt::format("a child of the probe (pid={}, uid={}) fetching a memfd of the probe (pid={}, uid={}) by number", pid,
+                          uid, ::getpid(), ::getuid());
     if (ours.log().refused) {
       f.refused = *ours.log().refused;
     } else if (same && ::fstat(memfd->get(), &st) == 0 && st.st_dev == dev && st.st_ino == ino) {
