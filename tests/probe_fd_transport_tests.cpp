@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -254,6 +255,14 @@ bool can_run_as_nobody(std::string& why) {
   }
   if (::access("/usr/bin/setpriv", X_OK) != 0) {
     why = "no /usr/bin/setpriv (util-linux)";
+    return false;
+  }
+  // A build tree that uid 65534 cannot reach (a 0700 home directory) would fail the
+  // workers' start, not the fetch: that is not the refusal under test.
+  const std::string probe_as_nobody = std::string("setpriv --reuid=65534 --regid=65534 --clear-groups ") + EXTMEM_BINARY +
+                                      " probe --list-routes=json >/dev/null 2>&1";
+  if (std::system(probe_as_nobody.c_str()) != 0) {
+    why = std::string("uid 65534 cannot run ") + EXTMEM_BINARY + " (a directory above it is not searchable?)";
     return false;
   }
   return true;
