@@ -292,9 +292,11 @@ TEST(IpcHeader, RejectsUnknownVersion) {
   }
 }
 
-// Types outside 1..8 are rejected (0, 9, 0xffff), while 1..8 are accepted.
+// Types outside 1..10 are rejected (0, 11, 0xffff), while 1..10 are accepted (9 and
+// 10, the pidfd transport's offer and ack, are tested in ipc_pidfd_tests.cpp).
 TEST(IpcHeader, RejectsUnknownType) {
-  for (std::uint16_t t : {std::uint16_t{0}, std::uint16_t{9}, std::uint16_t{0xffff}}) {
+  for (MsgType t : {MsgType::fd_offer, MsgType::fd_ack}) EXPECT_TRUE(decode_frame_header(as_span(valid_frame(t, 0, 0)), 0).ok());
+  for (std::uint16_t t : {std::uint16_t{0}, std::uint16_t{11}, std::uint16_t{0xffff}}) {
     SCOPED_TRACE(t);
     expect_decode_error(raw_frame(kFrameMagic, kFrameVersion, t, 0, 0, 0), 0);
   }

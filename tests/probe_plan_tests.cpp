@@ -107,4 +107,71 @@ TEST(ProbePlan, MemoryTypeTwinsFollowTheirRow) {
   EXPECT_EQ(std::count(names.begin(), names.end(), "T1-opaque-fd-cuda@mt0"), 0);
 }
 
+// --fd-transport=both: every row that passes fds is followed by its "@pidfd" twin,
+// which is the same route with the pidfd transport and phase A's same decision;
+// a row that passes no fd has no twin.
+TEST(ProbePlan, PidfdTwinsFollowTheirRowWhenBoth) {
+  const auto dev = lavapipe_like();
+  probe::ProbeOptions both;
+  both.fd_transport = "both";
+  auto plan = probe::plan_rows(both, {-1}, probe::PhaseAFacts{&dev, &kNoDriver});
+  std::size_t twins = 0;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    const probe::PlannedRow& r = plan[i];
+    if (r.fd_transport != extmem::os::FdTransport::pidfd) continue;
+    ++twins;
+    ASSERT_GT(i, 0u);
+    const probe::PlannedRow& base = plan[i - 1];
+    EXPECT_EQ(r.row, base.row + "@pidfd");
+    EXPECT_EQ(base.fd_transport, extmem::os::FdTransport::scm);
+    EXPECT_EQ(r.route, base.route);
+    EXPECT_TRUE(r.route->passes_fds) << r.row;
+    EXPECT_EQ(r.decided.has_value(), base.decided.has_value()) << r.row;
+    if (r.decided && base.decided) {
+      EXPECT_EQ(r.decided->status, base.decided->status) << r.row;
+      EXPECT_EQ(r.decided->why, base.decided->why) << r.row;
+    }
+  }
+  std::size_t passing = 0;
+  for (const probe::RouteDef& route : probe::route_table()) passing += route.passes_fds ? 1 : 0;
+  EXPECT_EQ(twins, passing);
+  EXPECT_EQ(row(plan, "T1-dma-buf@pidfd").decided->why, "VK_EXT_external_memory_dma_buf not exposed by the device");
+  for (const probe::PlannedRow& r : plan) EXPECT_NE(r.row, "T1-gles-memobj-fd-same-proc@pidfd");  // single process
+}
+
+// --fd-transport=pidfd: a row that passes fds runs only as its "@pidfd" twin; the others run as themselves.
+TEST(ProbePlan, PidfdAloneRenamesOnlyRowsThatPassFds) {
+  const auto dev = lavapipe_like();
+  probe::ProbeOptions pidfd;
+  pidfd.fd_transport = "pidfd";
+  auto plan = probe::plan_rows(pidfd, {-1}, probe::PhaseAFacts{&dev, &kNoDriver});
+  for (const probe::PlannedRow& r : plan) {
+    const bool twin = r.fd_transport == extmem::os::FdTransport::pidfd;
+    EXPECT_EQ(twin, r.route->passes_fds) << r.row;
+    EXPECT_EQ(r.row, std::string(r.route->row) + (twin ? "@pidfd" : "")) << r.row;
+  }
+  EXPECT_EQ(row(plan, "T1-gles-memobj-fd-same-proc").fd_transport, extmem::os::FdTransport::scm);
+}
+
+// The default (scm) plans no "@pidfd" row at all: today's rows, unchanged.
+TEST(ProbePlan, ScmPlansNoPidfdRow) {
+  const auto dev = lavapipe_like();
+  auto plan = probe::plan_rows({}, {-1}, probe::PhaseAFacts{&dev, &kNoDriver});
+  for (const probe::PlannedRow& r : plan) {
+    EXPECT_EQ(r.fd_transport, extmem::os::FdTransport::scm) << r.row;
+    EXPECT_EQ(r.row.find("@pidfd"), std::string::npos) << r.row;
+  }
+}
+
+// A memory-type twin's pidfd twin carries both suffixes, memory type first.
+TEST(ProbePlan, MemoryTypeTwinHasItsPidfdTwin) {
+  const auto dev = lavapipe_like();
+  probe::ProbeOptions both;
+  both.fd_transport = "both";
+  auto plan = probe::plan_rows(both, {-1, 2}, probe::PhaseAFacts{&dev, &kNoDriver});
+  const auto& r = row(plan, "T1-opaque-fd@mt2@pidfd");
+  EXPECT_EQ(r.memory_type, 2);
+  EXPECT_EQ(r.fd_transport, extmem::os::FdTransport::pidfd);
+}
+
 }  // namespace

@@ -112,6 +112,21 @@ TEST(Report, MarkdownGoesToStdoutWithoutOutputOptions) {
   EXPECT_NE(o.out.find("| T1-opaque-fd@mt0 | **OK** |"), std::string::npos) << o.out;
 }
 
+// An --fd-transport twin sits right under its row even when the first document has only the twin
+// (--fd-transport=pidfd) and a later one only the row (the twin's key ties with its row's otherwise).
+TEST(Report, PidfdTwinFollowsItsRowWhateverOrderTheDocumentsCame) {
+  Dir d;
+  const std::string twin_only = d.file("pidfd.json"), row_only = d.file("scm.json");
+  sh(kBinary + " probe --only=T3-memfd-cross-process --fd-transport=pidfd --json=" + twin_only);
+  sh(kBinary + " probe --only=T3-memfd-cross-process --json=" + row_only);
+  Out o = sh(kBinary + " report " + twin_only + " " + row_only);
+  ASSERT_EQ(o.code, 0) << o.err;
+  const std::size_t row = o.out.find("| T3-memfd-cross-process |"), twin = o.out.find("| T3-memfd-cross-process@pidfd |");
+  ASSERT_NE(row, std::string::npos) << o.out;
+  ASSERT_NE(twin, std::string::npos) << o.out;
+  EXPECT_LT(row, twin) << o.out;
+}
+
 TEST(Report, MalformedJsonIsExit2NamingFileAndPosition) {
   Dir d;
   std::ofstream(d.file("broken.json")) << "{\"schema\": \"extmem-probe-result\",\n \"rows\": [1, 2,, 3]}";

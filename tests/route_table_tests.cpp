@@ -234,4 +234,16 @@ TEST(RouteTable, TwinsBelongToTheirBaseRow) {
   EXPECT_EQ(extmem::probe::twin_memory_type("T1-opaque-fd@mt123"), -1);  // --memory-type takes at most two digits
 }
 
+// An --fd-transport twin belongs to its row too, with or without a memory-type suffix before it.
+TEST(RouteTable, PidfdTwinsBelongToTheirBaseRow) {
+  EXPECT_EQ(extmem::probe::base_row("T1-opaque-fd@pidfd"), "T1-opaque-fd");
+  EXPECT_EQ(extmem::probe::base_row("T1-opaque-fd@mt2@pidfd"), "T1-opaque-fd");
+  EXPECT_EQ(extmem::probe::twin_memory_type("T1-opaque-fd@mt2@pidfd"), 2);
+  EXPECT_EQ(extmem::probe::twin_memory_type("T1-opaque-fd@pidfd"), -1);
+  EXPECT_EQ(extmem::probe::base_row("T4-image-opaque-fd@linear@pidfd"), "T4-image-opaque-fd@linear");
+  EXPECT_TRUE(extmem::probe::is_pidfd_twin("T3-memfd-sealed@pidfd"));
+  EXPECT_FALSE(extmem::probe::is_pidfd_twin("T3-memfd-sealed"));
+  EXPECT_FALSE(extmem::probe::is_pidfd_twin("@pidfd"));  // a suffix needs a row before it
+}
+
 }  // namespace

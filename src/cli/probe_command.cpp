@@ -17,6 +17,7 @@
 #include "extmem/probe/args_file.h"
 #include "extmem/probe/probe.h"
 #include "extmem/probe/routes.h"
+#include "probe/worker/fd_check_child.h"
 #include "probe/worker/worker_main.h"
 
 namespace extmem::cli {
@@ -68,6 +69,7 @@ struct State {
   std::vector<CLI::Option*> command_line_only;  // refused inside an args file: internal modes, nesting, the marker
   probe::ChildArgs child_args;
   bool worker = false;
+  bool fd_transport_check = false;  // hidden: phase A's fd-transport check child (probe/worker/fd_check_child.h)
   std::vector<std::string> warm;
   std::string worker_device;
   bool worker_select = false;
@@ -118,6 +120,10 @@ void define_options(CLI::App* cmd, State& st) {
   valued("--isolate", "none|route", "route: fresh processes for every route; none: warm workers (default)", "none");
   valued("--gl-driver", "auto|system|zink|llvmpipe",
          "GL for the GLES rows: auto (zink on lavapipe, else the system GL), system, zink or llvmpipe", "auto");
+  valued("--fd-transport", "scm|pidfd|both",
+         "How rows that pass an fd pass it: scm (SCM_RIGHTS), pidfd (pidfd_getfd; those rows print as ROW@pidfd), "
+         "both (each such row, then its ROW@pidfd twin)",
+         "scm");
   st.args_file_opt = cmd->add_option("--args-file", st.args_file,
                                      "Read options from FILE: shell-like words, # comments; the command line wins")
                          ->type_name("FILE");
@@ -139,6 +145,7 @@ void define_options(CLI::App* cmd, State& st) {
   internal.push_back(cmd->add_option("--memory-type-index", st.child_args.memory_type)->group(""));
   // Worker mode: a warm process started by the probe itself with its control socket on fd 3.
   internal.push_back(cmd->add_flag("--worker", st.worker)->group(""));
+  internal.push_back(cmd->add_flag("--fd-transport-check", st.fd_transport_check)->group(""));
   internal.push_back(cmd->add_option("--warm", st.warm)->group(""));
   internal.push_back(cmd->add_flag("--worker-select", st.worker_select)->group(""));
   internal.push_back(cmd->add_option("--worker-device", st.worker_device)->group(""));
@@ -232,6 +239,7 @@ Runner add_probe(CLI::App& app) {
 
   return [state]() -> int {
     probe::ProbeOptions& opts = state->options;
+    if (state->fd_transport_check) return probe::run_fd_transport_check();
     if (state->worker) {
       probe::WorkerArgs w;
       w.device_index = state->child_args.device_index;
@@ -292,6 +300,7 @@ Runner add_probe(CLI::App& app) {
       state->child_args.gl_driver = opts.gl_driver;
       state->child_args.image_width = opts.image_width;
       state->child_args.image_height = opts.image_height;
+      state->child_args.fd_transport_pidfd = opts.fd_transport == "pidfd";
       return probe::run_child(state->child_args);
     }
     if (!state->list_routes.empty()) {

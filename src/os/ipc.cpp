@@ -3,11 +3,16 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "extmem/os/pidfd.h"
 
 namespace extmem::os {
 namespace {
@@ -28,7 +33,24 @@ Error protocol(std::string detail) {
   return Error{"decode frame", ErrorKind::protocol, {}, std::move(detail)};
 }
 
-bool known_type(std::uint16_t t) { return t >= 1 && t <= 8; }
+bool known_type(std::uint16_t t) { return t >= 1 && t <= 10; }
+
+Error stray(std::string detail) { return Error{"fd transport", ErrorKind::protocol, {}, std::move(detail)}; }
+
+// The ack's payload for a refused fetch, and back: three lines, so the sender
+// keeps the receiver's step, errno code and text verbatim.
+std::string encode_refusal(const Error& e) { return e.step + "\n" + e.code + "\n" + e.detail; }
+Error decode_refusal(const std::string& text) {
+  const std::size_t a = text.find('\n'), b = a == std::string::npos ? a : text.find('\n', a + 1);
+  if (b == std::string::npos) return Error{"pidfd_getfd", ErrorKind::os, {}, text};
+  return Error{text.substr(0, a), ErrorKind::os, text.substr(a + 1, b - a - 1), text.substr(b + 1)};
+}
+
+// "pid <P> fd <N>", both positive decimal numbers that fit an int.
+bool parse_offer(const std::string& text, int& pid, int& fd) {
+  char tail = 0;
+  return std::sscanf(text.c_str(), "pid %d fd %d%c", &pid, &fd, &tail) == 2 && pid > 0 && fd >= 0;
+}
 
 }  // namespace
 
@@ -67,7 +89,7 @@ Result<std::pair<Channel, Channel>> Channel::pair() {
   return std::pair{Channel(UniqueFd(sv[0])), Channel(UniqueFd(sv[1]))};
 }
 
-Status Channel::send(MsgType type, std::string_view payload, int fd) const {
+Status Channel::send_frame(MsgType type, std::string_view payload, int fd) const {
   if (payload.size() > kMaxPayload)
     return Error{"send frame", ErrorKind::invalid_argument, {}, fmt::format("payload {} bytes over limit", payload.size())};
   std::byte header[kFrameHeaderSize];
@@ -95,7 +117,7 @@ Status Channel::send(MsgType type, std::string_view payload, int fd) const {
   return {};
 }
 
-Result<Frame> Channel::recv(int timeout_ms) const {
+Result<Frame> Channel::recv_frame(int timeout_ms) const {
   pollfd pfd{fd_.get(), POLLIN, 0};
   int r;
   do {
@@ -140,6 +162,59 @@ Result<Frame> Channel::recv(int timeout_ms) const {
   frame.payload.assign(reinterpret_cast<const char*>(buf.data()) + kFrameHeaderSize, header->length);
   if (!fds.empty()) frame.fd = std::move(fds.front());
   return frame;
+}
+
+const char* to_string(FdTransport transport) noexcept { return transport == FdTransport::pidfd ? "pidfd" : "scm"; }
+
+Status Channel::send(MsgType type, std::string_view payload, int fd, int ack_timeout_ms) const {
+  if (fd < 0 || transport_ == FdTransport::scm) {
+    Status sent = send_frame(type, payload, fd);
+    if (sent && fd >= 0) ++log_.crossed;
+    return sent;
+  }
+  // The number crosses; `fd` stays open in this process (the caller's) until the
+  // ack says the receiver has its own duplicate, or could not make one.
+  if (auto s = send_frame(MsgType::fd_offer, fmt::format("pid {} fd {}", ::getpid(), fd), -1); !s) return s;
+  auto ack = recv_frame(ack_timeout_ms);
+  if (!ack) return std::move(ack).error();
+  if (ack->type != MsgType::fd_ack)
+    return stray(fmt::format("expected the fd_ack of an fd_offer, got message type {}", static_cast<int>(ack->type)));
+  if (ack->payload.empty()) {
+    ++log_.crossed;
+  } else if (!log_.refused) {
+    log_.refused = decode_refusal(ack->payload);
+  }
+  return send_frame(type, payload, -1);
+}
+
+Result<Frame> Channel::recv(int timeout_ms) const {
+  auto frame = recv_frame(timeout_ms);
+  if (!frame) return frame;
+  if (frame->type == MsgType::fd_ack) return stray("an fd_ack that no fd_offer of this end waited for");
+  if (frame->type != MsgType::fd_offer) {
+    if (frame->fd.valid()) ++log_.crossed;
+    return frame;
+  }
+  if (transport_ != FdTransport::pidfd) return stray("an fd_offer on a channel that passes fds with SCM_RIGHTS");
+  int pid = 0, number = -1;
+  if (!parse_offer(frame->payload, pid, number))
+    return stray(fmt::format("malformed fd_offer \"{}\" (expected \"pid <P> fd <N>\")", frame->payload.substr(0, 64)));
+  auto fetched = fetch_fd(pid, number);
+  if (auto s = send_frame(MsgType::fd_ack, fetched ? std::string() : encode_refusal(fetched.error()), -1); !s)
+    return std::move(s).error();
+  auto carried = recv_frame(timeout_ms);
+  if (!carried) return carried;
+  if (carried->type == MsgType::fd_offer || carried->type == MsgType::fd_ack || carried->fd.valid())
+    return stray(fmt::format("the frame after an fd_offer is message type {}{}", static_cast<int>(carried->type),
+                             carried->fd.valid() ? " with an SCM_RIGHTS fd" : ""));
+  if (fetched) {
+    carried->fd = std::move(*fetched);
+    ++log_.crossed;
+  } else {
+    carried->fd_refused = fetched.error();
+    if (!log_.refused) log_.refused = fetched.error();
+  }
+  return carried;
 }
 
 }  // namespace extmem::os

@@ -27,6 +27,8 @@ constexpr const char* kIsolateAccepts = "route (fresh processes for every route)
 constexpr const char* kMemoryTypeAccepts = "auto, all, or a memory type INDEX (0..31)";
 constexpr const char* kPathAccepts = "a file path in an existing, writable directory";
 constexpr const char* kDeviceAccepts = "INDEX, deviceUUID (32 hex digits) or NAME-SUBSTRING";
+constexpr const char* kFdTransportAccepts =
+    "scm (SCM_RIGHTS, the default), pidfd (pidfd_getfd: rows that pass an fd run as ROW@pidfd) or both";
 constexpr const char* kImageSizeAccepts = "WxH in texels, e.g. 256x256, each side from 1 to the device's maxImageDimension2D";
 
 Error usage(std::string option, std::string detail) {
@@ -113,6 +115,8 @@ Status parse_option(ProbeOptions& o, std::string_view name, const std::string& t
     o.memory_type = text;
   } else if (name == "--gl-driver") {
     o.gl_driver = text;
+  } else if (name == "--fd-transport") {
+    o.fd_transport = text;
   } else if (name == "--json" || name == "--junit" || name == "--output" || name == "--verdict-file") {
     // Empty would read as "not given": the run would write no file and say nothing.
     if (text.empty()) return usage(std::string(name), fmt::format("the path is empty; accepted: {}", kPathAccepts));
@@ -161,6 +165,8 @@ Status validate(const ProbeOptions& o) {
   if (o.memory_type != "auto" && o.memory_type != "all" &&
       (o.memory_type.empty() || o.memory_type.size() > 2 || o.memory_type.find_first_not_of("0123456789") != std::string::npos))
     return usage("--memory-type", fmt::format("\"{}\" is not accepted: {}", o.memory_type, kMemoryTypeAccepts));
+  if (o.fd_transport != "scm" && o.fd_transport != "pidfd" && o.fd_transport != "both")
+    return usage("--fd-transport", fmt::format("\"{}\" is not accepted: {}", o.fd_transport, kFdTransportAccepts));
   if (!gl_driver_name_ok(o.gl_driver))
     return usage("--gl-driver", fmt::format("\"{}\" is not accepted: {}", o.gl_driver, kGlDriverAccepts));
   return {};

@@ -1,4 +1,6 @@
 // The public, copied view of the route table (extmem/probe/routes.h).
+#include <string_view>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -25,6 +27,7 @@ std::vector<RouteInfo> routes() {
     info.memory_type_twins = r.memory_types == MemoryTypes::exporter_picks;
     info.server_does = r.server.does;
     info.client_does = r.client.does;
+    info.pidfd_twin = r.passes_fds;
     out.push_back(std::move(info));
   }
   return out;
@@ -37,6 +40,14 @@ std::vector<GroupInfo> groups() {
 }
 
 namespace {
+constexpr std::string_view kPidfd = "@pidfd";  // extmem/probe/probe.h's kPidfdSuffix, without that header
+
+// `row` without a trailing "@pidfd".
+std::string without_pidfd(const std::string& row) {
+  const bool twin = row.size() > kPidfd.size() && row.compare(row.size() - kPidfd.size(), kPidfd.size(), kPidfd) == 0;
+  return twin ? row.substr(0, row.size() - kPidfd.size()) : row;
+}
+
 // Where "@mt<digits>" starts in `row`, or npos.
 std::size_t twin_suffix(const std::string& row) {
   const std::size_t at = row.rfind("@mt");
@@ -45,12 +56,16 @@ std::size_t twin_suffix(const std::string& row) {
 }
 }  // namespace
 
-std::string base_row(const std::string& row) {
+std::string base_row(const std::string& full) {
+  const std::string row = without_pidfd(full);
   const std::size_t at = twin_suffix(row);
   return at == std::string::npos ? row : row.substr(0, at);
 }
 
-int twin_memory_type(const std::string& row) {
+bool is_pidfd_twin(const std::string& row) { return without_pidfd(row).size() != row.size(); }
+
+int twin_memory_type(const std::string& full) {
+  const std::string row = without_pidfd(full);
   const std::size_t at = twin_suffix(row);
   if (at == std::string::npos || row.size() - at > 5) return -1;  // "@mt" and at most two digits, as --memory-type
   return std::stoi(row.substr(at + 3));
@@ -64,7 +79,8 @@ std::string routes_json() {
     for (const HandleInfo& h : r.handle_types) handles.push_back({{"type", h.type}, {"feature", h.feature}});
     jroutes.push_back({{"row", r.row}, {"group", r.group}, {"not_built", r.not_built}, {"platform", r.platform},
                        {"extensions", r.extensions}, {"handle_types", handles}, {"gl", r.gl}, {"cuda", r.cuda},
-                       {"legs", legs}, {"memory_type_twins", r.memory_type_twins}, {"server", r.server_does},
+                       {"legs", legs}, {"memory_type_twins", r.memory_type_twins}, {"pidfd_twin", r.pidfd_twin},
+                       {"server", r.server_does},
                        {"client", r.client_does}});
   }
   for (const GroupInfo& g : groups()) jgroups.push_back({{"name", g.name}, {"rows", g.rows}, {"excludable", g.excludable}});
@@ -83,7 +99,10 @@ std::string routes_markdown() {
     std::vector<std::string> legs;
     for (const LegInfo& l : r.legs)
       legs.push_back(fmt::format("`{}`{}: {}", l.name, l.decisive ? "[D]" : "[i]", l.proves));
-    md += fmt::format("| `{}`{} | {} | {} | {} | {} | {} |\n", r.row, r.memory_type_twins ? " (`@mt<i>`)" : "", r.group,
+    std::string twins;
+    if (r.memory_type_twins) twins += " (`@mt<i>`)";
+    if (r.pidfd_twin) twins += " (`@pidfd`)";
+    md += fmt::format("| `{}`{} | {} | {} | {} | {} | {} |\n", r.row, twins, r.group,
                       needs.empty() ? "—" : fmt::format("{}", fmt::join(needs, ", ")),
                       legs.empty() ? "—" : fmt::format("{}", fmt::join(legs, "<br>")), r.server_does,
                       r.client_does.empty() ? "—" : r.client_does);

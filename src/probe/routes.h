@@ -87,6 +87,12 @@ struct RouteDef {
   /// a refused foreign-fd import made the next vkAllocateMemory of that VkDevice fail,
   /// measured; docs/probe-engine.md, "What holds in both modes").
   bool own_process = false;
+  /// Its halves hand an fd to each other over the peer socket (the shared memory, a
+  /// semaphore, a sync file). --fd-transport=both gives such a row a twin "<row>@pidfd"
+  /// in which every fd crosses by pidfd_getfd instead of SCM_RIGHTS, and
+  /// --fd-transport=pidfd runs only that twin (docs/probe.md, "How fds cross"); a row
+  /// that passes no fd has nothing to switch and keeps its one run.
+  bool passes_fds = false;
 
   /// The declared leg named `name`, or null.
   const LegDef* leg(std::string_view name) const;

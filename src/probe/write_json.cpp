@@ -7,6 +7,7 @@
 
 #include "extmem/probe/write.h"
 #include "probe/parent/cuda_phase_a.h"
+#include "probe/parent/fd_check.h"
 #include "probe/parent/junit.h"
 #include "probe/parent/phase_a.h"
 
@@ -58,13 +59,14 @@ std::string json_document(const Findings& f, const ProbeOptions& o) {
                {{"size", o.size}, {"regions_at_end", o.regions_at_end}, {"timeout_s", o.timeout_s}, {"soak_s", o.soak_s},
                 {"device", o.device}, {"only", o.only}, {"groups", o.groups}, {"no_gles", no_gles},
                 {"memory_type", o.memory_type}, {"gl_driver", o.gl_driver}, {"measure", o.measure}, {"measure_size", o.measure_size},
-                {"measure_repeats", o.measure_repeats},
+                {"measure_repeats", o.measure_repeats}, {"fd_transport", o.fd_transport},
                 {"image_size", fmt::format("{}x{}", o.image_width, o.image_height)}}},
               {"context", to_json(f.phase_a.context)},
               {"vulkan", to_json(f.phase_a.vulkan, static_cast<int>(f.phase_a.selected))},
               {"gl_driver", to_json(f.phase_a.gl_driver, f.phase_a.gles)},
               {"gles", to_json(f.phase_a.gles, dev)},
               {"cuda", to_json(f.phase_a.cuda, dev.device_uuid)},
+              {"fd_transport", to_json(f.phase_a.fd_transport)},
               {"rows", jrows},
               {"exit_code", f.exit_code()}};
   return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";

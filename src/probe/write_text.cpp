@@ -6,6 +6,7 @@
 
 #include "extmem/probe/write.h"
 #include "probe/parent/cuda_phase_a.h"
+#include "probe/parent/fd_check.h"
 #include "probe/parent/measure_row.h"
 #include "probe/parent/phase_a.h"
 #include "probe/parent/row_result.h"
@@ -19,6 +20,7 @@ void write_phase_a(std::ostream& out, const PhaseA& a, const ProbeOptions& o) {
   print_gl_driver(out, a.gl_driver, a.gles);
   print_gles(out, a.gles, dev);
   print_cuda(out, a.cuda, dev.device_uuid);
+  print_fd_transport(out, a.fd_transport);
   out << fmt::format("== routes (size={} bytes, regions at {}, timeout={:g} s{}{}{})\n", o.size,
                      o.regions_at_end ? "end" : "start", o.timeout_s,
                      o.soak_s > 0 ? fmt::format(", soak={:g} s", o.soak_s) : std::string(),

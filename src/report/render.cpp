@@ -1,5 +1,6 @@
 // Markdown and HTML forms of the fleet matrix (fleet.h).
 #include <algorithm>
+#include <tuple>
 #include <map>
 
 #include <fmt/format.h>
@@ -22,10 +23,14 @@ std::vector<std::string> row_union(const std::vector<Run>& runs) {
       if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   std::map<std::string, std::size_t> table_index;
   for (const probe::RouteInfo& route : probe::routes()) table_index.emplace(route.row, table_index.size());
+  // An --fd-transport twin ("…@pidfd") right after the row it shares its memory type with,
+  // whichever document showed it first.
   auto key = [&](const std::string& name) {
     auto it = table_index.find(probe::base_row(name));
     const std::size_t base = it == table_index.end() ? table_index.size() : it->second;
-    return std::pair<std::size_t, int>(base, it == table_index.end() ? 0 : probe::twin_memory_type(name));
+    const bool known = it != table_index.end();
+    return std::tuple<std::size_t, int, bool>(base, known ? probe::twin_memory_type(name) : 0,
+                                              known && probe::is_pidfd_twin(name));
   };
   std::stable_sort(names.begin(), names.end(),
                    [&](const std::string& a, const std::string& b) { return key(a) < key(b); });

@@ -46,6 +46,22 @@ struct GlDriverChoice {
   std::string env_text() const;
 };
 
+/// Whether pidfd_getfd is permitted between two processes of the probe (docs/probe.md,
+/// "How fds cross"): a child the probe starts the way it starts its workers (the same
+/// binary, the same credentials) fetches an fd of the probe's own process. Neither
+/// is the other's ancestor in the direction of the fetch, as with two workers, so
+/// Yama's ptrace_scope 1 refuses it as it refuses the workers. The probe relaxes
+/// nothing: no PR_SET_PTRACER, no capability.
+struct FdTransportFinding {
+  bool attempted = false;     ///< the child was started and the offer sent
+  bool permitted = false;     ///< the child fetched the fd and saw the same file (st_dev, st_ino)
+  std::string how;            ///< what was tried, with both pids and uids ("a child of the probe (pid=12, uid=0) fetching a memfd of ...")
+  /// The fetch's own failure (step "pidfd_open(pid P)" / "pidfd_getfd(pid P, fd N)", errno
+  /// verbatim); or, when the check itself could not run, what stopped it (spawn, socket, timeout).
+  std::optional<Error> refused;
+  std::optional<int> ptrace_scope;  ///< /proc/sys/kernel/yama/ptrace_scope; nullopt: no Yama
+};
+
 /// Phase A: everything enumerated before any route runs.
 struct PhaseA {
   RunContext context;
@@ -57,6 +73,8 @@ struct PhaseA {
   GlDriverChoice gl_driver;
   /// The CUDA driver's devices, or why there are none (not built, no driver, missing symbol).
   Result<cuda::Enumeration> cuda = Error{"CUDA", ErrorKind::unsupported, {}, "not enumerated"};
+  /// Whether pidfd_getfd is permitted here (--fd-transport); checked on every run.
+  FdTransportFinding fd_transport;
 
   const vk::DeviceInfo& device() const { return vulkan.devices.at(selected); }
 };

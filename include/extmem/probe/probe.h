@@ -55,7 +55,14 @@ struct ProbeOptions {
   /// --image-size=WxH: texels of the image rows' shared image, each side 1..kMaxImageSide here and at
   /// most the device's maxImageDimension2D (checked after phase A).
   std::uint32_t image_width = 256, image_height = 256;
+  /// --fd-transport: how the rows that pass an fd pass it (docs/probe.md, "How fds cross"):
+  /// "scm" (SCM_RIGHTS, the default), "pidfd" (pidfd_getfd only: each such row runs as
+  /// "<row>@pidfd" instead) or "both" (each such row, then its "@pidfd" twin).
+  std::string fd_transport = "scm";
 };
+
+/// Suffix of a row's twin whose fds cross by pidfd_getfd (--fd-transport).
+inline constexpr std::string_view kPidfdSuffix = "@pidfd";
 
 /// The largest --image-size side validate() accepts before any device is known (texels);
 /// the device's maxImageDimension2D then bounds it further.
@@ -69,7 +76,7 @@ std::vector<std::string> row_names();
 
 /// Sets the option `name` ("--size", "--timeout", "--soak", "--measure-size",
 /// "--measure-repeats", "--jobs", "--isolate", "--memory-type", "--json",
-/// "--junit", "--output", "--verdict-file", "--device", "--gl-driver") of `options` from its
+/// "--junit", "--output", "--verdict-file", "--device", "--gl-driver", "--fd-transport") of `options` from its
 /// command-line `text`: numbers must be plain decimal (a sign or a suffix is
 /// refused), --timeout and --soak are durations (extmem/core/duration.h, within
 /// kTimeoutRange / kSoakRange, refused in parse_duration's words), paths and
@@ -112,6 +119,7 @@ struct ChildArgs {
   int memory_type = -1;           ///< exporting side's memory type; -1 = auto
   std::string gl_driver = "auto"; ///< the GL driver the parent chose (system, zink, llvmpipe), or auto
   std::uint32_t image_width = 256, image_height = 256;  ///< --image-size, texels
+  bool fd_transport_pidfd = false;  ///< --fd-transport=pidfd: the peer socket's fds cross by pidfd_getfd
 };
 
 /// Child mode (`extmem probe --child=ROW --role=...`): expects the peer socket

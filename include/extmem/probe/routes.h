@@ -22,7 +22,8 @@ struct HandleInfo {
   std::string feature;  ///< "exportable" or "importable"
 };
 
-/// One route: one row name (plus "@mt<i>" twins where memory_type_twins).
+/// One route: one row name (plus "@mt<i>" twins where memory_type_twins, and
+/// "@pidfd" twins where pidfd_twin and --fd-transport asks for them).
 struct RouteInfo {
   std::string row;                      ///< printed row name: a stable interface
   std::string group;                    ///< one of groups()
@@ -36,6 +37,7 @@ struct RouteInfo {
   bool memory_type_twins = false;       ///< --memory-type=INDEX|all applies (the exporter picks its memory)
   std::string server_does, client_does;  ///< what each half does; client_does empty for a single-process route
   bool measured = true;                  ///< --measure gives it a measuring run (false: its legs move no bytes, or not built)
+  bool pidfd_twin = false;               ///< its halves pass fds: --fd-transport=pidfd|both runs it as "<row>@pidfd"
 };
 
 /// A group of rows: --only-GROUP, and --no-GROUP where excludable.
@@ -51,11 +53,16 @@ std::vector<RouteInfo> routes();
 std::vector<GroupInfo> groups();
 
 /// The route row a printed row belongs to: "T1-opaque-fd@mt2" (a --memory-type
-/// twin) -> "T1-opaque-fd"; any other name is returned unchanged.
+/// twin), "T1-opaque-fd@pidfd" (an --fd-transport twin) and "T1-opaque-fd@mt2@pidfd"
+/// -> "T1-opaque-fd"; any other name is returned unchanged.
 std::string base_row(const std::string& row);
 
-/// The twin's memory type index ("T1-opaque-fd@mt2" -> 2), or -1 for a row that is not a twin.
+/// The twin's memory type index ("T1-opaque-fd@mt2" and "T1-opaque-fd@mt2@pidfd" -> 2),
+/// or -1 for a row that is not a memory-type twin.
 int twin_memory_type(const std::string& row);
+
+/// Whether `row` is an --fd-transport twin, its fds passed by pidfd_getfd ("…@pidfd").
+bool is_pidfd_twin(const std::string& row);
 
 /// The route table as a JSON document: {"groups": [...], "routes": [...]}, each
 /// route with the fields of RouteInfo (`extmem probe --list-routes=json`).

@@ -12,6 +12,7 @@
 #include "probe/gl_driver.h"
 #include "probe/layout.h"
 #include "probe/phase_a_wire.h"
+#include "probe/parent/fd_check.h"
 #include "probe/parent/phase_a.h"
 #include "probe/trace.h"
 #include "probe/parent/plan.h"
@@ -118,6 +119,9 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   if (auto v = validate(o); !v) return std::move(v).error();
   Findings f;
   f.phase_a.context = read_run_context();
+  // One short-lived child, beside the workers' driver start-up rather than after it.
+  std::future<FdTransportFinding> fd_check;
+  if (!o.list_devices) fd_check = std::async(std::launch::async, [exe = o.self_exe] { return check_fd_transport(exe); });
 
   EngineOptions engine;
   engine.base.exe = o.self_exe;
@@ -180,6 +184,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   f.phase_a.gl_driver = found->gl_driver;
   f.phase_a.gles = std::move(found->gles);
   f.phase_a.cuda = std::move(found->cuda);
+  f.phase_a.fd_transport = fd_check.get();
   if (callbacks.phase_a) callbacks.phase_a(f.phase_a);
 
   // One row per route, and per memory type for the rows whose exporter picks its

@@ -52,12 +52,18 @@ void redecide(std::vector<PlannedRow>& planned, const ProbeOptions& o, const Pha
 std::vector<PlannedRow> plan_rows(const ProbeOptions& o, const std::vector<int>& memory_types, const PhaseAFacts& found) {
   std::vector<PlannedRow> planned;
   const std::vector<int> just_the_row{-1};
+  const bool with_scm = o.fd_transport != "pidfd", with_pidfd = o.fd_transport != "scm";
   for (const RouteDef& route : route_table()) {
     const bool twins = route.memory_types == MemoryTypes::exporter_picks;
     for (int memory_type : twins ? memory_types : just_the_row) {
       std::string name(route.row);
       if (memory_type >= 0) name += memory_type_suffix(static_cast<unsigned>(memory_type));
-      planned.push_back(PlannedRow{std::move(name), &route, memory_type, decided_in_phase_a(route, o, found)});
+      const std::optional<Verdict> decided = decided_in_phase_a(route, o, found);
+      // A row that passes no fd has no transport to switch: it runs once, under its own name.
+      if (with_scm || !route.passes_fds)
+        planned.push_back(PlannedRow{name, &route, memory_type, os::FdTransport::scm, decided});
+      if (with_pidfd && route.passes_fds)
+        planned.push_back(PlannedRow{name + std::string(kPidfdSuffix), &route, memory_type, os::FdTransport::pidfd, decided});
     }
   }
   return planned;

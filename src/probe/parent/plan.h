@@ -38,11 +38,16 @@ std::optional<std::string> filtered_out(const RouteDef& route, const ProbeOption
 /// at decides nothing.
 std::optional<Verdict> decided_in_phase_a(const RouteDef& route, const ProbeOptions& options, const PhaseAFacts& found);
 
-/// One PlannedRow per route in table order, and for a route whose exporter picks
-/// its memory, one per entry of `memory_types` (-1: the row itself; i: "<row>@mt<i>").
 /// Decides the rows `planned` left open now that `found` knows more (the CUDA enumeration).
 void redecide(std::vector<PlannedRow>& planned, const ProbeOptions& options, const PhaseAFacts& found);
 
+/// One PlannedRow per route in table order, and for a route whose exporter picks
+/// its memory, one per entry of `memory_types` (-1: the row itself; i: "<row>@mt<i>").
+/// For a route that passes fds (RouteDef::passes_fds), options.fd_transport decides
+/// the runs of each of those: "scm" the row alone, "pidfd" only "<row>@pidfd" (its fds
+/// cross by pidfd_getfd), "both" the row and then its "@pidfd" twin
+/// ("T1-opaque-fd@mt2@pidfd" for a memory-type twin). A twin is decided in phase A
+/// exactly as its row is.
 std::vector<PlannedRow> plan_rows(const ProbeOptions& options, const std::vector<int>& memory_types,
                                   const PhaseAFacts& found);
 

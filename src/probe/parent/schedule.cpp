@@ -46,6 +46,7 @@ struct Engine::State {
     };
     SuperviseParams p = options.base;
     p.memory_type = planned.memory_type;
+    p.fd_transport = planned.fd_transport;
     tracing::event("row start " + planned.row);
     auto supervised = once(p);
     tracing::event("row end " + planned.row);

@@ -23,6 +23,7 @@ struct PlannedRow {
   std::string row;                 ///< printed name (the route's row, plus "@mt<i>" for a memory-type twin)
   const RouteDef* route = nullptr; ///< never null
   int memory_type = -1;            ///< exporting side's memory type index; -1 = auto
+  os::FdTransport fd_transport = os::FdTransport::scm;  ///< pidfd: the "@pidfd" twin (--fd-transport)
   std::optional<Verdict> decided;  ///< set: the answer is known without starting anything (SKIP, UNSUPPORTED)
 };
 

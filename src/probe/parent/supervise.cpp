@@ -176,6 +176,7 @@ std::vector<std::string> child_argv(const RouteDef& route, Role role, const Supe
   if (p.memory_type >= 0) argv.push_back(fmt::format("--memory-type-index={}", p.memory_type));
   argv.push_back("--gl-driver=" + p.gl_driver);
   argv.push_back(fmt::format("--image-size={}x{}", p.image_width, p.image_height));
+  argv.push_back(fmt::format("--fd-transport={}", os::to_string(p.fd_transport)));
   return argv;
 }
 
@@ -189,7 +190,8 @@ std::string job_payload(const RouteDef& route, Role role, const SuperviseParams&
                         {"measure_repeats", p.measure_repeats},
                         {"memory_type", p.memory_type},
                         {"image_width", p.image_width},
-                        {"image_height", p.image_height}}
+                        {"image_height", p.image_height},
+                        {"fd_transport", os::to_string(p.fd_transport)}}
       .dump();
 }
 

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "extmem/os/ipc.h"
 #include "probe/parent/row_result.h"
 #include "probe/routes.h"
 
@@ -24,6 +25,7 @@ struct SuperviseParams {
   int memory_type = -1;         ///< --memory-type-index to the halves; -1 = auto
   std::string gl_driver = "auto";  ///< --gl-driver to the halves: phase A's choice (system, zink, llvmpipe), or auto
   std::uint32_t image_width = 256, image_height = 256;  ///< --image-size to the halves, texels
+  os::FdTransport fd_transport = os::FdTransport::scm;  ///< how the halves pass fds (a row's "@pidfd" twin: pidfd)
 };
 
 /// Starts the server half and the client half as fresh processes (fd 3: the

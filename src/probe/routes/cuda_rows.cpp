@@ -44,7 +44,8 @@ extern const RouteDef kT1OpaqueFdCuda{
     .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdExport, .cuda = true},
     .legs = kOpaqueFdCudaLegs,
     .server = {"allocates Vulkan memory, exports an opaque fd, serves", kOpaqueFdServer},
-    .client = {"imports the fd into CUDA, drives", kOpaqueFdClient}};
+    .client = {"imports the fd into CUDA, drives", kOpaqueFdClient},
+    .passes_fds = true};
 extern const RouteDef kT1CudaVmmFd{
     .row = "T1-cuda-vmm-fd",
     .group = "t1",
@@ -52,7 +53,8 @@ extern const RouteDef kT1CudaVmmFd{
     .needs = {.cuda = true},
     .legs = kVmmLegs,
     .server = {"allocates with cuMemCreate, exports a POSIX fd, serves", kVmmServer},
-    .client = {"imports the fd into CUDA and Vulkan, drives", kVmmClient}};
+    .client = {"imports the fd into CUDA and Vulkan, drives", kVmmClient},
+    .passes_fds = true};
 extern const RouteDef kT3CudaHostRegister{
     .row = "T3-cuda-host-register",
     .group = "t3",
@@ -60,6 +62,7 @@ extern const RouteDef kT3CudaHostRegister{
     .needs = {.cuda = true},
     .legs = kHostRegisterLegs,
     .server = {"maps the received memfd, registers it with CUDA, drives", kHostRegisterServer},
-    .client = {"allocates a memfd, writes A, serves", kMemfdOwner}};
+    .client = {"allocates a memfd, writes A, serves", kMemfdOwner},
+    .passes_fds = true};
 
 }  // namespace extmem::probe

@@ -381,6 +381,7 @@ extern const RouteDef kT1CudaVmmMultichunk{
     .legs = kLegs,
     .server = {"backs one range with cuMemCreate chunks of different sizes, exports one POSIX fd each, serves",
                cuda_vmm_multichunk_server},
-    .client = {"reserves one range, imports and maps every chunk at its offset, drives", cuda_vmm_multichunk_client}};
+    .client = {"reserves one range, imports and maps every chunk at its offset, drives", cuda_vmm_multichunk_client},
+    .passes_fds = true};
 
 }  // namespace extmem::probe

@@ -351,6 +351,7 @@ extern const RouteDef kS1CudaSemaphore{
     .server = {"exports the T1 allocation and semaphores; produces for CUDA's waits, waits for CUDA's signal",
                [](ChildContext& c) { return s1::vk_side_serve(c, kKinds); }},
     .client = {"imports them into CUDA; waits before a copy, writes and signals; drives the ordering proofs",
-               cuda_client}};
+               cuda_client},
+    .passes_fds = true};
 
 }  // namespace extmem::probe

@@ -359,6 +359,7 @@ extern const RouteDef kS1GlesSemaphore{
     .server = {"exports the T1 allocation and binary semaphores; produces for GL's wait, waits for GL's signal",
                [](ChildContext& c) { return s1::vk_side_serve(c, kKinds); }},
     .client = {"imports them into GLES; waits before a copy, writes and signals; drives the ordering proofs",
-               gl_client, true}};
+               gl_client, true},
+    .passes_fds = true};
 
 }  // namespace extmem::probe

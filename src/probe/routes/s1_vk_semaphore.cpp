@@ -383,7 +383,8 @@ extern const RouteDef kS1SemaphoreOpaqueFd{
     .server = {"exports a binary semaphore and the T1 allocation, holds then releases its GPU write + signal",
                [](ChildContext& c) { return s1::vk_side_serve(c, kBinaryOnly); }},
     .client = {"imports both, waits on the GPU, copies out, drives the ordering proof",
-               [](ChildContext& c) { return consumer(c, vksync::kBinaryOpaque); }}};
+               [](ChildContext& c) { return consumer(c, vksync::kBinaryOpaque); }},
+    .passes_fds = true};
 extern const RouteDef kS1TimelineOpaqueFd{
     .row = "S1-timeline-opaque-fd",
     .group = "s1",
@@ -392,7 +393,8 @@ extern const RouteDef kS1TimelineOpaqueFd{
     .server = {"exports a timeline semaphore and the T1 allocation, signals value 1 from its GPU when released",
                [](ChildContext& c) { return s1::vk_side_serve(c, kTimelineOnly); }},
     .client = {"imports both, waits for value 1 on the GPU, copies out, drives the ordering proof",
-               [](ChildContext& c) { return consumer(c, vksync::kTimelineOpaque); }}};
+               [](ChildContext& c) { return consumer(c, vksync::kTimelineOpaque); }},
+    .passes_fds = true};
 extern const RouteDef kS1SyncFd{
     .row = "S1-sync-fd",
     .group = "s1",
@@ -401,6 +403,7 @@ extern const RouteDef kS1SyncFd{
     .server = {"submits a held write + signal, exports it as a sync file, releases it",
                [](ChildContext& c) { return s1::vk_side_serve(c, kSyncFdOnly); }},
     .client = {"polls the sync file, imports it temporarily, waits on the GPU, drives the ordering proof",
-               [](ChildContext& c) { return consumer(c, vksync::kBinarySyncFd); }}};
+               [](ChildContext& c) { return consumer(c, vksync::kBinarySyncFd); }},
+    .passes_fds = true};
 
 }  // namespace extmem::probe

@@ -195,7 +195,8 @@ extern const RouteDef kT1OpaqueFd{
     .memory_types = MemoryTypes::exporter_picks,
     .server = {"allocates Vulkan memory, exports an opaque fd, serves",
                [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }},
-    .client = {"maps and imports the fd into Vulkan, drives", [](ChildContext& c) { return client(c, kOpaqueFd); }}};
+    .client = {"maps and imports the fd into Vulkan, drives", [](ChildContext& c) { return client(c, kOpaqueFd); }},
+    .passes_fds = true};
 extern const RouteDef kT1DmaBuf{
     .row = "T1-dma-buf",
     .group = "t1",
@@ -204,6 +205,7 @@ extern const RouteDef kT1DmaBuf{
     .memory_types = MemoryTypes::exporter_picks,
     .server = {"allocates Vulkan memory, exports a dma-buf fd, serves",
                [](ChildContext& c) { return export_and_serve(c, kDmaBuf); }},
-    .client = {"maps and imports the fd into Vulkan, drives", [](ChildContext& c) { return client(c, kDmaBuf); }}};
+    .client = {"maps and imports the fd into Vulkan, drives", [](ChildContext& c) { return client(c, kDmaBuf); }},
+    .passes_fds = true};
 
 }  // namespace extmem::probe

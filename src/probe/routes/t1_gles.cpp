@@ -234,6 +234,7 @@ extern const RouteDef kT1GlesCrossProc{
     .memory_types = MemoryTypes::exporter_picks,
     .server = {"allocates Vulkan memory, exports an opaque fd, serves",
                [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }},
-    .client = {"imports the fd into GLES, drives", cross_proc_client, true}};
+    .client = {"imports the fd into GLES, drives", cross_proc_client, true},
+    .passes_fds = true};
 
 }  // namespace extmem::probe

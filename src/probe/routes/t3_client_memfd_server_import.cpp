@@ -88,6 +88,7 @@ extern const RouteDef kT3ClientMemfdServerImport{
     .needs = {.extensions = kHostExtensions, .handle_types = kHostImport},
     .legs = kLegs,
     .server = {"maps the client's memfd, imports the pointer into Vulkan, drives", server},
-    .client = {"allocates a memfd, writes A, serves", memfd_owner_serve}};
+    .client = {"allocates a memfd, writes A, serves", memfd_owner_serve},
+    .passes_fds = true};
 
 }  // namespace extmem::probe

@@ -104,6 +104,7 @@ extern const RouteDef kT3ExternalMemoryHost{
     .needs = {.extensions = kHostExtensions, .handle_types = kHostImport},
     .legs = kLegs,
     .server = {"allocates a memfd, imports its pointer into Vulkan, drives", server},
-    .client = {"maps the received memfd, serves", receive_and_serve}};
+    .client = {"maps the received memfd, serves", receive_and_serve},
+    .passes_fds = true};
 
 }  // namespace extmem::probe

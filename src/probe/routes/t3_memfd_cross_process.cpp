@@ -54,6 +54,7 @@ extern const RouteDef kT3MemfdCrossProcess{
     .needs = {},
     .legs = kLegs,
     .server = {"maps the received memfd and drives the checks", server},
-    .client = {"allocates a memfd, writes A, serves", memfd_owner_serve}};
+    .client = {"allocates a memfd, writes A, serves", memfd_owner_serve},
+    .passes_fds = true};
 
 }  // namespace extmem::probe

@@ -203,6 +203,7 @@ extern const RouteDef kT3MemfdSealed{
     .needs = {},
     .legs = kLegs,
     .server = {"maps the received sealed memfds and drives the checks", server},
-    .client = {"creates and seals two memfds, serves", client}};
+    .client = {"creates and seals two memfds, serves", client},
+    .passes_fds = true};
 
 }  // namespace extmem::probe

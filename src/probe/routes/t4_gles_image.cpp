@@ -601,6 +601,7 @@ extern const RouteDef kT4GlesImageCrossProc{
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_OPTIMAL); }},
     .client = {"imports the fd as a GL texture, reads it through a framebuffer, draws a rectangle, drives", cross_proc,
                true},
-    .measured = false};
+    .measured = false,
+    .passes_fds = true};
 
 }  // namespace extmem::probe

@@ -266,6 +266,7 @@ extern const RouteDef kT4ImageCuda{
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_OPTIMAL); }},
     .client = {"imports the fd into CUDA as a mipmapped array, compares every texel, writes a rectangle, drives",
                cuda_image_importer},
-    .measured = false};
+    .measured = false,
+    .passes_fds = true};
 
 }  // namespace extmem::probe

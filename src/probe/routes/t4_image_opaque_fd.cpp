@@ -261,7 +261,8 @@ extern const RouteDef kT4ImageOpaqueFd{
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_OPTIMAL); }},
     .client = {"imports the fd into an identical image, compares every texel, writes a rectangle, drives",
                [](ChildContext& c) { return importer(c, VK_IMAGE_TILING_OPTIMAL); }},
-    .measured = false};
+    .measured = false,
+    .passes_fds = true};
 extern const RouteDef kT4ImageOpaqueFdLinear{
     .row = "T4-image-opaque-fd@linear",
     .group = "t4",
@@ -271,6 +272,7 @@ extern const RouteDef kT4ImageOpaqueFdLinear{
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_LINEAR); }},
     .client = {"imports the fd into an identical image, compares every texel (GPU and CPU), writes a rectangle, drives",
                [](ChildContext& c) { return importer(c, VK_IMAGE_TILING_LINEAR); }},
-    .measured = false};
+    .measured = false,
+    .passes_fds = true};
 
 }  // namespace extmem::probe

@@ -15,7 +15,16 @@ namespace extmem::probe {
 const char* to_string(Role role) { return role == Role::server ? "server" : "client"; }
 
 ChildContext::ChildContext(ChildParams params, os::Channel peer, os::Channel parent)
-    : params_(std::move(params)), peer_(std::move(peer)), parent_(std::move(parent)) {}
+    : params_(std::move(params)), peer_(std::move(peer)), parent_(std::move(parent)) {
+  peer_.set_fd_transport(params_.fd_transport);
+}
+
+std::string fd_refusal_reason(const Error& refused) {
+  std::string why = "fd transport pidfd: " + refused.step;
+  if (!refused.code.empty()) why += " -> " + refused.code;
+  if (!refused.detail.empty()) why += " (" + refused.detail + ")";
+  return why;
+}
 
 void ChildContext::step(std::string_view name) {
   (void)parent_.send(os::MsgType::step, name);
@@ -23,13 +32,15 @@ void ChildContext::step(std::string_view name) {
 }
 
 void ChildContext::report(const RouteReport& report) {
-  if (measure::enabled()) {
-    RouteReport with = report;
-    with.measure = measure::collected();
-    (void)parent_.send(os::MsgType::report, encode(with));
-    return;
+  RouteReport with = report;
+  if (params_.fd_transport == os::FdTransport::pidfd) {
+    with.detail.push_back("fd-transport=pidfd fds=" + std::to_string(peer_.log().crossed));
+    // The route saw only a missing fd (or a peer that gave up): the transport's
+    // refusal is the answer, not whatever failed after it.
+    if (const auto& refused = peer_.log().refused) with.facts = RouteFacts{.unsupported = fd_refusal_reason(*refused)};
   }
-  (void)parent_.send(os::MsgType::report, encode(report));
+  if (measure::enabled()) with.measure = measure::collected();
+  (void)parent_.send(os::MsgType::report, encode(with));
 }
 
 namespace {

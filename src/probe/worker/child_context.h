@@ -13,6 +13,11 @@
 namespace extmem::probe {
 
 enum class Role { server, client };
+
+/// "fd transport pidfd: <step> -> <code> (<detail>)": the UNSUPPORTED reason of a
+/// row whose fd could not be fetched, e.g. "fd transport pidfd: pidfd_getfd(pid
+/// 1234, fd 7) -> EPERM (1) (Operation not permitted)".
+std::string fd_refusal_reason(const Error& refused);
 const char* to_string(Role role);
 
 struct ChildParams {
@@ -23,6 +28,9 @@ struct ChildParams {
   double soak_s = 0;  ///< --soak seconds; 0: no soak
   int memory_type = -1;  ///< --memory-type: the exporting side allocates from this type; -1: auto
   std::uint32_t image_width = 256, image_height = 256;  ///< --image-size: the image rows' image, texels
+  /// How the fds of the peer socket cross: SCM_RIGHTS, or pidfd_getfd for a row's "@pidfd" twin
+  /// (os/ipc.h; both halves get the same one).
+  os::FdTransport fd_transport = os::FdTransport::scm;
 };
 
 class ChildContext {
@@ -42,6 +50,10 @@ class ChildContext {
   bool test_fault(std::string_view step, std::string_view action) const;
 
   /// Sends the route's final report to the parent. Only the driving side calls it.
+  /// With FdTransport::pidfd it adds the detail "fd-transport=pidfd fds=<N>" (the
+  /// fds that crossed at this end), and when a fetch was refused at either end
+  /// (os::FdTransportLog::refused) the row is UNSUPPORTED with that refusal,
+  /// whatever the route made of the missing fd (docs/probe.md, "How fds cross").
   void report(const RouteReport& report);
 
  private:

@@ -38,6 +38,7 @@ int run_child(const ChildArgs& a) {
   if (route->needs.gl) (void)drivers::gl_driver();
   p.image_width = a.image_width;
   p.image_height = a.image_height;
+  p.fd_transport = a.fd_transport_pidfd ? os::FdTransport::pidfd : os::FdTransport::scm;
   if (a.measure) measure::enable(a.measure_repeats);
   ChildContext ctx(p, os::Channel(os::UniqueFd(3)), os::Channel(os::UniqueFd(4)));
   return p.role == Role::server ? route->server.main(ctx) : route->client.main(ctx);

@@ -13,13 +13,15 @@ using nlohmann::json;
 
 Error protocol(std::string what) { return Error{"peer message", ErrorKind::protocol, {}, std::move(what)}; }
 
-Result<json> recv_json(const ChildContext& ctx, os::MsgType want, os::UniqueFd* fd = nullptr) {
+Result<json> recv_json(const ChildContext& ctx, os::MsgType want, os::UniqueFd* fd = nullptr,
+                       std::optional<Error>* fd_refused = nullptr) {
   auto frame = ctx.peer().recv();
   if (!frame) return std::move(frame).error();
   if (frame->type != want) return protocol(fmt::format("expected message type {}, got {}", int(want), int(frame->type)));
   json j = json::parse(frame->payload, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return protocol("payload is not a JSON object");
   if (fd != nullptr) *fd = std::move(frame->fd);
+  if (fd_refused != nullptr) *fd_refused = std::move(frame->fd_refused);
   return j;
 }
 
@@ -63,8 +65,15 @@ Status send_setup_failure(const ChildContext& ctx, const RouteFacts& facts) {
 
 Result<Setup> recv_setup(const ChildContext& ctx) {
   Setup s;
-  auto j = recv_json(ctx, os::MsgType::request, &s.fd);
+  std::optional<Error> fd_refused;
+  auto j = recv_json(ctx, os::MsgType::request, &s.fd, &fd_refused);
   if (!j) return std::move(j).error();
+  if (fd_refused) {
+    // The owner did set up, but its fd could not be fetched (--fd-transport pidfd).
+    s.ok = false;
+    s.facts.unsupported = fd_refusal_reason(*fd_refused);
+    return s;
+  }
   auto ok = j->find("ok");
   if (ok == j->end() || !ok->is_boolean()) return protocol("setup without \"ok\"");
   s.ok = ok->get<bool>();

@@ -51,6 +51,10 @@ std::optional<Setup> await_setup(ChildContext& ctx, RouteReport& rep, const std:
     rep.facts = setup->facts;
   }
   ctx.report(rep);
+  // The owner set up fine and now serves; only its fd could not be fetched
+  // (--fd-transport pidfd). Tell it the route is over, so it ends as cleanly as
+  // after a full run instead of meeting a closed socket ("exited with code 1").
+  if (setup && ctx.peer().log().refused) (void)peer_done(ctx);
   return std::nullopt;
 }
 

@@ -65,6 +65,12 @@ std::optional<ChildParams> job_params(const json& j, std::uint32_t device_index,
     p.memory_type = j.at("memory_type").get<int>();
     p.image_width = j.at("image_width").get<std::uint32_t>();
     p.image_height = j.at("image_height").get<std::uint32_t>();
+    const std::string transport = j.value("fd_transport", std::string("scm"));
+    if (transport != "scm" && transport != "pidfd") {
+      why = "fd_transport \"" + transport + "\" is neither scm nor pidfd";
+      return std::nullopt;
+    }
+    p.fd_transport = transport == "pidfd" ? os::FdTransport::pidfd : os::FdTransport::scm;
     return p;
   } catch (const json::exception& e) {
     why = e.what();
