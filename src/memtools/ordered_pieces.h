@@ -14,7 +14,8 @@
 namespace extmem::memtools::detail {
 
 /// Runs `work(i)` (returning R) for i in [0, pieces) on `threads` threads
-/// besides the caller, at most 2 x threads pieces ahead of delivery, and calls
+/// and the caller (which works on pieces too while it waits for the next one
+/// to deliver), at most 2 x threads pieces ahead of delivery, and calls
 /// `deliver(i, R&&)` on the calling thread in order of i; a deliver returning
 /// false stops the rest (pieces in flight finish, their results are dropped).
 /// Returns false when stopped early. `work` must be safe to call concurrently.
@@ -57,7 +58,20 @@ bool run_ordered_pieces(std::size_t pieces, unsigned threads, Work work, Deliver
         lock.unlock();
         r = work(i);
       } else {
-        changed.wait(lock, [&] { return results[i].has_value(); });
+        // While piece i is in a helper's hands the caller does a piece of its
+        // own (within the window) rather than sleep: with one helper on two
+        // CPUs, waiting left one CPU idle.
+        while (!results[i].has_value()) {
+          if (next < pieces && next < i + ahead && !stopping) {
+            const std::size_t j = next++;
+            lock.unlock();
+            R own = work(j);
+            lock.lock();
+            results[j] = std::move(own);
+          } else {
+            changed.wait(lock, [&] { return results[i].has_value() || (next < pieces && next < i + ahead); });
+          }
+        }
         r = std::move(results[i]);
         results[i].reset();
       }
