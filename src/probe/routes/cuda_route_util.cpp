@@ -10,6 +10,7 @@
 #include "probe/routes.h"
 #include "probe/worker/drivers.h"
 #include "probe/worker/gpu_access.h"
+#include "probe/worker/peer.h"
 #include "probe/worker/route_util.h"
 
 namespace extmem::probe {
@@ -41,6 +42,7 @@ std::optional<CudaSide> open_cuda(ChildContext& ctx, RouteFacts& facts, const st
     return std::nullopt;
   }
   side.device = *dev;
+  side.vulkan_uuid = vulkan_uuid;
   ctx.step("cuDevicePrimaryCtxRetain");
   auto pc = cuda::PrimaryContext::retain(side.api, side.device);
   if (!pc) {
@@ -56,6 +58,37 @@ std::optional<CudaSide> open_cuda(ChildContext& ctx, RouteFacts& facts, const st
   }
   side.staging = std::move(*st);
   return side;
+}
+
+std::optional<CudaSide> open_cuda_server(ChildContext& ctx, RouteFacts& facts, std::size_t staging_bytes) {
+  ctx.step("read the selected Vulkan device's deviceUUID");
+  auto uuid = selected_vulkan_uuid(ctx);
+  std::optional<CudaSide> side;
+  if (!uuid)
+    facts.fatal = "server: " + why_of(uuid.error());
+  else
+    side = open_cuda(ctx, facts, *uuid, staging_bytes);
+  if (!side) (void)send_setup_failure(ctx, facts);
+  return side;
+}
+
+bool require_vmm_posix_fd(const ChildContext& ctx, RouteFacts& facts, const CudaSide& side) {
+  const int vmm = side.attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
+  const int posix = side.attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED);
+  if (vmm == 1 && posix == 1) return true;
+  facts.unsupported = fmt::format("server: CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED={} "
+                                  "CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED={}", vmm, posix);
+  (void)send_setup_failure(ctx, facts);
+  return false;
+}
+
+CUmemAllocationProp posix_fd_allocation_prop(CUdevice device) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  return prop;
 }
 
 Result<std::string> selected_vulkan_uuid(const ChildContext& ctx) {

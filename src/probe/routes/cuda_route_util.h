@@ -18,6 +18,7 @@ namespace extmem::probe {
 struct CudaSide {
   std::shared_ptr<const cuda::Api> api;
   CUdevice device = 0;
+  std::string vulkan_uuid;  ///< the deviceUUID (hex) the device was matched by
   std::unique_ptr<cuda::PrimaryContext> context;
   std::unique_ptr<cuda::DeviceBuffer> staging;
   int attribute(CUdevice_attribute a) const;  ///< cuDeviceGetAttribute, -1 when the query fails
@@ -30,6 +31,25 @@ struct CudaSide {
 /// entry point (named) or no CUDA device matches; fatal for a failing CUDA call.
 std::optional<CudaSide> open_cuda(ChildContext& ctx, RouteFacts& facts, const std::string& vulkan_uuid,
                                   std::size_t staging_bytes);
+
+/// The opening of a server half whose allocating side is CUDA: the selected
+/// Vulkan device's deviceUUID (selected_vulkan_uuid), then open_cuda on it with
+/// `staging_bytes`. On failure the setup failure has been sent with `facts`
+/// ("server: <step> -> <code>" for the UUID, open_cuda's facts otherwise) and
+/// nullopt is returned: the half ends with exit code 0.
+std::optional<CudaSide> open_cuda_server(ChildContext& ctx, RouteFacts& facts, std::size_t staging_bytes);
+
+/// Whether `side`'s device offers the virtual memory management API with
+/// POSIX-fd export (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED and
+/// CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED both 1). When
+/// not, facts.unsupported names both values, the setup failure has been sent and
+/// false is returned.
+bool require_vmm_posix_fd(const ChildContext& ctx, RouteFacts& facts, const CudaSide& side);
+
+/// cuMemCreate's properties for pinned memory on `device` exportable as a POSIX
+/// fd (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR; CUDA driver API, "Virtual
+/// Memory Management").
+CUmemAllocationProp posix_fd_allocation_prop(CUdevice device);
 
 /// deviceUUID (hex) of the Vulkan device the run selected. Errors: drivers::vulkan_device()'s.
 /// invalid_argument when the index is out of range.

@@ -28,6 +28,7 @@
 #include "probe/routes.h"
 #include "probe/routes/cuda_measure.h"
 #include "probe/routes/cuda_route_util.h"
+#include "probe/routes/cuda_stream_sync.h"
 #include "probe/routes/s1_peer.h"
 #include "probe/routes/s1_vk_side.h"
 #include "probe/sync_proof.h"
@@ -63,18 +64,6 @@ std::optional<Handle> from_hex(const std::string& text) {
   return h;
 }
 
-// Polls `stream` for at most `bound` (CUDA has no bounded stream wait).
-Result<sync::Waited> poll_stream(const cuda::Api& api, CUstream stream, std::chrono::milliseconds bound) {
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  for (;;) {
-    CUresult r = api.cuStreamQuery(stream);
-    if (r == CUDA_SUCCESS) return sync::Waited{sync::WaitResult::signalled, "CUDA_SUCCESS"};
-    if (r != CUDA_ERROR_NOT_READY) return cuda::cu_error(api, "cuStreamQuery", r);
-    if (std::chrono::steady_clock::now() >= deadline) return sync::Waited{sync::WaitResult::timed_out, "CUDA_ERROR_NOT_READY"};
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
-
 // A non-blocking stream and pinned host memory; released on destruction unless
 // work could not be drained (then left alive: the GPU may still use them).
 class StreamAndHost {
@@ -101,7 +90,7 @@ class StreamAndHost {
     return {};
   }
   bool drain() {
-    auto w = poll_stream(api_, stream, std::chrono::milliseconds(5000));
+    auto w = cuda_sync::poll_stream(api_, stream, std::chrono::milliseconds(5000));
     const bool ok = w && w->result == sync::WaitResult::signalled;
     if (!ok) leaked = true;
     return ok;
@@ -185,14 +174,8 @@ int cuda_ipc_server(ChildContext& ctx) {
     (void)send_setup_failure(ctx, facts);
     return 0;
   };
-  ctx.step("read the selected Vulkan device's deviceUUID");
-  auto uuid = selected_vulkan_uuid(ctx);
-  if (!uuid) return fail(why_of(uuid.error()));
-  auto side = open_cuda(ctx, facts, *uuid, layout.size);
-  if (!side) {
-    (void)send_setup_failure(ctx, facts);
-    return 0;
-  }
+  auto side = open_cuda_server(ctx, facts, layout.size);
+  if (!side) return 0;
   const cuda::Api& api = *side->api;
   const int ipc_event = side->attribute(CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED);
   if (ipc_event != 1) {
@@ -213,7 +196,7 @@ int cuda_ipc_server(ChildContext& ctx) {
   CUipcMemHandle handle{};
   if (CUresult r = api.cuIpcGetMemHandle(&handle, base); r != CUDA_SUCCESS)
     return fail(why_of(cuda::cu_error(api, "cuIpcGetMemHandle", r)));
-  nlohmann::json info = {{"allocation_size", layout.size}, {"device_uuid", *uuid}, {"mem_handle", to_hex(handle)}};
+  nlohmann::json info = {{"allocation_size", layout.size}, {"device_uuid", side->vulkan_uuid}, {"mem_handle", to_hex(handle)}};
 
   // The view inside the allocation: its own handle (if the driver gives one) and its offset from the base.
   const std::size_t view_off = layout.offset(Region::D);
@@ -306,25 +289,13 @@ class IpcEventConsumer final : public sync::OrderingSubject {
     if (CUresult r = api.cuStreamWaitEvent(side_.stream, event_, 0); r != CUDA_SUCCESS)
       return cuda::cu_error(api, "cuStreamWaitEvent(interprocess event)", r);
     armed_ = true;
-    if (CUresult r = api.cuMemcpyDtoHAsync(side_.host, region_, kRegionSize, side_.stream); r != CUDA_SUCCESS)
-      return cuda::cu_error(api, "cuMemcpyDtoHAsync(region E)", r);
-    if (CUresult r = api.cuMemcpyDtoHAsync(static_cast<std::byte*>(side_.host) + kRegionSize, marker_, 4, side_.stream);
-        r != CUDA_SUCCESS)
-      return cuda::cu_error(api, "cuMemcpyDtoHAsync(marker)", r);
-    return {};
+    return cuda_sync::copy_out_with_marker(api, side_.stream, side_.host, region_, marker_);
   }
   Result<sync::Observation> observe() override {
-    sync::Observation o;
-    CUresult r = side_.api_.cuStreamQuery(side_.stream);
-    if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY) return cuda::cu_error(side_.api_, "cuStreamQuery", r);
-    o.fence_signalled = r == CUDA_SUCCESS;
-    std::uint32_t m = 0;
-    std::memcpy(&m, static_cast<const std::byte*>(side_.host) + kRegionSize, sizeof m);
-    o.marker_present = m == s1::kMarker;
-    return o;  // an event has no counter to read
+    return cuda_sync::observe(side_.api_, side_.stream, side_.host);  // an event has no counter to read
   }
   Result<sync::Waited> wait_consumer(std::chrono::milliseconds bound) override {
-    return poll_stream(side_.api_, side_.stream, bound);
+    return cuda_sync::poll_stream(side_.api_, side_.stream, bound);
   }
   Status release() override {
     auto r = s1::ask(ctx_, {{"op", "release"}}, nullptr);

@@ -24,15 +24,6 @@
 namespace extmem::probe {
 namespace {
 
-CUmemAllocationProp allocation_prop(CUdevice device) {
-  CUmemAllocationProp prop{};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = device;
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  return prop;
-}
-
 // Releases a cuMemCreate/cuMemImportFromShareableHandle handle on scope exit
 // (a mapping keeps the memory alive until it is unmapped).
 struct AllocationRelease {
@@ -114,24 +105,11 @@ int cuda_vmm_fd_server(ChildContext& ctx) {
     (void)send_setup_failure(ctx, facts);
     return 0;
   };
-  ctx.step("read the selected Vulkan device's deviceUUID");
-  auto uuid = selected_vulkan_uuid(ctx);
-  if (!uuid) return fail(why_of(uuid.error()));
-  auto side = open_cuda(ctx, facts, *uuid, layout.size);
-  if (!side) {
-    (void)send_setup_failure(ctx, facts);
-    return 0;
-  }
+  auto side = open_cuda_server(ctx, facts, layout.size);
+  if (!side) return 0;
   const cuda::Api& api = *side->api;
-  const int vmm = side->attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
-  const int posix = side->attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED);
-  if (vmm != 1 || posix != 1) {
-    facts.unsupported = fmt::format("server: CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED={} "
-                                    "CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED={}", vmm, posix);
-    (void)send_setup_failure(ctx, facts);
-    return 0;
-  }
-  CUmemAllocationProp prop = allocation_prop(side->device);
+  if (!require_vmm_posix_fd(ctx, facts, *side)) return 0;
+  CUmemAllocationProp prop = posix_fd_allocation_prop(side->device);
   ctx.step("cuMemGetAllocationGranularity(MINIMUM)");
   std::size_t granularity = 0;
   if (CUresult r = api.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
@@ -163,7 +141,7 @@ int cuda_vmm_fd_server(ChildContext& ctx) {
   if (raw_fd < 0 || !os::fd_is_open(raw_fd)) return fail(fmt::format("exported fd {} is not open", raw_fd));
 
   ctx.step("send the fd");
-  nlohmann::json info = {{"allocation_size", size}, {"granularity", granularity}, {"device_uuid", *uuid},
+  nlohmann::json info = {{"allocation_size", size}, {"granularity", granularity}, {"device_uuid", side->vulkan_uuid},
                          {"fd_target", os::fd_target(raw_fd)}};
   if (!send_setup(ctx, info, raw_fd)) return 1;
   fd.reset();

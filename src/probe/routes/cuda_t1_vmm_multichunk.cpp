@@ -33,15 +33,6 @@ constexpr std::uint64_t kServerFillSeed = 0x4d43'5352'0000'0000ull;
 // How long the client waits for each further chunk's fd frame, ms.
 constexpr int kChunkFrameTimeoutMs = 10'000;
 
-CUmemAllocationProp posix_fd_prop(CUdevice device) {
-  CUmemAllocationProp prop{};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = device;
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  return prop;
-}
-
 // One reserved range and the chunks mapped into it; unmapped, released and
 // freed on destruction (mappings before handles: a mapping keeps its memory alive).
 class ChunkedRange {
@@ -103,24 +94,11 @@ int cuda_vmm_multichunk_server(ChildContext& ctx) {
     (void)send_setup_failure(ctx, facts);
     return 0;
   };
-  ctx.step("read the selected Vulkan device's deviceUUID");
-  auto uuid = selected_vulkan_uuid(ctx);
-  if (!uuid) return fail(why_of(uuid.error()));
-  auto side = open_cuda(ctx, facts, *uuid, kRegionSize);
-  if (!side) {
-    (void)send_setup_failure(ctx, facts);
-    return 0;
-  }
+  auto side = open_cuda_server(ctx, facts, kRegionSize);
+  if (!side) return 0;
   const cuda::Api& api = *side->api;
-  const int vmm = side->attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
-  const int posix = side->attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED);
-  if (vmm != 1 || posix != 1) {
-    facts.unsupported = fmt::format("server: CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED={} "
-                                    "CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED={}", vmm, posix);
-    (void)send_setup_failure(ctx, facts);
-    return 0;
-  }
-  CUmemAllocationProp prop = posix_fd_prop(side->device);
+  if (!require_vmm_posix_fd(ctx, facts, *side)) return 0;
+  CUmemAllocationProp prop = posix_fd_allocation_prop(side->device);
   ctx.step("cuMemGetAllocationGranularity(MINIMUM)");
   std::size_t granularity = 0;
   if (CUresult r = api.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
@@ -170,7 +148,7 @@ int cuda_vmm_multichunk_server(ChildContext& ctx) {
 
   ctx.step("send the chunks' fds (the setup with chunk 0's, one frame per further chunk)");
   nlohmann::json info = {{"chunks", plan->sizes}, {"granularity", granularity}, {"total", total},
-                         {"device_uuid", *uuid}, {"fd_targets", targets}};
+                         {"device_uuid", side->vulkan_uuid}, {"fd_targets", targets}};
   if (!send_setup(ctx, info, fds[0].get())) return 1;
   for (std::size_t i = 1; i < fds.size(); ++i)
     if (!ctx.peer().send(os::MsgType::data, nlohmann::json{{"chunk", i}}.dump(), fds[i].get())) return 1;
@@ -323,7 +301,7 @@ int cuda_vmm_multichunk_client(ChildContext& ctx) {
     CUmemGenericAllocationHandle h = 0;
     if (first_only && i > 0) {
       ctx.step(fmt::format("test fault firstchunk: cuMemCreate(private chunk {})", i));
-      CUmemAllocationProp prop = posix_fd_prop(side->device);
+      CUmemAllocationProp prop = posix_fd_allocation_prop(side->device);
       if (CUresult r = api.cuMemCreate(&h, plan->sizes[i], &prop, 0); r != CUDA_SUCCESS) {
         mapped = cuda::cu_error(api, fmt::format("cuMemCreate(private chunk {})", i), r);
         break;

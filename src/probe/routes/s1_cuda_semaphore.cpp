@@ -22,6 +22,7 @@
 #include "extmem/core/pattern.h"
 #include "probe/routes.h"
 #include "probe/routes/cuda_route_util.h"
+#include "probe/routes/cuda_stream_sync.h"
 #include "probe/routes/s1_peer.h"
 #include "probe/routes/s1_vk_side.h"
 #include "probe/sync_proof.h"
@@ -83,18 +84,7 @@ class CudaStreamSide {
     return {};
   }
 
-  // Polls the stream for at most `bound` (CUDA has no bounded stream wait).
-  Result<sync::Waited> wait(std::chrono::milliseconds bound) {
-    const auto deadline = std::chrono::steady_clock::now() + bound;
-    for (;;) {
-      CUresult r = api_.cuStreamQuery(stream_);
-      if (r == CUDA_SUCCESS) return sync::Waited{sync::WaitResult::signalled, "CUDA_SUCCESS"};
-      if (r != CUDA_ERROR_NOT_READY) return cuda::cu_error(api_, "cuStreamQuery", r);
-      if (std::chrono::steady_clock::now() >= deadline)
-        return sync::Waited{sync::WaitResult::timed_out, "CUDA_ERROR_NOT_READY"};
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
+  Result<sync::Waited> wait(std::chrono::milliseconds bound) { return cuda_sync::poll_stream(api_, stream_, bound); }
 
   bool drain() {
     auto w = wait(std::chrono::milliseconds(5000));
@@ -141,23 +131,11 @@ class CudaConsumer final : public sync::OrderingSubject {
     if (CUresult r = api.cuWaitExternalSemaphoresAsync(&side_.sem_, &wp, 1, side_.stream_); r != CUDA_SUCCESS)
       return cuda::cu_error(api, "cuWaitExternalSemaphoresAsync", r);
     armed_ = true;
-    if (CUresult r = api.cuMemcpyDtoHAsync(side_.host_, shared_, kRegionSize, side_.stream_); r != CUDA_SUCCESS)
-      return cuda::cu_error(api, "cuMemcpyDtoHAsync(region E)", r);
-    if (CUresult r = api.cuMemcpyDtoHAsync(static_cast<std::byte*>(side_.host_) + kRegionSize, marker_, 4, side_.stream_);
-        r != CUDA_SUCCESS)
-      return cuda::cu_error(api, "cuMemcpyDtoHAsync(marker)", r);
-    return {};
+    return cuda_sync::copy_out_with_marker(api, side_.stream_, side_.host_, shared_, marker_);
   }
 
   Result<sync::Observation> observe() override {
-    sync::Observation o;
-    CUresult r = side_.api_.cuStreamQuery(side_.stream_);
-    if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY) return cuda::cu_error(side_.api_, "cuStreamQuery", r);
-    o.fence_signalled = r == CUDA_SUCCESS;
-    std::uint32_t m = 0;
-    std::memcpy(&m, static_cast<const std::byte*>(side_.host_) + kRegionSize, sizeof m);
-    o.marker_present = m == s1::kMarker;
-    return o;  // CUDA cannot read an external semaphore's counter: no counter check here
+    return cuda_sync::observe(side_.api_, side_.stream_, side_.host_);  // no counter check: CUDA reads none
   }
 
   Result<sync::Waited> wait_consumer(std::chrono::milliseconds bound) override { return side_.wait(bound); }
