@@ -157,9 +157,11 @@ TEST(CudaRows, LibraryMissingASymbolIsUnsupportedNamingIt) {
 
 // The issue #19 rows are CUDA rows of group t1, and without a driver they SKIP with the reason.
 TEST(CudaRows, IpcAndMultichunkRowsSkipWithoutTheDriver) {
+  // routes() returns a vector by value: keep it, the pointer below points into it.
+  const std::vector<extmem::probe::RouteInfo> all = extmem::probe::routes();
   for (const char* row : {"T1-cuda-ipc", "T1-cuda-vmm-multichunk"}) {
     const extmem::probe::RouteInfo* info = nullptr;
-    for (const extmem::probe::RouteInfo& r : extmem::probe::routes())
+    for (const extmem::probe::RouteInfo& r : all)
       if (r.row == row) info = &r;
     ASSERT_NE(info, nullptr) << row;
     EXPECT_TRUE(info->cuda) << row;
