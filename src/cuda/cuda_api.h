@@ -386,6 +386,7 @@ using cuIpcOpenEventHandle = CUresult(CUevent* event, CUipcEventHandle handle);
 using cuStreamWaitEvent = CUresult(CUstream stream, CUevent event, unsigned int flags);
 /// `addr` is a device address of a 32-bit word (pinned host memory's host pointer, with unified addressing).
 using cuStreamWaitValue32_v2 = CUresult(CUstream stream, CUdeviceptr addr, unsigned int value, unsigned int flags);
+using cuStreamWriteValue32_v2 = CUresult(CUstream stream, CUdeviceptr addr, unsigned int value, unsigned int flags);
 using cuStreamSynchronize = CUresult(CUstream stream);
 /// The allocation holding `ptr`: its base address and size in bytes.
 using cuMemGetAddressRange_v2 = CUresult(CUdeviceptr* base, std::size_t* bytes, CUdeviceptr ptr);

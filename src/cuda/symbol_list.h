@@ -75,5 +75,6 @@
   X(cuIpcOpenEventHandle, cuIpcOpenEventHandle)                       \
   X(cuStreamWaitEvent, cuStreamWaitEvent)                             \
   X(cuStreamWaitValue32, cuStreamWaitValue32_v2)                      \
+  X(cuStreamWriteValue32, cuStreamWriteValue32_v2)                    \
   X(cuStreamSynchronize, cuStreamSynchronize)                         \
   X(cuMemGetAddressRange, cuMemGetAddressRange_v2)

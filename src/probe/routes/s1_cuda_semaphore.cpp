@@ -11,6 +11,7 @@
 // CUDA has no fence to look at without waiting, so "landed" is cuStreamQuery
 // (CUDA_SUCCESS, not CUDA_ERROR_NOT_READY) plus the marker the stream copies
 // into pinned host memory after the region. docs/probe.md, "S1".
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -20,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
+#include "extmem/os/clock.h"
 #include "probe/routes.h"
 #include "probe/routes/cuda_route_util.h"
 #include "probe/routes/cuda_stream_sync.h"
@@ -28,6 +30,7 @@
 #include "probe/sync_proof.h"
 #include "probe/worker/half_end.h"
 #include "probe/worker/import_dup.h"
+#include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
 
 namespace extmem::probe {
@@ -182,6 +185,109 @@ bool run_proof(ChildContext& ctx, sync::OrderingSubject& subject, Leg& leg, Rout
   return o.drained;
 }
 
+// --measure, after the proofs: rounds of the Vulkan producer's write ending on
+// its GPU (the server's BOTTOM_OF_PIPE timestamp, on CLOCK_MONOTONIC through
+// VK_EXT_calibrated_timestamps: "gpu_t" of its drain reply) to CUDA's stream
+// getting past its wait on the timeline semaphore. CUDA has no clock another
+// process can compare with, so the stream's first command after the wait is a
+// cuStreamWriteValue32 into pinned host memory, and a host thread spinning on
+// that word stamps its arrival with CLOCK_MONOTONIC: the stamp is late by the
+// PCIe write and one poll (about a microsecond), never early. Against it, the
+// host relay: ping-gpu (the same write with no semaphore, its fence seen by the
+// server's host, a message) and then the same cuStreamWriteValue32 submitted
+// here. Route figures semaphore_gpu_wake_us / socket_gpu_wake_us, as the
+// Vulkan rows give them, with gpu_wake_clock naming this clock.
+class CudaWakeTimer {
+ public:
+  CudaWakeTimer(ChildContext& ctx, const cuda::Api& api) : ctx_(ctx), api_(api) {}
+  ~CudaWakeTimer() {
+    if (flag_ != nullptr && !leaked_) (void)api_.cuMemFreeHost(flag_);
+  }
+  CudaWakeTimer(const CudaWakeTimer&) = delete;
+  CudaWakeTimer& operator=(const CudaWakeTimer&) = delete;
+
+  void run() {
+    ctx_.step("measure: cuMemAllocHost + cuMemHostGetDevicePointer(wake word)");
+    if (CUresult r = api_.cuMemAllocHost(&flag_, 64); r != CUDA_SUCCESS) {
+      flag_ = nullptr;
+      return fallback(why_of(cuda::cu_error(api_, "cuMemAllocHost(wake word)", r)));
+    }
+    word().store(0);
+    if (CUresult r = api_.cuMemHostGetDevicePointer(&flag_dev_, flag_, 0); r != CUDA_SUCCESS)
+      return fallback(why_of(cuda::cu_error(api_, "cuMemHostGetDevicePointer(wake word)", r)));
+    std::vector<double> sem_us, socket_us;
+    std::uint64_t deviation = 0;
+    for (unsigned i = 0; i < measure::repeats(); ++i) {
+      const std::uint32_t v = 2 * i + 1;
+      ctx_.step(fmt::format("measure signal-to-wake (CUDA waits), round {}", i + 1));
+      CudaStreamSide side(api_);
+      if (!side.create(ctx_)) return;
+      os::UniqueFd fd;
+      auto held = s1::ask(ctx_, {{"op", "hold"}, {"kind", s1::key_of(vksync::kTimelineOpaque)}, {"time", true}}, &fd);
+      if (!held || !fd.valid() || !side.import(ctx_, fd.get(), true)) return drain_peer();
+      CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS wp{};
+      wp.params.fence.value = s1::kTimelineValue;
+      if (api_.cuWaitExternalSemaphoresAsync(&side.sem_, &wp, 1, side.stream_) != CUDA_SUCCESS ||
+          api_.cuStreamWriteValue32(side.stream_, flag_dev_, v, 0) != CUDA_SUCCESS) {
+        return drain_peer();
+      }
+      double seen = 0;
+      std::thread spinner([&] { seen = spin_until(v); });
+      auto released = s1::ask(ctx_, {{"op", "release"}}, nullptr);
+      spinner.join();
+      auto d = s1::ask(ctx_, {{"op", "drain"}}, nullptr);
+      if (!released || seen == 0 || !d || !d->value("drained", false) || !side.drain()) {
+        leaked_ = leaked_ || seen == 0;  // the stream may still write the word
+        return fallback("signal-to-wake round " + std::to_string(i + 1) + " did not complete");
+      }
+      if (!d->contains("gpu_t")) return fallback("producer: " + d->value("gpu_error", std::string("no GPU time")));
+      sem_us.push_back((seen - d->value("gpu_t", 0.0)) * 1e6);
+      deviation = std::max(deviation, d->value("max_deviation_ns", std::uint64_t{0}));
+
+      ctx_.step(fmt::format("measure GPU write, host relay, CUDA start, round {}", i + 1));
+      auto pg = s1::ask(ctx_, {{"op", "ping-gpu"}}, nullptr);
+      if (!pg || !pg->contains("gpu_t")) return fallback("producer: ping-gpu gave no GPU time");
+      if (api_.cuStreamWriteValue32(side.stream_, flag_dev_, v + 1, 0) != CUDA_SUCCESS) return;
+      const double relayed = spin_until(v + 1);
+      if (relayed == 0 || !side.drain()) {
+        leaked_ = true;
+        return fallback("host-relay round " + std::to_string(i + 1) + " did not complete");
+      }
+      socket_us.push_back((relayed - pg->value("gpu_t", 0.0)) * 1e6);
+    }
+    measure::route_latency("semaphore_gpu_wake_us", std::move(sem_us));
+    measure::route_latency("socket_gpu_wake_us", std::move(socket_us));
+    measure::route_field("gpu_wake_clock", {{"clock", "vk-calibrated-timestamp to cuda-host-observed-write"},
+                                            {"time_domain", "CLOCK_MONOTONIC"},
+                                            {"max_deviation_ns", deviation}});
+  }
+
+ private:
+  std::atomic_ref<std::uint32_t> word() const { return std::atomic_ref<std::uint32_t>(*static_cast<std::uint32_t*>(flag_)); }
+  // CLOCK_MONOTONIC seconds when the word first reads `v`; 0 after 5 s without it.
+  double spin_until(std::uint32_t v) const {
+    const double deadline = os::monotonic_seconds() + 5.0;
+    for (;;) {
+      if (word().load(std::memory_order_acquire) == v) return os::monotonic_seconds();
+      if (os::monotonic_seconds() > deadline) return 0;
+    }
+  }
+  void drain_peer() {
+    auto d = s1::ask(ctx_, {{"op", "drain"}}, nullptr);
+    (void)d;
+    fallback("a measure round could not be set up");
+  }
+  void fallback(std::string why) {
+    ctx_.step("measure on the GPU clock: " + why);
+    measure::route_field("gpu_clock_fallback", std::move(why));
+  }
+  ChildContext& ctx_;
+  const cuda::Api& api_;
+  void* flag_ = nullptr;
+  CUdeviceptr flag_dev_ = 0;
+  bool leaked_ = false;
+};
+
 int cuda_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
@@ -261,6 +367,7 @@ int cuda_client(ChildContext& ctx) {
       if (!run_proof(ctx, subject, *leg, rep, label, subject.fd_text())) keep_memory = true;
       if (subject.unsupported) rep.facts.unsupported = *subject.unsupported;
     }
+    if (measure::enabled() && !keep_memory && !rep.facts.unsupported) CudaWakeTimer(ctx, api).run();
 
     // The other direction: CUDA produces, the Vulkan side waits.
     CudaStreamSide producer(api);
