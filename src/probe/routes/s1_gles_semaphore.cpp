@@ -12,11 +12,16 @@
 //             (glFlush) before the Vulkan wait, as a binary semaphore needs
 //             (VUID-vkQueueSubmit-pWaitSemaphores-03238).
 // docs/probe.md, "S1".
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
+#include "extmem/os/clock.h"
 #include "probe/routes.h"
 #include "probe/routes/gles_import.h"
 #include "probe/routes/s1_peer.h"
@@ -25,6 +30,7 @@
 #include "probe/worker/drivers.h"
 #include "probe/worker/half_end.h"
 #include "probe/worker/import_dup.h"
+#include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
 
 namespace extmem::probe {
@@ -207,6 +213,111 @@ class GlConsumer final : public sync::OrderingSubject {
   bool armed_ = false;
 };
 
+// --measure, after the glwait proof: rounds of the Vulkan producer's write
+// ending on its GPU (the server's BOTTOM_OF_PIPE timestamp on CLOCK_MONOTONIC,
+// VK_EXT_calibrated_timestamps: "gpu_t" of its drain reply) to GL's work
+// getting past glWaitSemaphoreEXT. GL has no clock another process can compare
+// with (GL_TIMESTAMP is read through the command stream), so GL's first
+// command after the wait copies a round number into a READ | PERSISTENT |
+// COHERENT mapped buffer, and a host thread spinning on that word stamps its
+// arrival with CLOCK_MONOTONIC: late by the write's path to the host and one
+// poll, never early. Against it, the host relay: ping-gpu (the same write with
+// no semaphore, its fence seen by the server's host, a message), then the same
+// copy submitted here. Route figures semaphore_gpu_wake_us / socket_gpu_wake_us.
+class GlWakeTimer {
+ public:
+  GlWakeTimer(ChildContext& ctx, const EglContext& gl, GLuint shared) : ctx_(ctx), gl_(gl), shared_(shared) {}
+
+  void run() {
+    const unsigned rounds = measure::repeats();
+    std::vector<std::uint32_t> values(2 * rounds + 2);
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<std::uint32_t>(i + 1);
+    std::vector<std::byte> zeros(256);
+    ctx_.step("measure: create the GL wake word (mapped) and its values");
+    (void)gl_.take_error();
+    Status made = make_buffer(gl_, watch_, zeros, true, "wake word");
+    if (made) made = make_buffer(gl_, values_, std::as_bytes(std::span(values)), false, "wake values");
+    if (!made) return fallback(why_of(made.error()));
+    std::vector<double> sem_us, socket_us;
+    std::uint64_t deviation = 0;
+    for (unsigned i = 0; i < rounds; ++i) {
+      const std::uint32_t v = 2 * i + 1;
+      ctx_.step(fmt::format("measure signal-to-wake (GL waits), round {}", i + 1));
+      os::UniqueFd fd;
+      std::string fd_text;
+      GlSemaphore sem{gl_};
+      auto held = s1::ask(ctx_, {{"op", "hold"}, {"kind", s1::key_of(vksync::kBinaryOpaque)}, {"time", true}}, &fd);
+      if (!held || !fd.valid() || !import_semaphore(ctx_, gl_, sem, fd.get(), fd_text)) return drain_peer();
+      gl_.gl().glWaitSemaphoreEXT(sem.id, 1, &shared_, 0, nullptr, nullptr);
+      if (!copy_value(v)) return drain_peer();
+      double seen = 0;
+      std::thread spinner([&] { seen = spin_until(v); });
+      auto released = s1::ask(ctx_, {{"op", "release"}}, nullptr);
+      spinner.join();
+      auto d = s1::ask(ctx_, {{"op", "drain"}}, nullptr);
+      gl_.gl().glFinish();
+      if (!released || seen == 0 || !d || !d->value("drained", false)) {
+        sem.leaked = true;
+        return fallback("signal-to-wake round " + std::to_string(i + 1) + " did not complete");
+      }
+      if (!d->contains("gpu_t")) return fallback("producer: " + d->value("gpu_error", std::string("no GPU time")));
+      sem_us.push_back((seen - d->value("gpu_t", 0.0)) * 1e6);
+      deviation = std::max(deviation, d->value("max_deviation_ns", std::uint64_t{0}));
+
+      ctx_.step(fmt::format("measure GPU write, host relay, GL start, round {}", i + 1));
+      auto pg = s1::ask(ctx_, {{"op", "ping-gpu"}}, nullptr);
+      if (!pg || !pg->contains("gpu_t")) return fallback("producer: ping-gpu gave no GPU time");
+      if (!copy_value(v + 1)) return;
+      const double relayed = spin_until(v + 1);
+      gl_.gl().glFinish();
+      if (relayed == 0) return fallback("host-relay round " + std::to_string(i + 1) + " did not complete");
+      socket_us.push_back((relayed - pg->value("gpu_t", 0.0)) * 1e6);
+    }
+    measure::route_latency("semaphore_gpu_wake_us", std::move(sem_us));
+    measure::route_latency("socket_gpu_wake_us", std::move(socket_us));
+    measure::route_field("gpu_wake_clock", {{"clock", "vk-calibrated-timestamp to gl-host-observed-write"},
+                                            {"time_domain", "CLOCK_MONOTONIC"},
+                                            {"max_deviation_ns", deviation}});
+  }
+
+ private:
+  // Copies value v (values_[v - 1]) into the wake word, then flushes so GL submits it.
+  bool copy_value(std::uint32_t v) {
+    const auto& f = gl_.gl();
+    f.glBindBuffer(GL_COPY_READ_BUFFER, values_.id);
+    f.glBindBuffer(GL_COPY_WRITE_BUFFER, watch_.id);
+    f.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, static_cast<GLintptr>((v - 1) * 4), 0, 4);
+    f.glFlush();
+    if (auto s = gl_check(gl_, "glCopyBufferSubData(wake word) + glFlush"); !s) {
+      fallback(why_of(s.error()));
+      return false;
+    }
+    return true;
+  }
+  // CLOCK_MONOTONIC seconds when the word first reads `v`; 0 after 5 s without it.
+  double spin_until(std::uint32_t v) const {
+    std::atomic_ref<std::uint32_t> word(*reinterpret_cast<std::uint32_t*>(watch_.map));
+    const double deadline = os::monotonic_seconds() + 5.0;
+    for (;;) {
+      if (word.load(std::memory_order_acquire) == v) return os::monotonic_seconds();
+      if (os::monotonic_seconds() > deadline) return 0;
+    }
+  }
+  void drain_peer() {
+    (void)s1::ask(ctx_, {{"op", "drain"}}, nullptr);
+    gl_.gl().glFinish();
+    fallback("a measure round could not be set up");
+  }
+  void fallback(std::string why) {
+    ctx_.step("measure on the GPU clock: " + why);
+    measure::route_field("gpu_clock_fallback", std::move(why));
+  }
+  ChildContext& ctx_;
+  const EglContext& gl_;
+  GLuint shared_;
+  GlBuffer watch_{gl_}, values_{gl_};
+};
+
 int gl_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
@@ -268,6 +379,7 @@ int gl_client(ChildContext& ctx) {
     rep.detail.push_back(fmt::format("glwait: {} import=permanent transference=reference semaphore {}",
                                      s1::proof_detail(o, false, 0),
                                      subject.fd_text.empty() ? "fd-consumed=notrun" : subject.fd_text));
+    if (measure::enabled() && o.drained && !subject.unsupported) GlWakeTimer(ctx, gl, shared).run();
   }
 
   if (!keep) {  // glsignal: GL produces behind a Vulkan gate, the Vulkan side waits
