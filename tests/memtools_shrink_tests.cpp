@@ -161,6 +161,21 @@ TEST_F(MemtoolsShrink, DiffOfAFileThatShrinksIsExitSeven) {
   expect_shrink_reported({"diff", "--interval=1ms", "--file=" + file_.string()});
 }
 
+// Cut inside its last page: no read faults (the page's bytes past the end
+// read as zeros), but the file is shorter than what was searched.
+TEST_F(MemtoolsShrink, AShrinkWithinTheLastPageIsReportedToo) {
+  for (const char* search : {"--hex=deadbeef", "--twins"}) {
+    make_sparse(8192);
+    const ToolRun r = run_extmem({"scan", search, file_.string()}, dir_, file_, 5000);
+    ASSERT_TRUE(r.exited) << search << ": signal " << r.signal;
+    EXPECT_EQ(r.code, 7) << search << "\n" << r.err;
+    EXPECT_NE(r.err.find("shrank while it was read: 5000 bytes now, was 8192"), std::string::npos) << r.err;
+  }
+  make_sparse(8192);
+  const ToolRun d = run_extmem({"diff", "--interval=1ms", "--file=" + file_.string()}, dir_, file_, 5000);
+  EXPECT_EQ(d.code, 7) << d.err;
+}
+
 TEST_F(MemtoolsShrink, AFileThatDoesNotShrinkIsScannedAsBefore) {
   make_sparse(32ull << 20);
   const ToolRun r = run_extmem({"scan", "--hex=deadbeef", file_.string()}, dir_);

@@ -374,7 +374,7 @@ Result<BlockScanStats> scan_entropy(const std::string& path, const EntropyQuery&
   if (m.size == 0) return BlockScanStats{};
   const detail::MappingGuard guard(m.addr, m.size, m.fd.get(), path);  // a file that shrinks: an error, not SIGBUS
   BlockScanStats stats = detail::scan_entropy_bytes(m.data(), m.size, q, sink, &guard);
-  if (guard.faulted()) return guard.shrank_error();
+  if (guard.shrank()) return guard.shrank_error();
   return stats;
 }
 
@@ -384,7 +384,7 @@ Result<TwinResult> find_twins(const std::string& path, const TwinQuery& q) {
   if (m.size == 0) return TwinResult{};
   const detail::MappingGuard guard(m.addr, m.size, m.fd.get(), path);  // a file that shrinks: an error, not SIGBUS
   TwinResult result = detail::find_twins_bytes(m.data(), m.size, q, &guard);
-  if (guard.faulted()) return guard.shrank_error();
+  if (guard.shrank()) return guard.shrank_error();
   return result;
 }
 

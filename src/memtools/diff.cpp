@@ -316,7 +316,7 @@ struct Snapshot::State {
       }
     });
     if (ended) return os_error("pread " + process_name(), ESRCH, "the process ended during the first snapshot");
-    if (file_guard && file_guard->faulted()) return file_guard->shrank_error();
+    if (file_guard && file_guard->shrank()) return file_guard->shrank_error();
     return {};
   }
 };
@@ -390,7 +390,7 @@ Result<DiffResult> Snapshot::compare(std::size_t max_words_per_page) {
     f.bytes += p.size;
   });
   if (ended) return os_error("pread " + s.process_name(), ESRCH, "the process ended during the snapshot");
-  if (s.file_guard && s.file_guard->faulted()) return s.file_guard->shrank_error();
+  if (s.file_guard && s.file_guard->shrank()) return s.file_guard->shrank_error();
   DiffResult result;
   std::vector<std::pair<std::size_t, std::string>> vanished;
   for (Found& f : found) {

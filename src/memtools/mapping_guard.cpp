@@ -107,10 +107,17 @@ bool MappingGuard::faulted() const noexcept {
   return slot_ >= 0 && g_slots[static_cast<std::size_t>(slot_)].faulted.load();
 }
 
+bool MappingGuard::shrank() const noexcept {
+  if (slot_ < 0) return false;
+  if (faulted()) return true;
+  struct stat st {};
+  return ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) < size_;
+}
+
 Error MappingGuard::shrank_error() const { return file_shrank(path_, fd_, size_); }
 
 Status MappingGuard::check() const {
-  if (faulted()) return shrank_error();
+  if (shrank()) return shrank_error();
   return {};
 }
 

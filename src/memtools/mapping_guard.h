@@ -45,10 +45,15 @@ class MappingGuard {
   /// Whether a read of the mapping faulted (the file shrank) since the guard
   /// was made. Once true, stays true.
   bool faulted() const noexcept;
+  /// Whether the file is now shorter than the mapping: faulted(), or fstat
+  /// finds fewer bytes (a shrink within the last page faults no read, but
+  /// the bytes after the new end read as zeros). The check to make once the
+  /// reads are done; false for a guard that guards nothing.
+  bool shrank() const noexcept;
   /// The error for a faulted mapping: code kCodePastEnd (exit 7), "PATH shrank
   /// while it was read: N bytes now, was M".
   Error shrank_error() const;
-  /// OK when not faulted, else shrank_error().
+  /// OK when not shrank(), else shrank_error().
   Status check() const;
 
  private:

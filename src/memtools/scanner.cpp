@@ -184,7 +184,7 @@ Result<ScanStats> scan_file(const std::string& path, const ScanQuery& q, const H
                                          : std::min(cores - 1, kMaxWorkers);
   stats.stopped = !detail::scan_mapped(data, m.size, q, sink, workers, kFileChunk,
                                        kPieceHitCap, stats.hits, stats.bytes, &guard);
-  if (guard.faulted()) return guard.shrank_error();
+  if (guard.shrank()) return guard.shrank_error();
   return stats;
 }
 
