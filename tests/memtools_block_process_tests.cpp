@@ -79,12 +79,21 @@ TEST(BlockScanProcess, TwinPagesAreTheThreeUnchangedOnes) {
   EXPECT_EQ(num(groups[0]["vas"][2]), t.start + 0x3000);
 }
 
-TEST(BlockScanProcess, NoMatchingMappingIsAClearError) {
+// A valid SPEC that matches nothing is no usage error: every form searches
+// nothing (exit 0) and says on one line that no mapping matched.
+TEST(BlockScanProcess, NoMatchingMappingIsNothingToScanForEveryForm) {
   Ticker t;
   ASSERT_NE(t.start, 0u);
-  const auto r = extmem::test::run_extmem("scan --pid=" + std::to_string(t.pid) + " --match='path^=/nothing-here' --twins");
-  EXPECT_NE(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("no readable mapping matches --match"), std::string::npos) << r.out;
+  for (const char* search : {"--twins", "--entropy=4.5", "--hex=deadbeef"}) {
+    const auto r = extmem::test::run_extmem("scan --pid=" + std::to_string(t.pid) + " --match='path=/nonexistent' " +
+                                            search);
+    EXPECT_EQ(r.code, 0) << search << ": " << r.out;
+    EXPECT_NE(r.out.find("nothing to scan: no readable mapping of pid " + std::to_string(t.pid)), std::string::npos)
+        << search << ": " << r.out;
+    EXPECT_NE(r.out.find("matches --match"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(" in 0 (0 bytes)"), std::string::npos) << search << ": " << r.out;
+    EXPECT_EQ(r.out.find("copy mappings"), std::string::npos) << r.out;
+  }
 }
 
 // The same exit status (5, no such process) and message as the other scan forms.

@@ -36,7 +36,15 @@ int check_argv(CLI::App& app, int argc, char** argv) {
     }
     for (int i = 2; i < argc; ++i) {
       const std::string_view a = argv[i];
-      if (a == "--") break;
+      if (a == "--") {
+        // diff -- with nothing after it would quietly compare over the default interval.
+        if (first == "diff" && i + 1 == argc) {
+          std::cerr << "extmem diff: no command after --; accepted: -- COMMAND [ARGS...] (run between the two "
+                       "snapshots), or --interval=DURATION without --\n";
+          return probe::kExitUsage;
+        }
+        break;
+      }
       // Only watch takes a command without "--"; elsewhere a word is a FILE, VA or the like.
       if (a.empty() || a[0] != '-') {
         if (first == "watch") break;
@@ -78,7 +86,16 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // Every misuse exits 2 (docs/probe.md, "Output"), whatever CLI11's own code.
-    std::cerr << "extmem: " << e.what() << "\nRun with --help for the accepted options.\n";
+    // An option given more than once (CLI11: "NAME: At Most 1 required but
+    // received N") is said in plain words.
+    const std::string what = e.what();
+    const std::string twice = ": At Most 1 required but received ";
+    if (const std::size_t at = what.find(twice); at != std::string::npos) {
+      std::cerr << "extmem: " << what.substr(0, at) << " given " << what.substr(at + twice.size())
+                << " times; accepted: once\nRun with --help for the accepted options.\n";
+      return extmem::probe::kExitUsage;
+    }
+    std::cerr << "extmem: " << what << "\nRun with --help for the accepted options.\n";
     return extmem::probe::kExitUsage;
   }
   for (auto& [cmd, run] : runners)

@@ -74,11 +74,14 @@ Runner add_diff(CLI::App& app) {
       }
     } else {
       if (given("--match")) return usage("--match goes with --pid (it selects mappings of a process; use --range)");
-      // Opened once here so that a missing, unreadable or wrong kind of file is a usage error naming --file.
+      // Opened once here so that a missing, unreadable or wrong kind of file is
+      // an error naming --file: exit 5 when it does not exist and 6 when it
+      // may not be read (as for scan FILE: the exit-code table), else 2.
       if (auto opened = memtools::WordTarget::open_file(s->file, false); !opened) {
         std::cerr << "extmem diff: bad --file: " << opened.error().message()
                   << "\naccepted: an existing readable regular file or block device\n";
-        return memtools::kExitUsage;
+        const int code = memtools::exit_code_for(opened.error());
+        return code == memtools::kExitNoProcess || code == memtools::kExitPermission ? code : memtools::kExitUsage;
       }
       o.source.file = s->file;
       if (given("--ram-map")) {
@@ -102,7 +105,8 @@ Runner add_diff(CLI::App& app) {
     auto count = [&](const std::string& text, const char* option, std::uint64_t max, std::uint64_t& v) -> int {
       auto n = memtools::parse_number(text, memtools::NumberStyle::value, "count", &bad);
       if (!n) return memtools::print_syntax_error(std::cerr, c, option, bad);
-      if (*n == 0 || *n > max) return usage(std::string(option) + ": accepted: a count from 1 to " + std::to_string(max));
+      if (*n == 0 || *n > max)
+        return usage(std::string(option) + ": \"" + text + "\" is not accepted: a count from 1 to " + std::to_string(max));
       v = *n;
       return 0;
     };

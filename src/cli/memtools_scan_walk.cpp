@@ -103,7 +103,7 @@ Runner add_scan(CLI::App& app) {
     if (given("--block") && !s->twins) return usage(c, "--block goes with --twins (--entropy takes BITS/BLOCK)");
     if (given("--entropy") || s->twins) {
       const char* which = s->twins ? "--twins" : "--entropy";  // a FILE or --pid [--match]
-      for (const char* other : {"--page-offset", "--context", "--byte-order"})
+      for (const char* other : {"--page-offset", "--page-size", "--context", "--byte-order"})
         if (given(other)) return usage(c, std::string(other) + " does not go with " + which);
       if (given("--entropy")) {
         auto e = memtools::parse_entropy(s->entropy, &bad);
@@ -115,7 +115,7 @@ Runner add_scan(CLI::App& app) {
           auto b = memtools::parse_number(s->block, memtools::NumberStyle::quantity, "block size", &bad);
           if (!b) return memtools::print_syntax_error(std::cerr, c, "--block", bad);
           if (*b < 64 || (*b & (*b - 1)) != 0 || *b > (std::uint64_t{1} << 30))
-            return usage(c, "--block: accepted: a power of two from 64 to 1G (bytes; K/M/G allowed)");
+            return usage(c, "--block: \"" + s->block + "\" is not accepted: a power of two from 64 to 1G (bytes; K/M/G allowed)");
           t.block = static_cast<std::size_t>(*b);
         }
         o.twins = t;
@@ -157,8 +157,10 @@ Runner add_scan(CLI::App& app) {
     auto page_size = memtools::parse_number(s->page_size, memtools::NumberStyle::quantity, "page size", &bad);
     if (!page_size) return memtools::print_syntax_error(std::cerr, c, "--page-size", bad);
     if (*page_size < 16 || (*page_size & (*page_size - 1)) != 0 || *page_size > (std::uint64_t{1} << 30))
-      return usage(c, "--page-size: a power of two from 16 to 1G");
+      return usage(c, "--page-size: \"" + s->page_size + "\" is not accepted: a power of two from 16 to 1G (bytes; K/M/G allowed)");
     q.page_size = *page_size;
+    if (given("--page-size") && !given("--page-offset"))
+      return usage(c, "--page-size goes with --page-offset (it is the page that offset counts in)");
     if (given("--page-offset")) {
       if (q.kind != memtools::ScanQuery::Kind::bytes) return usage(c, "--page-offset goes with --hex");
       auto off = memtools::parse_number(s->page_offset, memtools::NumberStyle::quantity, "page offset", &bad);

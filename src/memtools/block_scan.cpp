@@ -177,7 +177,7 @@ double byte_entropy(const std::uint8_t* data, std::size_t size) {
 namespace detail {
 
 BlockScanStats scan_entropy_bytes(const std::uint8_t* data, std::size_t size, const EntropyQuery& q,
-                                  const EntropySink& sink) {
+                                  const EntropySink& sink, const MappingGuard* guard) {
   BlockScanStats stats;
   if (size < q.block) return stats;
   const std::size_t usable = size - size % q.block;
@@ -186,8 +186,13 @@ BlockScanStats scan_entropy_bytes(const std::uint8_t* data, std::size_t size, co
   const std::size_t piece = kPiece - kPiece % q.block;
   const std::size_t pieces = (usable + piece - 1) / piece;
   std::optional<EntropyRun> open;  // a run that may continue into the next piece
-  auto work = [&](std::size_t i) {
+  struct PieceRuns {
     std::vector<EntropyRun> runs;
+    bool faulted = false;  // the mapping faulted by the end of the piece: void
+  };
+  auto work = [&](std::size_t i) {
+    PieceRuns piece_runs;
+    std::vector<EntropyRun>& runs = piece_runs.runs;
     const std::size_t lo = i * piece, hi = std::min(usable, lo + piece);
     for (std::size_t at = lo; at < hi; at += q.block) {
       const double h = entropy_with(data + at, q.block, xlogx);
@@ -200,10 +205,15 @@ BlockScanStats scan_entropy_bytes(const std::uint8_t* data, std::size_t size, co
         runs.push_back({at, q.block, h, h});
       }
     }
-    return runs;
+    piece_runs.faulted = guard != nullptr && guard->faulted();
+    return piece_runs;
   };
-  auto deliver = [&](std::size_t i, std::vector<EntropyRun>&& runs) {
-    for (EntropyRun& r : runs) {
+  auto deliver = [&](std::size_t i, PieceRuns&& piece_runs) {
+    if (piece_runs.faulted) return false;
+    // The piece has been searched whole: its bytes count even when a run in
+    // it meets --max (as for scan --hex).
+    stats.bytes = std::min(usable, (i + 1) * piece);
+    for (EntropyRun& r : piece_runs.runs) {
       if (open && open->offset + open->bytes == r.offset) {
         open->bytes += r.bytes;
         open->min_bits = std::min(open->min_bits, r.min_bits);
@@ -213,16 +223,16 @@ BlockScanStats scan_entropy_bytes(const std::uint8_t* data, std::size_t size, co
       if (open && !sink(*open)) return false;
       open = r;
     }
-    stats.bytes = std::min(usable, (i + 1) * piece);
     return true;
   };
-  const bool complete = detail::run_ordered_pieces<std::vector<EntropyRun>>(pieces, helper_threads(), work, deliver);
+  const bool complete = detail::run_ordered_pieces<PieceRuns>(pieces, helper_threads(), work, deliver);
   if (complete && open && !sink(*open)) stats.stopped = true;
   if (!complete) stats.stopped = true;
   return stats;
 }
 
-TwinResult find_twins_bytes(const std::uint8_t* data, std::size_t size, const TwinQuery& q) {
+TwinResult find_twins_bytes(const std::uint8_t* data, std::size_t size, const TwinQuery& q,
+                            const MappingGuard* guard) {
   TwinResult result;
   if (size < q.block) return result;
   const std::size_t usable = size - size % q.block;
@@ -234,6 +244,7 @@ TwinResult find_twins_bytes(const std::uint8_t* data, std::size_t size, const Tw
   struct PieceResult {
     std::vector<Seen> seen;      // non-constant blocks, in offset order
     std::uint64_t constant = 0;
+    bool faulted = false;        // the mapping faulted by the end of the piece: void
   };
   auto work = [&](std::size_t i) {
     PieceResult r;
@@ -248,6 +259,7 @@ TwinResult find_twins_bytes(const std::uint8_t* data, std::size_t size, const Tw
       }
       r.seen.push_back({h, at});
     }
+    r.faulted = guard != nullptr && guard->faulted();
     return r;
   };
   // One group per distinct content; a hash shared by different contents (found
@@ -262,26 +274,35 @@ TwinResult find_twins_bytes(const std::uint8_t* data, std::size_t size, const Tw
   std::unordered_map<std::uint64_t, std::uint32_t> by_hash;
   by_hash.reserve(usable / q.block / 4 + 16);
   auto deliver = [&](std::size_t i, PieceResult&& r) {
-    result.constant_blocks += r.constant;
-    result.blocks += r.constant;
-    for (const Seen& s : r.seen) {
-      ++result.blocks;
+    if (r.faulted) return false;
+    const std::size_t lo = i * piece;
+    for (std::size_t k = 0; k < r.seen.size(); ++k) {
+      const Seen& s = r.seen[k];
       // A block joins the group of its hash; that it really has the group's
       // content is checked afterwards, in parallel (below).
       auto [it, inserted] = by_hash.try_emplace(s.hash, 0);
       if (!inserted) {
         groups[it->second].more.push_back(s.offset);
+        ++result.blocks;
         continue;
       }
       if (q.max_distinct != 0 && groups.size() >= q.max_distinct) {
         by_hash.erase(it);
+        // Stopped before this block: the counts are of the blocks before it
+        // (the constant ones among them: those before it not in `seen`).
+        const std::uint64_t constant_before = (s.offset - lo) / q.block - k;
+        result.constant_blocks += constant_before;
+        result.blocks += constant_before;
         result.bytes = s.offset;
         result.stopped = true;
         return false;
       }
       it->second = static_cast<std::uint32_t>(groups.size());
       groups.push_back({s.offset, 0, false, {}});
+      ++result.blocks;
     }
+    result.constant_blocks += r.constant;
+    result.blocks += r.constant;
     result.bytes = std::min(usable, (i + 1) * piece);
     return true;
   };
@@ -350,13 +371,21 @@ TwinResult find_twins_bytes(const std::uint8_t* data, std::size_t size, const Tw
 Result<BlockScanStats> scan_entropy(const std::string& path, const EntropyQuery& q, const EntropySink& sink) {
   MappedFile m;
   if (auto st = map_file(path, m); !st) return std::move(st).error();
-  return detail::scan_entropy_bytes(m.data(), m.size, q, sink);
+  if (m.size == 0) return BlockScanStats{};
+  const detail::MappingGuard guard(m.addr, m.size, m.fd.get(), path);  // a file that shrinks: an error, not SIGBUS
+  BlockScanStats stats = detail::scan_entropy_bytes(m.data(), m.size, q, sink, &guard);
+  if (guard.shrank()) return guard.shrank_error();
+  return stats;
 }
 
 Result<TwinResult> find_twins(const std::string& path, const TwinQuery& q) {
   MappedFile m;
   if (auto st = map_file(path, m); !st) return std::move(st).error();
-  return detail::find_twins_bytes(m.data(), m.size, q);
+  if (m.size == 0) return TwinResult{};
+  const detail::MappingGuard guard(m.addr, m.size, m.fd.get(), path);  // a file that shrinks: an error, not SIGBUS
+  TwinResult result = detail::find_twins_bytes(m.data(), m.size, q, &guard);
+  if (guard.shrank()) return guard.shrank_error();
+  return result;
 }
 
 }  // namespace extmem::memtools

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <system_error>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -19,6 +20,7 @@
 #include "extmem/memtools/processes.h"
 #include "extmem/memtools/word_access.h"
 #include "extmem/os/fd.h"
+#include "memtools/mapping_guard.h"
 
 namespace extmem::memtools {
 namespace {
@@ -99,6 +101,7 @@ struct Snapshot::State {
   Mapping baseline;                  // anonymous, `bytes` long
   os::UniqueFd fd;                   // /proc/PID/mem or the file
   Mapping file;                      // file mode: the whole file, read-only
+  std::optional<detail::MappingGuard> file_guard;  // of `file` (declared after it: goes first)
 
   // False once process_vm_readv was refused (EPERM: a stricter check than
   // opening /proc/PID/mem passed; ENOSYS: a seccomp filter): every later read
@@ -215,6 +218,7 @@ struct Snapshot::State {
       file.size = static_cast<std::size_t>(size);
       file.addr = ::mmap(nullptr, file.size, PROT_READ, MAP_SHARED, fd.get(), 0);
       if (file.addr == MAP_FAILED) return os_error("mmap " + source.file, errno);
+      file_guard.emplace(file.addr, file.size, fd.get(), source.file);  // a file that shrinks: an error, not SIGBUS
     }
     return {};
   }
@@ -312,6 +316,7 @@ struct Snapshot::State {
       }
     });
     if (ended) return os_error("pread " + process_name(), ESRCH, "the process ended during the first snapshot");
+    if (file_guard && file_guard->shrank()) return file_guard->shrank_error();
     return {};
   }
 };
@@ -385,6 +390,7 @@ Result<DiffResult> Snapshot::compare(std::size_t max_words_per_page) {
     f.bytes += p.size;
   });
   if (ended) return os_error("pread " + s.process_name(), ESRCH, "the process ended during the snapshot");
+  if (s.file_guard && s.file_guard->shrank()) return s.file_guard->shrank_error();
   DiffResult result;
   std::vector<std::pair<std::size_t, std::string>> vanished;
   for (Found& f : found) {

@@ -169,7 +169,7 @@ int run_diff(const DiffOptions& o, std::ostream& out, std::ostream& err) {
       auto child = os::ChildProcess::spawn(find_program(o.command[0]), o.command, {});
       if (!child) {
         err << "extmem diff: could not start " << o.command[0] << ": " << child.error().message() << '\n';
-        return kExitFailed;
+        return exit_code_for(child.error());  // ENOENT: 5, EACCES: 6 (the exit-code table), else 1
       }
       auto ended = child->wait();
       if (!ended) return report(err, ended.error());

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "extmem/os/fd.h"
+#include "memtools/mapping_guard.h"
 #include "memtools/ordered_pieces.h"
 
 namespace extmem::memtools::detail {
@@ -66,7 +67,7 @@ Result<std::uint64_t> preadv_all(const PieceJob& j, std::vector<iovec>& iov, std
     const ssize_t got_now = ::preadv(j.fd, rest.data(), static_cast<int>(rest.size()), static_cast<off_t>(from + got));
     if (got_now < 0 && errno == EINTR) continue;
     if (got_now < 0) return os_error(fmt::format("preadv {} at {:#x}", j.path, from + got), errno);
-    if (got_now == 0) break;  // end of file: the file shrank; what was read still counts
+    if (got_now == 0) break;  // end of file: the file shrank (the caller reports it)
     got += static_cast<std::uint64_t>(got_now);
   }
   return got;
@@ -75,7 +76,9 @@ Result<std::uint64_t> preadv_all(const PieceJob& j, std::vector<iovec>& iov, std
 // NeedleRead::copy: preadv over whole pages, each page's needle bytes into its
 // slot and the rest into `junk`, a page-sized buffer that stays in cache. Few
 // system calls, but the kernel copies every byte of every page. Returns the
-// number of leading pages whose slots were filled.
+// number of pages whose slots were filled (every page whose needle lies in the
+// file as it was when the scan began), or the error; a file that ended early
+// (it shrank) is file_shrank's error.
 Result<std::size_t> read_copying(const PieceJob& j) {
   // Pages whose needle lies wholly inside the file (the last ones may not).
   const std::size_t pages = j.lo + j.off + j.n > j.size
@@ -99,8 +102,7 @@ Result<std::size_t> read_copying(const PieceJob& j) {
       if (!got) return std::move(got).error();
       iov.clear();
       // Pages whose needle bytes all arrived (a file that shrank stops early).
-      for (std::size_t q = first; q <= p; ++q)
-        if (j.lo + q * j.page + j.off + j.n > from + *got) return q;
+      if (j.lo + p * j.page + j.off + j.n > from + *got) return file_shrank(j.path, j.fd, j.size);
       first = p + 1;
     }
   }
@@ -110,7 +112,9 @@ Result<std::size_t> read_copying(const PieceJob& j) {
 // NeedleRead::each: one pread of the needle's bytes per page. More system
 // calls than read_copying, but it touches one cache line of each page instead
 // of copying the whole page, so it does not run into the memory bandwidth when
-// many threads read at once. Returns the number of leading pages read.
+// many threads read at once. Returns the number of leading pages read (those
+// whose needle lies in the file as it was when the scan began), or the error;
+// a file that ended early (it shrank) is file_shrank's error.
 Result<std::size_t> read_each(const PieceJob& j) {
   const std::size_t pages = static_cast<std::size_t>((j.hi - j.lo + j.page - 1) / j.page);
   for (std::size_t p = 0; p < pages; ++p) {
@@ -122,7 +126,7 @@ Result<std::size_t> read_each(const PieceJob& j) {
                                 static_cast<off_t>(at + got));
       if (r < 0 && errno == EINTR) continue;
       if (r < 0) return os_error(fmt::format("pread {} at {:#x}", j.path, at + got), errno);
-      if (r == 0) return p;  // end of file: the file shrank
+      if (r == 0) return file_shrank(j.path, j.fd, j.size);  // end of file before the needle: it shrank
       got += static_cast<std::uint64_t>(r);
     }
   }
@@ -165,6 +169,7 @@ Result<bool> scan_page_offsets(int fd, const std::string& path, std::uint64_t si
   const std::uint64_t page = q.page_size, off = *q.page_offset, n = q.pattern.size();
   const std::size_t pieces = static_cast<std::size_t>((size + kPiece - 1) / kPiece);
   const NeedleRead how = choose_read(workers + 1);
+  test_stop_after_map();  // the test hook of the mapped forms (mapping_guard.h), before anything is read
   auto work = [&](std::size_t index) {
     PieceResult r;
     const std::uint64_t lo = index * kPiece, hi = std::min(size, lo + kPiece);
@@ -182,17 +187,19 @@ Result<bool> scan_page_offsets(int fd, const std::string& path, std::uint64_t si
   };
   std::optional<Error> failed;
   auto deliver = [&](std::size_t index, PieceResult&& r) {
+    if (r.error) {
+      failed = std::move(r.error);
+      return false;
+    }
+    // The piece has been read whole: its bytes count even when a hit in it
+    // meets --max (as for the mapped form).
+    bytes = std::min(size, (index + 1) * kPiece);
     for (std::uint64_t at : r.hits) {
       ScanHit h;
       h.address = at;
       ++hits;
       if (!sink(h) || (q.max_hits != 0 && hits >= q.max_hits)) return false;
     }
-    if (r.error) {
-      failed = std::move(r.error);
-      return false;
-    }
-    bytes = std::min(size, (index + 1) * kPiece);
     return true;
   };
   const bool complete = run_ordered_pieces<PieceResult>(pieces, workers, work, deliver);

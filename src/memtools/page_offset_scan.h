@@ -33,8 +33,10 @@ bool page_offset_readable(const ScanQuery& query);
 /// early; `hits` counts delivered hits, `bytes` the bytes up to the end of the
 /// last piece delivered. A read error ends the piece where it happened and is
 /// returned as an os_error("preadv PATH at OFFSET") (or "pread PATH at
-/// OFFSET") with the OS code; a file that shrinks ends the search at its new
-/// end without error.
+/// OFFSET") with the OS code; a file found shorter than `size` (it shrank
+/// while it was read) is file_shrank's error (code kCodePastEnd, exit 7), the
+/// hits of the pieces before it delivered. `bytes` counts a piece once it has
+/// been read whole, even when --max stops among its hits.
 Result<bool> scan_page_offsets(int fd, const std::string& path, std::uint64_t size, const ScanQuery& query,
                                const HitSink& sink, unsigned workers, std::uint64_t& hits, std::uint64_t& bytes);
 

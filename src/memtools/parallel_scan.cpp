@@ -24,12 +24,14 @@ struct Piece {
   bool done = false;
   std::vector<ScanHit> hits;
   std::optional<std::size_t> resume;  // more than `cap` hits: search on from here
+  bool faulted = false;               // the mapping faulted by the end of the search: void
 };
 
 }  // namespace
 
 bool scan_mapped(const std::uint8_t* data, std::size_t size, const ScanQuery& query, const HitSink& sink,
-                 unsigned workers, std::size_t chunk, std::size_t cap, std::uint64_t& hits, std::uint64_t& bytes) {
+                 unsigned workers, std::size_t chunk, std::size_t cap, std::uint64_t& hits, std::uint64_t& bytes,
+                 const MappingGuard* guard) {
   const std::size_t pieces = (size + chunk - 1) / chunk;
   ScanQuery unbounded = query;  // workers keep hits; the limit applies at delivery
   unbounded.max_hits = 0;
@@ -54,6 +56,7 @@ bool scan_mapped(const std::uint8_t* data, std::size_t size, const ScanQuery& qu
       return piece.hits.size() < cap;
     }, count);
     if (!complete) piece.resume = static_cast<std::size_t>(piece.hits.back().address) + 1;
+    piece.faulted = guard != nullptr && guard->faulted();
     // The page-offset form is done with these pages: dropping them from the
     // page tables here, on this thread, spreads the teardown over the workers
     // (MADV_DONTNEED takes the mmap lock shared) instead of leaving it all to
@@ -108,6 +111,10 @@ bool scan_mapped(const std::uint8_t* data, std::size_t size, const ScanQuery& qu
         results[index] = Piece{};
       }
     }
+    if (piece.faulted) {
+      go_on = false;
+      break;
+    }
     for (const ScanHit& h : piece.hits) {
       ++hits;
       if (!sink(h) || (query.max_hits != 0 && hits >= query.max_hits)) {
@@ -117,7 +124,11 @@ bool scan_mapped(const std::uint8_t* data, std::size_t size, const ScanQuery& qu
     }
     if (go_on && piece.resume) {
       const std::size_t hi = std::min(size, (index + 1) * chunk);
-      go_on = scan_buffer(data, size, 0, *piece.resume, hi, query, sink, hits);
+      // A hit found after a fault may lie in the zeros: checked before each.
+      go_on = scan_buffer(data, size, 0, *piece.resume, hi, query, [&](const ScanHit& h) {
+        return !(guard != nullptr && guard->faulted()) && sink(h);
+      }, hits);
+      if (guard != nullptr && guard->faulted()) go_on = false;
     }
     bytes = std::min(size, (index + 1) * chunk);
     {

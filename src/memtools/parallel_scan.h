@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "extmem/memtools/scanner.h"
+#include "memtools/mapping_guard.h"
 
 namespace extmem::memtools::detail {
 
@@ -19,8 +20,12 @@ namespace extmem::memtools::detail {
 /// data). Workers run at most 2 x workers pieces ahead of delivery. Honours
 /// query.max_hits and a sink returning false. Returns false when stopped
 /// early; `hits` counts delivered hits, `bytes` the bytes up to the end of the
-/// last piece delivered.
+/// last piece delivered. With `guard` (not owned; the guard of this mapping,
+/// nullptr: none) a piece during or after whose search the mapping faulted
+/// (the file shrank) is not delivered: the scan stops before it, returns
+/// false, and guard->faulted() tells the caller to report the shrink.
 bool scan_mapped(const std::uint8_t* data, std::size_t size, const ScanQuery& query, const HitSink& sink,
-                 unsigned workers, std::size_t chunk, std::size_t cap, std::uint64_t& hits, std::uint64_t& bytes);
+                 unsigned workers, std::size_t chunk, std::size_t cap, std::uint64_t& hits, std::uint64_t& bytes,
+                 const MappingGuard* guard = nullptr);
 
 }  // namespace extmem::memtools::detail

@@ -76,9 +76,9 @@ Result<ProcessCopy> copy_mappings(pid_t pid, const MapSpec* match, std::uint64_t
     chosen.push_back(&m);
     total += m.size() - m.size() % unit;
   }
-  if (chosen.empty())
-    return copy_error(match != nullptr ? "no readable mapping matches --match (or none holds a whole block)"
-                                       : "the process has no readable mapping of a whole block");
+  // Nothing selected is no error (the SPEC is valid): an empty copy, nothing
+  // searched, as for scan --hex; the command says no mapping was selected.
+  if (chosen.empty()) return ProcessCopy{};
   if (total > kMaxProcessBlockBytes)
     return copy_error(fmt::format("{} bytes of mappings selected, more than the {} GiB these searches copy: narrow --match",
                                   total, kMaxProcessBlockBytes >> 30));

@@ -166,6 +166,20 @@ nlohmann::json gpa_json(const ScanOptions& o, std::uint64_t offset) {
   return gpa ? nlohmann::json(hex(*gpa)) : nlohmann::json(nullptr);
 }
 
+// Process mode with nothing searched and nothing skipped: a line saying that no
+// mapping was selected, so "0 hits in 0" is not read as "searched, not there".
+// `block`: the block size of --entropy/--twins (a mapping must hold a whole
+// one), 0 for the other forms.
+void note_nothing_selected(const ScanOptions& o, std::uint64_t bytes, std::size_t skipped, std::uint64_t block,
+                           std::ostream& err) {
+  if (!o.file.empty() || bytes != 0 || skipped != 0) return;
+  const std::string whole = block != 0 ? fmt::format(" holding a whole {} block", format_size(block)) : "";
+  if (o.match)
+    err << fmt::format("extmem scan: nothing to scan: no readable mapping of pid {}{} matches --match\n", o.pid, whole);
+  else
+    err << fmt::format("extmem scan: nothing to scan: pid {} has no readable mapping{}\n", o.pid, whole);
+}
+
 int run_entropy(const ScanOptions& o, std::ostream& out, std::ostream& err) {
   std::uint64_t runs = 0;
   EntropySink sink = [&](const EntropyRun& r) {
@@ -186,6 +200,7 @@ int run_entropy(const ScanOptions& o, std::ostream& out, std::ostream& err) {
                               : scan_entropy(o.file, *o.entropy, sink);
   if (!stats) return report_failure(err, "scan", stats.error());
   for (const std::string& s : stats->skipped) err << "extmem scan: skipped unreadable mapping " << s << '\n';
+  note_nothing_selected(o, stats->bytes, stats->skipped.size(), o.entropy->block, err);
   err << fmt::format("extmem scan: {} run{} of {}-byte blocks with at least {:g} bits/byte in {}{}\n", runs,
                      runs == 1 ? "" : "s", o.entropy->block, o.entropy->bits, size_text(stats->bytes),
                      stats->stopped ? fmt::format(", stopped at --max={}", o.query.max_hits) : "");
@@ -216,6 +231,7 @@ int run_twins(const ScanOptions& o, std::ostream& out, std::ostream& err) {
     out << line << '\n';
   }
   out.flush();
+  note_nothing_selected(o, r->bytes, r->skipped.size(), o.twins->block, err);
   err << fmt::format("extmem scan: {} twin group{} among {} blocks of {} ({} constant, left out; {} distinct) in {}{}\n",
                      r->groups.size(), r->groups.size() == 1 ? "" : "s", r->blocks, format_size(o.twins->block),
                      r->constant_blocks, r->distinct, size_text(r->bytes),
@@ -241,6 +257,7 @@ int run_scan(const ScanOptions& o, std::ostream& out, std::ostream& err) {
   auto stats = o.file.empty() ? scan_process(o.pid, o.query, sink, o.match ? &*o.match : nullptr) : scan_file(o.file, o.query, sink);
   if (!stats) return report_failure(err, "scan", stats.error());
   for (const std::string& s : stats->skipped) err << "extmem scan: skipped unreadable mapping " << s << '\n';
+  note_nothing_selected(o, stats->bytes, stats->skipped.size(), 0, err);
   err << fmt::format("extmem scan: {} hit{} in {}{}\n", stats->hits, stats->hits == 1 ? "" : "s", size_text(stats->bytes),
                      stats->stopped ? fmt::format(", stopped at --max={}", o.query.max_hits) : "");
   return kExitOk;

@@ -176,13 +176,15 @@ Result<ScanStats> scan_file(const std::string& path, const ScanQuery& q, const H
   // Sequential: the kernel reads ahead aggressively and drops pages behind us.
   (void)::madvise(m.addr, m.size, MADV_SEQUENTIAL);
   const auto* data = static_cast<const std::uint8_t*>(m.addr);
+  const detail::MappingGuard guard(m.addr, m.size, fd.get(), path);  // a file that shrinks: an error, not SIGBUS
   // On a page-cached file one thread is bound by its own page faults and
   // memory bandwidth, not the machine's: the other cores search pieces ahead
   // (bench/scan_vs_rg.sh: 4.3x ripgrep on 16 cores, near 1x on 2).
   const unsigned workers = q.page_offset ? std::min(detail::usable_cpus() - 1, kMaxPageOffsetWorkers)
                                          : std::min(cores - 1, kMaxWorkers);
   stats.stopped = !detail::scan_mapped(data, m.size, q, sink, workers, kFileChunk,
-                                       kPieceHitCap, stats.hits, stats.bytes);
+                                       kPieceHitCap, stats.hits, stats.bytes, &guard);
+  if (guard.shrank()) return guard.shrank_error();
   return stats;
 }
 

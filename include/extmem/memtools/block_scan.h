@@ -99,7 +99,9 @@ inline constexpr std::uint64_t kMaxProcessBlockBytes = std::uint64_t{4} << 30;
 /// os_error("read /proc/PID/maps"...) as read_live_maps; os_error("open
 /// /proc/PID/mem", errno) (EACCES/EPERM: not allowed); os_error("pread
 /// /proc/PID/mem", ESRCH) when the process ends meanwhile; invalid_argument
-/// "copy mappings" when nothing readable is selected or more than the bound.
+/// "copy mappings" when more than the bound is selected. No readable mapping
+/// selected (none matches, or none holds a whole block) is no error: nothing
+/// is searched and `bytes` is 0.
 Result<BlockScanStats> scan_entropy_process(pid_t pid, const MapSpec* match, const EntropyQuery& query,
                                             const EntropySink& sink);
 
