@@ -9,7 +9,8 @@ the child for its current byte there, then writes the original back and asks aga
 
 Exit codes: 0 every verdict right (the shared tensor an alias, the clone a copy); 1 a check could not be
 completed (a callback failed, the child died); 2 usage; 3 torch not importable; 4 libextmem.so.0 not
-found; 5 a verdict wrong; 6 the device asked for is not available (no CUDA device).
+found; 5 a verdict wrong; 6 the device asked for is not available (no CUDA device); 7 the tensor (or its
+clone) could not be allocated on the device (the message says how many bytes where).
 """
 
 import argparse
@@ -17,6 +18,9 @@ import os
 import sys
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_NO_TORCH, EXIT_NO_LIB, EXIT_WRONG, EXIT_NO_DEVICE = 0, 1, 2, 3, 4, 5, 6
+EXIT_NO_MEMORY = 7
+MAX_BYTES = 1 << 40  # --view-offset + --size, bytes: 1 TiB, beyond any device this runs on
+PATTERN_CHUNK = 1 << 24  # bytes of the pattern written per step: the only memory besides the tensor
 ALLOC_CONF = {"default": None, "expandable": "expandable_segments:True"}
 REPLY_TIMEOUT_S = 60  # a child that does not answer a read in this time fails the check (ETIMEDOUT)
 
@@ -88,14 +92,39 @@ class Child:
 
 # ---- the parent ----
 
+class CannotAllocate(Exception):
+    """torch could not allocate `nbytes` bytes on `device` (its RuntimeError or MemoryError in `why`)."""
+
+    def __init__(self, nbytes, device, why):
+        super().__init__("cannot allocate %d bytes on %s: %s" % (nbytes, device, why))
+
+
 def make_tensor(torch, device, size, view_offset):
-    """A uint8 tensor of view_offset + size bytes with a recognisable pattern; returns the view past view_offset."""
-    base = (torch.arange(view_offset + size, dtype=torch.int64) * 131 % 251).to(torch.uint8)
-    if device == "cuda":
-        base = base.to("cuda")
-        torch.cuda.synchronize()
-    else:
-        base.share_memory_()  # the CPU route: a tensor in shared memory (a memfd or /dev/shm file)
+    """A uint8 tensor of view_offset + size bytes with a recognisable pattern; returns the view past view_offset.
+
+    Byte i is i * 131 % 251. The pattern is written in uint8 in steps of PATTERN_CHUNK bytes from one tiled
+    period, so the memory used is the tensor plus about PATTERN_CHUNK bytes (an int64 arange of the whole size
+    used 9 times the request). Raises CannotAllocate when torch cannot allocate the tensor.
+    """
+    total = view_offset + size
+    try:
+        period = (torch.arange(251, dtype=torch.int64) * 131 % 251).to(torch.uint8)
+        step = min(total, PATTERN_CHUNK)
+        tiled = period.repeat(step // 251 + 2).to(device)  # step + 502 bytes: any window of `step` from any phase
+        base = torch.empty(total, dtype=torch.uint8, device=device)
+        if device != "cuda":
+            # The CPU route: a tensor in shared memory (a memfd or /dev/shm file). Moved there before it is
+            # written, so the private pages share_memory_() copies from were never touched (not resident).
+            base.share_memory_()
+        for start in range(0, total, step):
+            n = min(step, total - start)
+            phase = start % 251
+            base[start:start + n] = tiled[phase:phase + n]
+        del tiled
+        if device == "cuda":
+            torch.cuda.synchronize()
+    except (RuntimeError, MemoryError) as e:  # torch.cuda.OutOfMemoryError is a RuntimeError
+        raise CannotAllocate(total, device, e) from e
     return base[view_offset:]
 
 
@@ -146,21 +175,29 @@ def run_case(zc, torch, child, name, producer, sent, expect_alias, args):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--lib", help="path of libextmem.so.0 (default: $EXTMEM_LIB, then the loader's search)")
+    p.add_argument("--lib", help="path of libextmem.so.0 (default: $EXTMEM_LIB, then the loader's search); "
+                                 "not empty")
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     p.add_argument("--allocator", choices=sorted(ALLOC_CONF), default="default",
                    help="CUDA caching allocator: default, or expandable (PYTORCH_CUDA_ALLOC_CONF="
                         "expandable_segments:True in both processes); ignored on the CPU")
     p.add_argument("--case", choices=["alias", "copy", "both"], default="both")
-    p.add_argument("--size", type=int, default=1 << 20, help="bytes in the tensor's view (default 1 MiB)")
+    p.add_argument("--size", type=int, default=1 << 20,
+                   help="bytes in the tensor's view, 1 to 2**40 with --view-offset (default 1 MiB)")
     p.add_argument("--view-offset", type=int, default=0,
-                   help="share a view starting this many bytes into its allocation (default 0)")
+                   help="share a view starting this many bytes into its allocation, 0 to 2**40 - 1 (default 0)")
     p.add_argument("--child-snapshots", action="store_true",
                    help="the child keeps a private clone of what it receives: the alias case must then be "
                         "reported WRONG (exit 5); tests the harness, not torch")
     args = p.parse_args(argv)
-    if args.size <= 0 or args.view_offset < 0:
-        p.error("--size must be positive and --view-offset not negative")
+    if args.lib is not None and args.lib == "":
+        p.error("--lib: the path is empty; accepted: the path of libextmem.so.0 (or no --lib: $EXTMEM_LIB, then "
+                "the loader's search)")
+    if not 1 <= args.size <= MAX_BYTES:
+        p.error("--size=%d is not accepted: from 1 to %d bytes (1 TiB)" % (args.size, MAX_BYTES))
+    if not 0 <= args.view_offset <= MAX_BYTES - args.size:
+        p.error("--view-offset=%d is not accepted: from 0 to %d bytes (--view-offset + --size at most %d, 1 TiB)"
+                % (args.view_offset, MAX_BYTES - args.size, MAX_BYTES))
     return args
 
 
@@ -185,14 +222,23 @@ def main(argv):
         return EXIT_NO_DEVICE
     print("torch %s, %s, libextmem %s" % (torch.__version__, sys.executable, zc.where))
 
-    producer = make_tensor(torch, args.device, args.size, args.view_offset)
+    try:
+        producer = make_tensor(torch, args.device, args.size, args.view_offset)
+    except CannotAllocate as e:
+        print("error: %s" % e, file=sys.stderr)
+        return EXIT_NO_MEMORY
     child = Child(mp.get_context("spawn"), allocator, args.child_snapshots)
     results = []
     try:
         if args.case in ("alias", "both"):
             results.append(run_case(zc, torch, child, "alias", producer, producer, True, args))
         if args.case in ("copy", "both"):
-            results.append(run_case(zc, torch, child, "copy", producer, producer.clone(), False, args))
+            try:
+                clone = producer.clone()
+            except (RuntimeError, MemoryError) as e:
+                print("error: %s" % CannotAllocate(producer.numel(), args.device, e), file=sys.stderr)
+                return EXIT_NO_MEMORY
+            results.append(run_case(zc, torch, child, "copy", producer, clone, False, args))
     except (EOFError, OSError) as e:
         print("error: the child (pid %s) failed: %r" % (child.process.pid, e), file=sys.stderr)
         return EXIT_INCOMPLETE

@@ -33,6 +33,22 @@ INTERNAL_ERROR = -2
 
 SIDES = {0: "none", 1: "consumer", 2: "producer"}
 
+#: The largest random_offsets / boundary_pages the library accepts (zerocopy_c.h,
+#: EXTMEM_ZC_MAX_RANDOM_OFFSETS / EXTMEM_ZC_MAX_BOUNDARY_PAGES); beyond them check_rw raises ValueError.
+MAX_RANDOM_OFFSETS = 1 << 20
+MAX_BOUNDARY_PAGES = 1 << 16
+_SIZE_MAX = (1 << (8 * ctypes.sizeof(ctypes.c_size_t))) - 1
+_U64_MAX = (1 << 64) - 1
+
+
+def _whole(name, value, low, high):
+    """value as an int in [low, high], or ValueError naming `name` and the accepted range (ctypes would wrap it)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("%s=%r is not accepted: a whole number from %d to %d" % (name, value, low, high))
+    if not low <= value <= high:
+        raise ValueError("%s=%d is not accepted: a whole number from %d to %d" % (name, value, low, high))
+    return value
+
 
 class LibraryNotFound(RuntimeError):
     """libextmem.so.0 could not be loaded; the message lists every place tried and why."""
@@ -181,7 +197,18 @@ class Zerocopy:
         is kept in Verdict.callback_error; the producer's bytes are put back however the check ends.
         producer_address: the producer's first byte's address where it lives (data_ptr()), only to place the page
         boundaries probed; 0 when unknown. seed, random_offsets, boundary_pages: see docs/zerocopy.md (None: default).
+        Accepted ranges, checked before anything is called (ValueError naming the argument and its range, never a
+        silent wrap to the C type): length 0..SIZE_MAX bytes (0 gives EMPTY_PRODUCER); producer_address and seed
+        0..2**64-1; random_offsets 0..MAX_RANDOM_OFFSETS; boundary_pages 0..MAX_BOUNDARY_PAGES.
         """
+        _whole("length", length, 0, _SIZE_MAX)
+        _whole("producer_address", producer_address, 0, _U64_MAX)
+        if seed is not None:
+            _whole("seed", seed, 0, _U64_MAX)
+        if random_offsets is not None:
+            _whole("random_offsets", random_offsets, 0, MAX_RANDOM_OFFSETS)
+        if boundary_pages is not None:
+            _whole("boundary_pages", boundary_pages, 0, MAX_BOUNDARY_PAGES)
         errors = []
         written = []
 

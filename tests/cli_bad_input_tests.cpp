@@ -295,8 +295,21 @@ const std::vector<Case> kCases = {
     {{"probe", "--gl-driver="}, {"--gl-driver", "auto", "llvmpipe"}},
     {{"probe", "--fd-transport=foo"}, {"--fd-transport", "\"foo\"", "scm", "pidfd", "both"}},
     {{"probe", "--fd-transport=SCM"}, {"--fd-transport", "\"SCM\"", "scm", "pidfd", "both"}},
-    {{"probe", "--fd-transport="}, {"--fd-transport", "empty"}},
+    {{"probe", "--fd-transport="}, {"--fd-transport", "empty", "accepted: scm, pidfd, both"}},
     {{"probe", "--list-routes=yaml"}, {"--list-routes", "json or markdown"}},
+    // The table's other options are checked as a run's are.
+    {{"probe", "--list-routes=json", "--fd-transport=bogus"}, {"--fd-transport", "\"bogus\"", "scm", "pidfd", "both"}},
+    {{"probe", "--list-routes=json", "--only=nonexist"}, {"--only", "unknown row \"nonexist\""}},
+    {{"probe", "--list-routes", "--only=nonexist"}, {"--only", "unknown row \"nonexist\""}},
+    // A run's printed name pasted into --only: the plain row, and the option that gives the run.
+    {{"probe", "--only=T1-opaque-fd@pidfd"}, {"--only", "\"T1-opaque-fd@pidfd\"", "--only=T1-opaque-fd", "--fd-transport=pidfd or both"}},
+    {{"probe", "--only=T1-opaque-fd@mt0"}, {"--only", "--only=T1-opaque-fd", "--memory-type=INDEX or all"}},
+    {{"probe", "--only=T4-image-opaque-fd@linear@pidfd"}, {"--only", "row \"T4-image-opaque-fd@linear\"", "--fd-transport=pidfd or both"}},
+    {{"probe", "--only=T1-opaque-fd@bogus"}, {"--only", "unknown row \"T1-opaque-fd@bogus\""}},
+    {{"probe", "--only=T1-opaque-fd@mt0@pidfd"}, {"--only", "--memory-type=INDEX or all", "--fd-transport=pidfd or both"}},
+    // A selection that can select no row.
+    {{"probe", "--only-t3", "--only=T1-opaque-fd"}, {"--only", "selects no row", "accepted"}},
+    {{"probe", "--no-gles", "--only=T1-gles-memobj-fd-same-proc"}, {"--only", "selects no row", "accepted"}},
     {{"probe", "--memory-type=foo"}, {"--memory-type", "auto, all"}},
     {{"probe", "--memory-type=99"}, {"--memory-type", "HOST_VISIBLE memory type"}},
     {{"probe", "--memory-type="}, {"--memory-type", "empty"}},

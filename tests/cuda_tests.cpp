@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cuda/api.h"
 #include "cuda/loader.h"
 #include "extmem/core/error.h"
 #include "extmem/probe/routes.h"
@@ -153,6 +154,50 @@ TEST(CudaRows, LibraryMissingASymbolIsUnsupportedNamingIt) {
     EXPECT_TRUE(has(line, "dlsym(cuMemExportToShareableHandle) -> missing symbol")) << line;
   }
   EXPECT_TRUE(has(r.out, "no CUDA information: dlsym(cuMemExportToShareableHandle): missing symbol")) << r.out;
+}
+
+// cuInit saying there is no usable CUDA (the toolkit's stub library: 34; no device: 100) is
+// SKIP, with the code named though the library's cuGetErrorName fails, in phase A and every row.
+TEST(CudaRows, CuInitWithoutUsableCudaSkipsNamingTheCode) {
+  const std::string lib = EXTMEM_FAKE_CUDA_NOINIT_LIBRARY;
+  const std::pair<const char*, const char*> cases[] = {
+      {"34", "CUDA_ERROR_STUB_LIBRARY (34): " EXTMEM_FAKE_CUDA_NOINIT_LIBRARY " is the CUDA toolkit's stub library"},
+      {"100", "CUDA_ERROR_NO_DEVICE (100): " EXTMEM_FAKE_CUDA_NOINIT_LIBRARY " found no CUDA device"}};
+  for (const auto& c : cases) {
+    CmdRun r = extmem("probe " + kOnly, "EXTMEM_CUDA_LIBRARY=" + lib + " EXTMEM_FAKE_CUINIT_RESULT=" + c.first);
+    EXPECT_EQ(r.code, 0) << r.out;
+    const std::string reason = std::string("no CUDA driver (cuInit: ") + c.second;
+    EXPECT_TRUE(has(r.out, "no CUDA information: " + reason)) << r.out;
+    for (const std::string& row : kCudaRows) {
+      const std::string line = line_of(r.out, row);
+      EXPECT_TRUE(has(line, row + " SKIP why: " + reason)) << line;
+    }
+  }
+}
+
+// What a route half's open_cuda sees (device_for_vulkan_uuid's cuInit): unsupported "no CUDA
+// driver" for the no-usable-CUDA codes, a driver error for others; codes named without cuGetErrorName.
+TEST(CudaLoader, CuInitNoUsableCudaIsNoCudaDriver) {
+  ::setenv("EXTMEM_CUDA_LIBRARY", EXTMEM_FAKE_CUDA_NOINIT_LIBRARY, 1);
+  auto api = extmem::cuda::load();
+  ::unsetenv("EXTMEM_CUDA_LIBRARY");
+  ASSERT_TRUE(api) << api.error().message();
+  ::setenv("EXTMEM_FAKE_CUINIT_RESULT", "34", 1);
+  auto dev = extmem::cuda::device_for_vulkan_uuid(**api, "00");
+  ASSERT_FALSE(dev);
+  EXPECT_EQ(dev.error().kind, extmem::ErrorKind::unsupported);
+  EXPECT_EQ(dev.error().code, "no CUDA driver");
+  EXPECT_EQ(dev.error().step, "cuInit");
+  EXPECT_TRUE(has(dev.error().detail, "CUDA_ERROR_STUB_LIBRARY (34)")) << dev.error().detail;
+  ::setenv("EXTMEM_FAKE_CUINIT_RESULT", "2", 1);  // CUDA_ERROR_OUT_OF_MEMORY: a real failure
+  dev = extmem::cuda::device_for_vulkan_uuid(**api, "00");
+  ASSERT_FALSE(dev);
+  EXPECT_EQ(dev.error().kind, extmem::ErrorKind::driver);
+  EXPECT_EQ(dev.error().code, "CUDA_ERROR_OUT_OF_MEMORY");
+  ::unsetenv("EXTMEM_FAKE_CUINIT_RESULT");
+  EXPECT_EQ(extmem::cuda::error_name(**api, static_cast<extmem::CUresult>(12345)), "CUresult 12345");
+  EXPECT_EQ(extmem::cuda::error_name(**api, extmem::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH),
+            "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH");
 }
 
 // The issue #19 rows are CUDA rows of group t1, and without a driver they SKIP with the reason.

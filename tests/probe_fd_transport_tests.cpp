@@ -14,12 +14,16 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "extmem/probe/findings.h"
 #include "extmem/probe/probe.h"
+#include "probe/parent/fd_check.h"
+#include "probe/worker/child_context.h"
+#include "probe/worker/fd_fetch_failure.h"
 #include "support/run_shell.h"
 #include "support/temp_files.h"
 
@@ -70,6 +74,48 @@ std::map<std::string, json> rows_by_name(const json& doc) {
   } while (0)
 
 // The run succeeds as the default run does, and phase A answers the question.
+// EXTMEM_TEST_FAULT can name the @pidfd twin alone: the plain run is untouched, the twin FAILs.
+TEST(ProbeFdTransport, FaultCanNameTheTwinAlone) {
+  const auto r = extmem::test::run_extmem("probe --only=T1-opaque-fd --fd-transport=both",
+                                          "'EXTMEM_TEST_FAULT=T1-opaque-fd@pidfd:server:create Vulkan device:exit'");
+  const std::string out = r.out;
+  const auto line = [&](const std::string& row) {
+    const std::size_t at = out.find("RESULT " + row + " ");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_NE(line("T1-opaque-fd").find("T1-opaque-fd OK"), std::string::npos) << out;
+  EXPECT_NE(line("T1-opaque-fd@pidfd").find("T1-opaque-fd@pidfd FAIL"), std::string::npos) << out;
+}
+
+// A fetch that hit a resource limit (EMFILE/ENFILE/ENOMEM) could not be tried: not a refusal,
+// in phase A's line and JSON, and a row meeting it FAILs (fatal) rather than UNSUPPORTED.
+TEST(ProbeFdTransport, ResourceLimitIsCouldNotTryNotRefused) {
+  const extmem::Error emfile{"pidfd_open(pid 42)", extmem::ErrorKind::os, "EMFILE (24)", "Too many open files"};
+  const extmem::Error eperm{"pidfd_getfd(pid 42, fd 7)", extmem::ErrorKind::os, "EPERM (1)", "Operation not permitted"};
+  EXPECT_TRUE(extmem::probe::fd_fetch_hit_resource_limit(emfile));
+  EXPECT_FALSE(extmem::probe::fd_fetch_hit_resource_limit(eperm));
+  const extmem::RouteFacts limit = extmem::probe::fd_fetch_failure_facts(emfile);
+  EXPECT_FALSE(limit.unsupported);
+  ASSERT_TRUE(limit.fatal);
+  EXPECT_NE(limit.fatal->find("could not be tried: pidfd_open(pid 42) -> EMFILE (24)"), std::string::npos) << *limit.fatal;
+  const extmem::RouteFacts refused = extmem::probe::fd_fetch_failure_facts(eperm);
+  EXPECT_FALSE(refused.fatal);
+  ASSERT_TRUE(refused.unsupported);
+  EXPECT_EQ(*refused.unsupported, extmem::probe::fd_refusal_reason(eperm));
+  extmem::probe::FdTransportFinding f;
+  f.attempted = true;
+  f.how = "a child";
+  f.refused = emfile;
+  std::ostringstream line;
+  extmem::probe::print_fd_transport(line, f);
+  EXPECT_NE(line.str().find("pidfd_getfd could not be tried: pidfd_open(pid 42) -> EMFILE (24)"), std::string::npos)
+      << line.str();
+  EXPECT_EQ(line.str().find("refused"), std::string::npos) << line.str();
+  EXPECT_EQ(extmem::probe::to_json(f)["pidfd_getfd"], "could not try");
+  f.refused = eperm;
+  EXPECT_EQ(extmem::probe::to_json(f)["pidfd_getfd"], "refused");
+}
+
 TEST(ProbeFdTransport, BothRunExitsZeroAndPhaseASaysWhetherPermitted) {
   const BothRun& b = both_run();
   ASSERT_FALSE(b.doc.is_discarded()) << b.run.out;

@@ -50,7 +50,11 @@ add_test(NAME pytorch.cpu_copy COMMAND ${EXTMEM_PYTHON3} ${EXTMEM_PYTORCH_SCRIPT
 add_test(NAME pytorch.cpu_wrong_verdict_fails
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/scripts/expect_exit.sh 5 3
           ${EXTMEM_PYTHON3} ${EXTMEM_PYTORCH_SCRIPT} ${EXTMEM_PYTORCH_ARGS} --case=alias --child-snapshots)
-set(extmem_pytorch_tests pytorch.cpu_alias pytorch.cpu_copy pytorch.cpu_wrong_verdict_fails)
+# Bad arguments: exit 2 with the accepted range (before torch is imported), ValueError from check_rw.
+add_test(NAME pytorch.bad_input
+  COMMAND ${EXTMEM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/pytorch_bad_input.py ${EXTMEM_PYTORCH_SCRIPT}
+          $<TARGET_FILE:extmem_c>)
+set(extmem_pytorch_tests pytorch.cpu_alias pytorch.cpu_copy pytorch.cpu_wrong_verdict_fails pytorch.bad_input)
 set_tests_properties(${extmem_pytorch_tests} PROPERTIES SKIP_RETURN_CODE 3 TIMEOUT 120 LABELS pytorch)
 # Belt and braces beside the exit status: a verdict printed as wrong fails the test whatever the exit.
 set_tests_properties(pytorch.cpu_alias pytorch.cpu_copy PROPERTIES FAIL_REGULAR_EXPRESSION "-> WRONG")

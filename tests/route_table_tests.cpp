@@ -153,6 +153,15 @@ TEST(RouteTable, ListRoutesRejectsUnknownFormat) {
   EXPECT_NE(r.out.find("json or markdown"), std::string::npos) << r.out;
 }
 
+// --list-routes without a value prints the markdown table (what docs/probe.md shows).
+TEST(RouteTable, ListRoutesAloneIsMarkdown) {
+  extmem::test::ShellRun bare = extmem::test::run_extmem("probe --list-routes");
+  extmem::test::ShellRun md = extmem::test::run_extmem("probe --list-routes=markdown");
+  EXPECT_EQ(bare.code, 0) << bare.out;
+  EXPECT_EQ(md.code, 0) << md.out;
+  EXPECT_EQ(bare.out, md.out);
+}
+
 // A real run reports only declared legs, with the declared kind, and every declared decisive leg.
 TEST(RouteTable, RealRunLegsMatchTheTable) {
   const json& doc = default_run();

@@ -69,6 +69,32 @@ TEST_F(ZerocopyCTest, DefaultsMatchTheCppOptions) {
   EXPECT_EQ(options.boundary_pages, 2u);
 }
 
+// random_offsets / boundary_pages beyond their documented maxima: INVALID_ARGUMENT naming the
+// field, nothing probed (not internal_error from reserving that many offsets), at every entry point.
+TEST_F(ZerocopyCTest, OptionsBeyondTheMaximaAreInvalidArgument) {
+  extmem_zc_options options;
+  extmem_zc_options_init(&options);
+  options.random_offsets = EXTMEM_ZC_MAX_RANDOM_OFFSETS;
+  extmem_zc_result result;
+  EXPECT_EQ(extmem_zc_check(a_, kSize, b_, kSize, &options, &result), EXTMEM_ZC_PASS) << result.message;
+  for (size_t bad : {EXTMEM_ZC_MAX_RANDOM_OFFSETS + 1, static_cast<size_t>(1000000000), SIZE_MAX}) {
+    options.random_offsets = bad;
+    EXPECT_EQ(extmem_zc_check(a_, kSize, b_, kSize, &options, &result), EXTMEM_ZC_INVALID_ARGUMENT);
+    EXPECT_NE(std::strstr(result.message, "random_offsets"), nullptr) << result.message;
+    EXPECT_NE(std::strstr(result.message, "1048576"), nullptr) << result.message;
+    ReaderState state{static_cast<const unsigned char*>(b_), 0, 0, 0};
+    EXPECT_EQ(extmem_zc_check_fn(a_, kSize, read_consumer, &state, &options, &result), EXTMEM_ZC_INVALID_ARGUMENT);
+    EXPECT_EQ(state.calls, 0);
+  }
+  extmem_zc_options_init(&options);
+  options.boundary_pages = EXTMEM_ZC_MAX_BOUNDARY_PAGES + 1;
+  EXPECT_EQ(extmem_zc_check(a_, kSize, b_, kSize, &options, &result), EXTMEM_ZC_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(result.message, "boundary_pages"), nullptr) << result.message;
+  options.boundary_pages = SIZE_MAX;
+  EXPECT_EQ(extmem_zc_check(a_, kSize, b_, kSize, &options, &result), EXTMEM_ZC_INVALID_ARGUMENT);
+  EXPECT_TRUE(producer_unchanged());
+}
+
 TEST_F(ZerocopyCTest, TwoSharedMappingsPass) {
   extmem_zc_result result;
   EXPECT_EQ(extmem_zc_check(a_, kSize, b_, kSize, nullptr, &result), EXTMEM_ZC_PASS);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -287,6 +288,37 @@ struct SharedPair {
 };
 
 // ---- the offsets ----
+
+// Options beyond kMaxRandomOffsets / kMaxBoundaryPages: invalid_options from every check, nothing
+// read or written, and probe_offsets allocates nothing (it reserved that many offsets before).
+TEST(ZerocopyOptions, BeyondTheMaximaIsInvalidOptions) {
+  std::vector<std::byte> a(8192), b(8192);
+  zc::Options o;
+  o.random_offsets = zc::kMaxRandomOffsets + 1;
+  EXPECT_NE(zc::options_problem(o).find("random_offsets 1048577 is beyond the maximum 1048576"), std::string::npos);
+  EXPECT_TRUE(zc::probe_offsets(a.data(), a.size(), o).empty());
+  const zc::Outcome c = zc::check(a, b, o);
+  ASSERT_NE(zc::failure(c), nullptr);
+  EXPECT_EQ(zc::failure(c)->errc, zc::Errc::invalid_options);
+  EXPECT_EQ(zc::to_error(*zc::failure(c)).kind, extmem::ErrorKind::invalid_argument);
+  int reads = 0;
+  zc::ReadFn read = [&](std::size_t, std::span<std::byte> out) -> extmem::Result<std::size_t> {
+    ++reads;
+    return out.size();
+  };
+  o.random_offsets = std::numeric_limits<std::size_t>::max();
+  EXPECT_EQ(zc::failure(zc::check_fn(a, read, o))->errc, zc::Errc::invalid_options);
+  zc::ProducerFns fns{read, [](std::size_t, std::span<const std::byte>) -> extmem::Status { return {}; }};
+  EXPECT_EQ(zc::failure(zc::check_rw(a.size(), fns, read, o))->errc, zc::Errc::invalid_options);
+  EXPECT_EQ(reads, 0);
+  o = zc::Options{};
+  o.boundary_pages = zc::kMaxBoundaryPages + 1;
+  EXPECT_NE(zc::options_problem(o).find("boundary_pages"), std::string::npos);
+  EXPECT_EQ(zc::failure(zc::check(a, b, o))->errc, zc::Errc::invalid_options);
+  o.boundary_pages = zc::kMaxBoundaryPages;
+  EXPECT_TRUE(zc::options_problem(o).empty());
+  EXPECT_STREQ(zc::to_string(zc::Errc::invalid_options), "invalid_options");
+}
 
 TEST(ZerocopyOffsets, CoverEndsPageBoundariesAndMiddle) {
   const std::size_t size = 16 * kPage;

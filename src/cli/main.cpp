@@ -53,8 +53,16 @@ int check_argv(CLI::App& app, int argc, char** argv) {
       if (a.size() > 3 && a.substr(0, 2) == "--" && a.find('=') == a.size() - 1) {
         const std::string name(a.substr(0, a.size() - 1));
         const CLI::Option* o = sub->get_option_no_throw(name);
-        std::cerr << "extmem " << first << ": " << name << ": the value after '=' is empty; accepted: "
-                  << (o != nullptr && !o->get_description().empty() ? o->get_description() : "see --help") << "\n";
+        // A value list (type name "scm|pidfd|both") is what is accepted; otherwise the help line says it.
+        std::string accepted = o != nullptr ? o->get_type_name() : "";
+        if (accepted.find('|') != std::string::npos) {
+          for (std::size_t bar = accepted.find('|'); bar != std::string::npos; bar = accepted.find('|', bar))
+            accepted.replace(bar, 1, ", ");
+        } else {
+          accepted = o != nullptr && !o->get_description().empty() ? o->get_description() : "see --help";
+        }
+        std::cerr << "extmem " << first << ": " << name << ": the value after '=' is empty; accepted: " << accepted
+                  << "\n";
         return probe::kExitUsage;
       }
     }

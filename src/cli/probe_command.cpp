@@ -59,7 +59,8 @@ struct State {
   };
   std::vector<Flag> flags;
   std::string child;
-  std::string list_routes;  // hidden --list-routes=json|markdown: the route table (tests, README)
+  std::string list_routes;  // hidden --list-routes[=json|markdown]: the route table (tests, README); alone: markdown
+  CLI::Option* list_routes_opt = nullptr;
   std::map<std::string, std::string> text;                    // each valued option's text, as given
   std::vector<std::pair<std::string, CLI::Option*>> valued;   // in --help order
   std::string args_file;                                      // --args-file=F (the CLI's own: not a ProbeOptions field)
@@ -137,7 +138,9 @@ void define_options(CLI::App* cmd, State& st) {
   flag("--list-devices", o.list_devices, "List the Vulkan physical devices and exit");
   std::vector<CLI::Option*>& internal = st.command_line_only;
   internal = {st.args_file_opt, st.marker_opt};
-  internal.push_back(cmd->add_option("--list-routes", st.list_routes)->group(""));
+  // --list-routes alone is --list-routes=markdown (the README's table); the value is checked at run time.
+  st.list_routes_opt = cmd->add_option("--list-routes", st.list_routes)->expected(0, 1)->group("");
+  internal.push_back(st.list_routes_opt);
   // Child mode: started by the probe itself with its sockets on fds 3 and 4.
   internal.push_back(cmd->add_option("--child", st.child)->group(""));
   internal.push_back(cmd->add_option("--role", st.child_args.role)->group(""));
@@ -303,19 +306,25 @@ Runner add_probe(CLI::App& app) {
       state->child_args.fd_transport_pidfd = opts.fd_transport == "pidfd";
       return probe::run_child(state->child_args);
     }
-    if (!state->list_routes.empty()) {
-      if (state->list_routes == "json") std::cout << probe::routes_json();
-      else if (state->list_routes == "markdown") std::cout << probe::routes_markdown();
-      else {
-        std::cerr << "extmem probe: --list-routes: \"" << state->list_routes << "\" is not accepted: json or markdown\n";
-        return probe::kExitUsage;
-      }
-      return probe::kExitOk;
-    }
     opts.only = split_rows(given.only.value_or(std::vector<std::string>{}));
     for (std::size_t i = 0; i < state->groups.size(); ++i) {
       if (state->only_group[i]) opts.groups.push_back(state->groups[i].name);
       if (state->no_group[i]) opts.excluded_groups.push_back(state->groups[i].name);
+    }
+    if (state->list_routes_opt->count() > 0) {
+      const std::string form = state->list_routes.empty() ? "markdown" : state->list_routes;
+      if (form != "json" && form != "markdown") {
+        std::cerr << "extmem probe: --list-routes: \"" << form
+                  << "\" is not accepted: json or markdown (--list-routes alone: markdown)\n";
+        return probe::kExitUsage;
+      }
+      // The other options are refused as a run would refuse them, though the table ignores them.
+      if (auto v = probe::validate(opts); !v) {
+        std::cerr << "extmem probe: " << v.error().step << ": " << v.error().detail << "\n";
+        return probe::kExitUsage;
+      }
+      std::cout << (form == "json" ? probe::routes_json() : probe::routes_markdown());
+      return probe::kExitOk;
     }
     return probe::run(opts, std::cout, std::cerr);
   };

@@ -267,6 +267,7 @@ const char* to_string(Errc errc) noexcept {
     case Errc::read_failed: return "read_failed";
     case Errc::not_observed: return "not_observed";
     case Errc::write_failed: return "write_failed";
+    case Errc::invalid_options: return "invalid_options";
   }
   return "unknown";
 }
@@ -279,9 +280,17 @@ Error to_error(const Failure& failure) {
   return Error{"zerocopy check", kind, to_string(failure.errc), failure.message};
 }
 
+std::string options_problem(const Options& options) {
+  if (options.random_offsets > kMaxRandomOffsets)
+    return fmt::format("random_offsets {} is beyond the maximum {}", options.random_offsets, kMaxRandomOffsets);
+  if (options.boundary_pages > kMaxBoundaryPages)
+    return fmt::format("boundary_pages {} is beyond the maximum {}", options.boundary_pages, kMaxBoundaryPages);
+  return {};
+}
+
 std::vector<std::size_t> probe_offsets(const void* base, std::size_t size, const Options& options) {
   std::vector<std::size_t> out;
-  if (size == 0) return out;
+  if (size == 0 || !options_problem(options).empty()) return out;
   out.reserve(3 + 4 * options.boundary_pages + options.random_offsets);
   out.push_back(0);
   out.push_back(size - 1);
@@ -315,7 +324,17 @@ std::vector<std::size_t> probe_offsets(const void* base, std::size_t size, const
   return out;
 }
 
+namespace {
+// invalid_options for `fn` when options_problem() says so; checked before anything is read or written.
+std::optional<Failure> options_failure(const char* fn, const Options& options) {
+  std::string problem = options_problem(options);
+  if (problem.empty()) return std::nullopt;
+  return argument_failure(Errc::invalid_options, fmt::format("zerocopy {}: {}", fn, problem));
+}
+}  // namespace
+
 Outcome check(std::span<std::byte> producer, std::span<const std::byte> consumer, const Options& options) {
+  if (auto f = options_failure("check", options)) return *f;
   if (producer.empty()) return argument_failure(Errc::empty_producer, "zerocopy check: the producer view is empty");
   if (consumer.size() < producer.size()) {
     return argument_failure(Errc::consumer_too_short,
@@ -332,6 +351,7 @@ Outcome check(std::span<std::byte> producer, std::span<const std::byte> consumer
 }
 
 Outcome check_fn(std::span<std::byte> producer, const ReadFn& read_fn, const Options& options) {
+  if (auto f = options_failure("check_fn", options)) return *f;
   if (producer.empty()) {
     return argument_failure(Errc::empty_producer, "zerocopy check_fn: the producer view is empty");
   }
@@ -349,6 +369,7 @@ Outcome check_fn(std::span<std::byte> producer, const ReadFn& read_fn, const Opt
 }
 
 Outcome check_rw(std::size_t size, const ProducerFns& producer, const ReadFn& consumer, const Options& options) {
+  if (auto f = options_failure("check_rw", options)) return *f;
   if (size == 0) return argument_failure(Errc::empty_producer, "zerocopy check_rw: the producer view is empty");
   const bool no_consumer = !consumer;
   if (no_consumer || !producer.read) {

@@ -10,6 +10,9 @@
 
 namespace zc = extmem::zerocopy;
 
+static_assert(EXTMEM_ZC_MAX_RANDOM_OFFSETS == zc::kMaxRandomOffsets);
+static_assert(EXTMEM_ZC_MAX_BOUNDARY_PAGES == zc::kMaxBoundaryPages);
+
 namespace {
 
 void set_message(extmem_zc_result* result, std::string_view text) noexcept {
@@ -44,6 +47,7 @@ extmem_zc_status to_status(zc::Errc errc) noexcept {
     case zc::Errc::read_failed: return EXTMEM_ZC_READ_FAILED;
     case zc::Errc::not_observed: return EXTMEM_ZC_NOT_OBSERVED;
     case zc::Errc::write_failed: return EXTMEM_ZC_WRITE_FAILED;
+    case zc::Errc::invalid_options: return EXTMEM_ZC_INVALID_ARGUMENT;
   }
   return EXTMEM_ZC_INTERNAL_ERROR;
 }

@@ -17,10 +17,56 @@ Result<std::shared_ptr<const Api>> load() {
   return std::shared_ptr<const Api>(std::move(api));
 }
 
+const char* known_error_name(CUresult r) noexcept {
+  switch (r) {
+#define EXTMEM_CU_NAME(e) \
+  case e:                 \
+    return #e;
+    EXTMEM_CU_NAME(CUDA_SUCCESS)
+    EXTMEM_CU_NAME(CUDA_ERROR_INVALID_VALUE)
+    EXTMEM_CU_NAME(CUDA_ERROR_OUT_OF_MEMORY)
+    EXTMEM_CU_NAME(CUDA_ERROR_NOT_INITIALIZED)
+    EXTMEM_CU_NAME(CUDA_ERROR_DEINITIALIZED)
+    EXTMEM_CU_NAME(CUDA_ERROR_STUB_LIBRARY)
+    EXTMEM_CU_NAME(CUDA_ERROR_DEVICE_UNAVAILABLE)
+    EXTMEM_CU_NAME(CUDA_ERROR_NO_DEVICE)
+    EXTMEM_CU_NAME(CUDA_ERROR_INVALID_DEVICE)
+    EXTMEM_CU_NAME(CUDA_ERROR_INVALID_CONTEXT)
+    EXTMEM_CU_NAME(CUDA_ERROR_INVALID_HANDLE)
+    EXTMEM_CU_NAME(CUDA_ERROR_NOT_FOUND)
+    EXTMEM_CU_NAME(CUDA_ERROR_NOT_READY)
+    EXTMEM_CU_NAME(CUDA_ERROR_ILLEGAL_ADDRESS)
+    EXTMEM_CU_NAME(CUDA_ERROR_NOT_PERMITTED)
+    EXTMEM_CU_NAME(CUDA_ERROR_NOT_SUPPORTED)
+    EXTMEM_CU_NAME(CUDA_ERROR_SYSTEM_NOT_READY)
+    EXTMEM_CU_NAME(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)
+    EXTMEM_CU_NAME(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE)
+    EXTMEM_CU_NAME(CUDA_ERROR_UNKNOWN)
+#undef EXTMEM_CU_NAME
+  }
+  return nullptr;
+}
+
 std::string error_name(const Api& api, CUresult r) {
   const char* name = nullptr;
   if (api.cuGetErrorName(r, &name) == CUDA_SUCCESS && name != nullptr) return name;
+  if (const char* known = known_error_name(r)) return known;
   return fmt::format("CUresult {}", static_cast<int>(r));
+}
+
+Error cuinit_error(const Api& api, CUresult r) {
+  const char* meaning = nullptr;
+  switch (r) {
+    case CUDA_ERROR_STUB_LIBRARY: meaning = "is the CUDA toolkit's stub library, not a driver"; break;
+    case CUDA_ERROR_DEVICE_UNAVAILABLE: meaning = "sees no available device (all busy or prohibited)"; break;
+    case CUDA_ERROR_NO_DEVICE: meaning = "found no CUDA device"; break;
+    case CUDA_ERROR_SYSTEM_NOT_READY: meaning = "reports the system not ready (fabric manager?)"; break;
+    case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: meaning = "does not match the kernel driver's version"; break;
+    case CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE: meaning = "is a forward-compatibility driver this device cannot use"; break;
+    default: return cu_error(api, "cuInit", r);
+  }
+  return Error{"cuInit", ErrorKind::unsupported, "no CUDA driver",
+               fmt::format("{} ({}): {} {}", error_name(api, r), static_cast<unsigned>(r), api.library->name(), meaning)};
 }
 
 Error cu_error(const Api& api, std::string step, CUresult r) {
@@ -34,7 +80,7 @@ std::string uuid_hex(const CUuuid& uuid) {
 }
 
 Result<CUdevice> device_for_vulkan_uuid(const Api& api, const std::string& vulkan_uuid) {
-  if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS) return cu_error(api, "cuInit", r);
+  if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS) return cuinit_error(api, r);
   int count = 0;
   if (CUresult r = api.cuDeviceGetCount(&count); r != CUDA_SUCCESS) return cu_error(api, "cuDeviceGetCount", r);
   std::string seen;

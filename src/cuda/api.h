@@ -28,8 +28,23 @@ struct Api {
 /// (unsupported: "no CUDA driver" or "missing symbol").
 Result<std::shared_ptr<const Api>> load();
 
-/// The CUresult's name from cuGetErrorName ("CUDA_ERROR_INVALID_VALUE"), or "CUresult N" when unnamed.
+/// The name of a common CUresult from the project's own table (the values of
+/// cuda_api.h: "CUDA_ERROR_STUB_LIBRARY" for 34), or null for any other value.
+const char* known_error_name(CUresult r) noexcept;
+
+/// The CUresult's name from cuGetErrorName ("CUDA_ERROR_INVALID_VALUE"); when
+/// that call fails (the toolkit's stub library fails every call) the name from
+/// known_error_name(); "CUresult N" when neither names it.
 std::string error_name(const Api& api, CUresult r);
+
+/// When cuInit's `r` means there is no usable CUDA here rather than a failing
+/// driver (CUDA_ERROR_STUB_LIBRARY, CUDA_ERROR_DEVICE_UNAVAILABLE,
+/// CUDA_ERROR_NO_DEVICE, CUDA_ERROR_SYSTEM_NOT_READY,
+/// CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE):
+/// Error{"cuInit", unsupported, "no CUDA driver", "<NAME> (<N>): <what it means>"},
+/// the same code DriverLibrary::open gives a missing library, so the rows SKIP
+/// (no_cuda_driver_reason). Otherwise cu_error(api, "cuInit", r): a real failure.
+Error cuinit_error(const Api& api, CUresult r);
 
 /// Error{step, driver, cuGetErrorName(r)}.
 Error cu_error(const Api& api, std::string step, CUresult r);
@@ -39,7 +54,8 @@ std::string uuid_hex(const CUuuid& uuid);
 
 /// cuInit(0), then the CUDA device whose cuDeviceGetUuid equals `vulkan_uuid`
 /// (VkPhysicalDeviceIDProperties::deviceUUID, hex): the one an fd import is legal on.
-/// Errors: cu_error of cuInit/cuDeviceGetCount/cuDeviceGet/cuDeviceGetUuid;
+/// Errors: cuinit_error() of cuInit (unsupported "no CUDA driver" when no CUDA
+/// is usable here); cu_error of cuDeviceGetCount/cuDeviceGet/cuDeviceGetUuid;
 /// unsupported "no CUDA device has the Vulkan deviceUUID" when none matches.
 Result<CUdevice> device_for_vulkan_uuid(const Api& api, const std::string& vulkan_uuid);
 

@@ -22,13 +22,31 @@
 namespace extmem::cudrv {
 
 /// A driver call's status. The rows compare only with CUDA_SUCCESS and print
-/// any other value by cuGetErrorName; the fixed underlying type makes every
+/// any other value by cuGetErrorName, or by cuda::known_error_name() (the
+/// values below) when that fails, as the toolkit's stub library's does; the
+/// cuInit values are what cuda::no_usable_cuda() classifies. The fixed underlying type makes every
 /// value the driver returns a valid CUresult.
 enum CUresult : unsigned int {
   CUDA_SUCCESS = 0,
   CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_DEINITIALIZED = 4,
+  CUDA_ERROR_STUB_LIBRARY = 34,      ///< cuInit: the library is the toolkit's link-time stub, not a driver
+  CUDA_ERROR_DEVICE_UNAVAILABLE = 46,  ///< cuInit: every device is busy or prohibited (compute mode)
+  CUDA_ERROR_NO_DEVICE = 100,        ///< cuInit: the driver found no CUDA device
+  CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_NOT_FOUND = 500,
   CUDA_ERROR_NOT_READY = 600,  ///< cuStreamQuery: work on the stream has not completed (S1-cuda-semaphore's poll)
+  CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  CUDA_ERROR_NOT_PERMITTED = 800,
   CUDA_ERROR_NOT_SUPPORTED = 801,  ///< the driver does not do what was asked here (T4-image-cuda: UNSUPPORTED, not FAIL)
+  CUDA_ERROR_SYSTEM_NOT_READY = 802,        ///< cuInit: the system is not ready (e.g. fabric manager not running)
+  CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803,  ///< cuInit: libcuda and the kernel driver are different versions
+  CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE = 804,  ///< cuInit: forward-compatibility libcuda on a device without it
+  CUDA_ERROR_UNKNOWN = 999,
 };
 
 using CUdevice = int;                          ///< a device ordinal's handle (cuDeviceGet)

@@ -13,7 +13,7 @@ Result<Enumeration> enumerate() {
   const Api& api = **loaded;
   Enumeration e;
   e.library = api.library->name();
-  if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS) return cu_error(api, "cuInit", r);
+  if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS) return cuinit_error(api, r);
   if (CUresult r = api.cuDriverGetVersion(&e.driver_version); r != CUDA_SUCCESS)
     return cu_error(api, "cuDriverGetVersion", r);
   int count = 0;

@@ -13,6 +13,7 @@
 #include "extmem/probe/probe.h"
 #include "probe/gl_driver.h"
 #include "probe/layout.h"
+#include "probe/parent/plan.h"
 #include "probe/routes.h"
 
 namespace extmem::probe {
@@ -136,13 +137,41 @@ Status validate(const ProbeOptions& o) {
     return usage("--size", fmt::format("{} bytes is not accepted: {}", o.size, kSizeAccepts));
   if (auto s = duration_in_range("--soak", o.soak_s, kSoakRange); !s) return s;
   if (auto s = duration_in_range("--timeout", o.timeout_s, kTimeoutRange); !s) return s;
-  for (const std::string& r : o.only)
-    if (!find_route(r)) return usage("--only", fmt::format("unknown row \"{}\"; rows: {}", r, joined_rows()));
+  for (const std::string& r : o.only) {
+    if (find_route(r)) continue;
+    // A run's printed name (ROW@mtN, ROW@pidfd, ROW@mtN@pidfd) pasted back: say which row and which option.
+    // The longest row name followed by '@' (a row's own name may hold one: T4-image-opaque-fd@linear).
+    std::size_t at = 0;
+    for (const RouteDef& def : route_table())
+      if (r.size() > def.row.size() && r.compare(0, def.row.size(), def.row) == 0 && r[def.row.size()] == '@')
+        at = std::max(at, def.row.size());
+    if (const std::string suffix = r.substr(at);
+        at > 0 && (suffix.find("@mt") != std::string::npos || suffix.find("@pidfd") != std::string::npos)) {
+      std::vector<std::string> from;
+      if (suffix.find("@mt") != std::string::npos) from.emplace_back("--memory-type=INDEX or all gives the @mtN runs");
+      if (suffix.find("@pidfd") != std::string::npos) from.emplace_back("--fd-transport=pidfd or both gives the @pidfd runs");
+      return usage("--only", fmt::format("\"{}\" is a run of row \"{}\", not a row name: --only takes the plain row "
+                                         "name (--only={}){}{}",
+                                         r, r.substr(0, at), r.substr(0, at), from.empty() ? "" : "; ",
+                                         fmt::join(from, "; ")));
+    }
+    return usage("--only", fmt::format("unknown row \"{}\"; rows: {}", r, joined_rows()));
+  }
   for (const std::string& g : o.groups)
     if (!find_group(g)) return usage("--only-GROUP", fmt::format("unknown group \"{}\"; groups: {}", g, joined_groups(false)));
   for (const std::string& g : o.excluded_groups)
     if (const RouteGroup* found = find_group(g); !found || !found->excludable)
       return usage("--no-GROUP", fmt::format("\"{}\" cannot be excluded; groups that can: {}", g, joined_groups(true)));
+  // A selection that can select no row would run nothing and exit 0, which reads as a pass.
+  if (!o.only.empty() || !o.groups.empty() || !o.excluded_groups.empty()) {
+    bool any = false;
+    for (const RouteDef& r : route_table()) any = any || !filtered_out(r, o);
+    if (!any)
+      return usage(!o.only.empty() ? "--only" : !o.groups.empty() ? "--only-GROUP" : "--no-GROUP",
+                   "the selection selects no row (each row must be named by --only, be in an --only-GROUP group "
+                   "and not in a --no-GROUP group); accepted: a selection of at least one row, e.g. --only-GROUP "
+                   "with --only naming rows of that group, or --only alone");
+  }
   // Fail now rather than after a long run: the files must be creatable.
   if (!o.json_path.empty())
     if (std::string problem = os::creatable_problem(o.json_path); !problem.empty()) return usage("--json", problem);

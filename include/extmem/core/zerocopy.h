@@ -57,6 +57,7 @@ enum class Errc {
   read_failed,         ///< check_fn(): the read function returned an Error (carried unchanged) or threw
   not_observed,        ///< a write through the producer was not seen through the consumer: it is not an alias
   write_failed,        ///< check_rw(): the producer's write function returned an Error (carried unchanged) or threw
+  invalid_options,     ///< Options::random_offsets or boundary_pages beyond its maximum; nothing is read or written
 };
 
 /// Which view's function failed, for short_read / read_failed (check_rw() has
@@ -68,22 +69,28 @@ enum class Side {
 };
 
 /// Stable lower-case name of an Errc: "empty_producer", "consumer_too_short",
-/// "short_read", "read_failed", "not_observed", "write_failed".
+/// "short_read", "read_failed", "not_observed", "write_failed", "invalid_options".
 const char* to_string(Errc errc) noexcept;
 
 /// Page size (bytes) whose boundaries are probed near both ends of the views.
 inline constexpr std::size_t kPageSize = 4096;
+
+/// The largest Options::random_offsets a check accepts (a count of offsets):
+/// beyond it a check is invalid_options, not an allocation of that many offsets.
+inline constexpr std::size_t kMaxRandomOffsets = std::size_t{1} << 20;
+/// The largest Options::boundary_pages a check accepts (pages at each end).
+inline constexpr std::size_t kMaxBoundaryPages = std::size_t{1} << 16;
 
 struct Options {
   /// Seed of the pseudo-random offsets and sentinels; the same seed and size
   /// give the same offsets and sentinels (reproducible failures).
   std::uint64_t seed = 0x6578746d656d;  // "extmem"
   /// Number of pseudo-random offsets probed in addition to the fixed ones
-  /// (duplicates are dropped, so fewer may remain on a small view).
+  /// (duplicates are dropped, so fewer may remain on a small view); at most kMaxRandomOffsets.
   std::size_t random_offsets = 8;
   /// How many page boundaries (kPageSize apart, counted from the producer's
   /// address) are probed at each end of the views; both the byte before and
-  /// the byte at each boundary are probed.
+  /// the byte at each boundary are probed; at most kMaxBoundaryPages.
   std::size_t boundary_pages = 2;
 };
 
@@ -162,14 +169,19 @@ using ReadFn = std::function<Result<std::size_t>(std::size_t offset, std::span<s
 /// inside the view (offset > 0), the byte before and the byte at it; size / 2; and
 /// `options.random_offsets` offsets from a generator seeded by options.seed.
 /// At most 3 + 4 * boundary_pages + random_offsets of them, whatever the size.
-/// Empty when size is 0.
+/// Empty when size is 0, or when options_problem(options) is set (nothing allocated).
 std::vector<std::size_t> probe_offsets(const void* base, std::size_t size, const Options& options = {});
+
+/// Why `options` cannot be used ("random_offsets 1000000000 is beyond the
+/// maximum 1048576"), or empty when each field is within its maximum.
+std::string options_problem(const Options& options);
 
 /// Checks that `consumer` aliases `producer` in this address space: offset i
 /// of one is the same byte as offset i of the other. Both views are borrowed
 /// for the call only; the consumer is read with volatile loads, so it may be
 /// device or shared memory.
-/// Errors: empty_producer (producer.size() == 0), consumer_too_short
+/// Errors: invalid_options (options_problem(); nothing is read or written),
+/// empty_producer (producer.size() == 0), consumer_too_short
 /// (consumer.size() < producer.size(); nothing is written), not_observed.
 /// A consumer longer than the producer is fine; its extra bytes are not read.
 Outcome check(std::span<std::byte> producer, std::span<const std::byte> consumer, const Options& options = {});
@@ -177,7 +189,7 @@ Outcome check(std::span<std::byte> producer, std::span<const std::byte> consumer
 /// Checks that the consumer reached through `read` aliases `producer`, for
 /// consumers that must be synchronised or re-read after each write (a GPU
 /// buffer, a mapping in another process). `read` is borrowed for the call.
-/// Errors: empty_producer (nothing is read), read_failed (read returned an
+/// Errors: invalid_options (nothing is read), empty_producer (nothing is read), read_failed (read returned an
 /// Error — carried unchanged in Failure::read_error — or threw, or `read` is
 /// empty), short_read, not_observed.
 Outcome check_fn(std::span<std::byte> producer, const ReadFn& read, const Options& options = {});
@@ -209,7 +221,8 @@ struct ProducerFns {
 /// check_fn() for a producer reached through functions: the same method,
 /// offsets (probe_offsets(address, size)) and sentinels; `producer` and
 /// `consumer` are borrowed for the call. `size` is the view's length in bytes.
-/// Errors: empty_producer (size == 0; nothing is read or written);
+/// Errors: invalid_options (options_problem(); nothing is read or written);
+/// empty_producer (size == 0; nothing is read or written);
 /// read_failed / short_read from either read function, with Failure::side
 /// saying whose (an empty function is read_failed); write_failed (the
 /// producer's write function failed or threw, or is empty); not_observed.

@@ -30,7 +30,8 @@ extern "C" {
 #endif
 
 /* Outcome of a check. The values 1..6 correspond one to one to
- * extmem::zerocopy::Errc; 0 and the negative values exist only here. */
+ * extmem::zerocopy::Errc but its invalid_options, which is INVALID_ARGUMENT
+ * here; 0 and the negative values exist only here. */
 typedef enum extmem_zc_status {
   EXTMEM_ZC_PASS = 0,                /* every probed offset: sentinel and restore observed */
   EXTMEM_ZC_EMPTY_PRODUCER = 1,      /* producer_len == 0 */
@@ -39,7 +40,9 @@ typedef enum extmem_zc_status {
   EXTMEM_ZC_READ_FAILED = 4,         /* the read function returned a negative value */
   EXTMEM_ZC_NOT_OBSERVED = 5,        /* a write was not seen through the consumer: not an alias */
   EXTMEM_ZC_WRITE_FAILED = 6,        /* extmem_zc_check_rw: the producer's write function returned a negative value */
-  EXTMEM_ZC_INVALID_ARGUMENT = -1,   /* a NULL pointer with a non-zero length, or a NULL function */
+  EXTMEM_ZC_INVALID_ARGUMENT = -1,   /* a NULL pointer with a non-zero length, a NULL function, or options
+                                        beyond EXTMEM_ZC_MAX_RANDOM_OFFSETS / EXTMEM_ZC_MAX_BOUNDARY_PAGES
+                                        (nothing is read or written; the message names the field) */
   EXTMEM_ZC_INTERNAL_ERROR = -2      /* out of memory or another unexpected C++ exception */
 } extmem_zc_status;
 
@@ -49,10 +52,16 @@ typedef enum extmem_zc_status {
  * NULL; static storage. */
 const char* extmem_zc_status_name(extmem_zc_status status);
 
+/* The largest extmem_zc_options.random_offsets (a count of offsets) and
+ * boundary_pages (pages at each end) a check accepts; beyond either, a check
+ * returns EXTMEM_ZC_INVALID_ARGUMENT without reading or writing anything. */
+#define EXTMEM_ZC_MAX_RANDOM_OFFSETS ((size_t)1 << 20)
+#define EXTMEM_ZC_MAX_BOUNDARY_PAGES ((size_t)1 << 16)
+
 typedef struct extmem_zc_options {
   uint64_t seed;           /* seed of pseudo-random offsets and sentinels */
-  size_t random_offsets;   /* pseudo-random offsets probed besides the fixed ones */
-  size_t boundary_pages;   /* 4096-byte page boundaries probed at each end */
+  size_t random_offsets;   /* pseudo-random offsets probed besides the fixed ones; at most EXTMEM_ZC_MAX_RANDOM_OFFSETS */
+  size_t boundary_pages;   /* 4096-byte page boundaries probed at each end; at most EXTMEM_ZC_MAX_BOUNDARY_PAGES */
 } extmem_zc_options;
 
 /* Fills *options with the defaults (the same as the C++ Options{}). */

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cuda/loader.h"
+#include "probe/routes.h"
 
 namespace extmem::probe {
 namespace {
@@ -14,7 +15,10 @@ std::string yes_no(int v) { return v < 0 ? "query-failed" : v != 0 ? "yes" : "no
 void print_cuda(std::ostream& out, const Result<cuda::Enumeration>& r, const std::string& vulkan_uuid) {
   out << "== phase A: CUDA: " << cuda::build_note() << "\n";
   if (!r) {
-    if (cuda::routes_built()) out << "  no CUDA information: " << r.error().message() << "\n";
+    if (!cuda::routes_built()) return;
+    // The CUDA rows' SKIP reason, word for word, when there is no usable CUDA here.
+    const Error& e = r.error();
+    out << "  no CUDA information: " << (e.code == "no CUDA driver" ? no_cuda_driver_reason(e) : e.message()) << "\n";
     return;
   }
   out << fmt::format("  driver {} ({}), {} device(s)\n", r->driver_version, r->library, r->devices.size());

@@ -12,6 +12,7 @@
 #include "extmem/os/fd.h"
 #include "extmem/os/ipc.h"
 #include "extmem/os/pidfd.h"
+#include "probe/worker/fd_fetch_failure.h"
 
 namespace extmem::probe {
 namespace {
@@ -87,6 +88,9 @@ void print_fd_transport(std::ostream& out, const FdTransportFinding& f) {
   std::string verdict;
   if (f.permitted)
     verdict = "pidfd_getfd permitted: " + f.how + " got the same file";
+  else if (f.attempted && f.refused && fd_fetch_hit_resource_limit(*f.refused))
+    verdict = "pidfd_getfd could not be tried: " + reason(*f.refused) + ", a resource limit, not a refusal (" + f.how +
+              "); rows run @pidfd that meet it FAIL";
   else if (f.attempted && f.refused)
     verdict = "pidfd_getfd refused: " + reason(*f.refused) + ", " + f.how + "; rows run @pidfd are UNSUPPORTED";
   else
@@ -100,7 +104,8 @@ nlohmann::json to_json(const FdTransportFinding& f) {
   if (f.refused)
     refused = {{"step", f.refused->step}, {"code", f.refused->code}, {"detail", f.refused->detail},
                {"text", reason(*f.refused)}};
-  return {{"pidfd_getfd", f.permitted ? "permitted" : f.attempted ? "refused" : "not checked"},
+  const bool limit = f.attempted && f.refused && fd_fetch_hit_resource_limit(*f.refused);
+  return {{"pidfd_getfd", f.permitted ? "permitted" : limit ? "could not try" : f.attempted ? "refused" : "not checked"},
           {"how", f.how},
           {"refused", refused},
           {"ptrace_scope", f.ptrace_scope ? nlohmann::json(*f.ptrace_scope) : nlohmann::json(nullptr)},

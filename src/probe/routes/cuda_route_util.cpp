@@ -38,7 +38,10 @@ std::optional<CudaSide> open_cuda(ChildContext& ctx, RouteFacts& facts, const st
   ctx.step("cuInit + match the CUDA device by deviceUUID");
   auto dev = cuda::device_for_vulkan_uuid(*side.api, vulkan_uuid);
   if (!dev) {
-    (dev.error().kind == ErrorKind::unsupported ? facts.unsupported : facts.fatal) = who + ": " + why_of(dev.error());
+    if (dev.error().code == "no CUDA driver")  // cuInit: no usable CUDA here (stub library, no device, ...)
+      facts.skip = no_cuda_driver_reason(dev.error());
+    else
+      (dev.error().kind == ErrorKind::unsupported ? facts.unsupported : facts.fatal) = who + ": " + why_of(dev.error());
     return std::nullopt;
   }
   side.device = *dev;

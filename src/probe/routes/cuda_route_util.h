@@ -27,7 +27,8 @@ struct CudaSide {
 /// Loads the driver, picks the CUDA device whose UUID equals `vulkan_uuid`,
 /// retains its primary context and allocates `staging_bytes` of staging memory
 /// (steps reported). On failure sets `facts` and returns nullopt: skip "no CUDA
-/// driver (...)" when libcuda cannot be opened; unsupported when it lacks an
+/// driver (...)" when libcuda cannot be opened or cuInit says no CUDA is usable
+/// here (cuda::cuinit_error: stub library, no device, ...); unsupported when it lacks an
 /// entry point (named) or no CUDA device matches; fatal for a failing CUDA call.
 std::optional<CudaSide> open_cuda(ChildContext& ctx, RouteFacts& facts, const std::string& vulkan_uuid,
                                   std::size_t staging_bytes);

@@ -1,4 +1,5 @@
 #include "probe/worker/child_context.h"
+#include "probe/worker/fd_fetch_failure.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -26,6 +27,19 @@ std::string fd_refusal_reason(const Error& refused) {
   return why;
 }
 
+bool fd_fetch_hit_resource_limit(const Error& failed) {
+  for (const char* limit : {"EMFILE (", "ENFILE (", "ENOMEM ("})
+    if (failed.code.rfind(limit, 0) == 0) return true;
+  return false;
+}
+
+RouteFacts fd_fetch_failure_facts(const Error& failed) {
+  if (!fd_fetch_hit_resource_limit(failed)) return RouteFacts{.unsupported = fd_refusal_reason(failed)};
+  std::string why = "fd transport pidfd could not be tried: " + failed.step + " -> " + failed.code;
+  if (!failed.detail.empty()) why += " (" + failed.detail + ")";
+  return RouteFacts{.fatal = why + ": a resource limit, not a refusal"};
+}
+
 void ChildContext::step(std::string_view name) {
   (void)parent_.send(os::MsgType::step, name);
   apply_fault(name);
@@ -37,13 +51,29 @@ void ChildContext::report(const RouteReport& report) {
     with.detail.push_back("fd-transport=pidfd fds=" + std::to_string(peer_.log().crossed));
     // The route saw only a missing fd (or a peer that gave up): the transport's
     // refusal is the answer, not whatever failed after it.
-    if (const auto& refused = peer_.log().refused) with.facts = RouteFacts{.unsupported = fd_refusal_reason(*refused)};
+    if (const auto& refused = peer_.log().refused) with.facts = fd_fetch_failure_facts(*refused);
   }
   if (measure::enabled()) with.measure = measure::collected();
   (void)parent_.send(os::MsgType::report, encode(with));
 }
 
 namespace {
+// Whether a fault's ROW names this run: the plain row name hits every run of the
+// row (its @mtN and @pidfd twins too, as before); a printed run name
+// (ROW@mt2, ROW@pidfd, ROW@mt2@pidfd) hits only the runs that carry each suffix given.
+bool fault_names_this_run(std::string_view named, const ChildParams& p) {
+  if (named == p.row) return true;  // a row's own name may hold '@' (T4-image-opaque-fd@linear)
+  if (named.size() <= p.row.size() || named.substr(0, p.row.size()) != p.row || named[p.row.size()] != '@')
+    return false;
+  std::string_view rest = named.substr(p.row.size());
+  if (rest.size() >= 6 && rest.substr(rest.size() - 6) == "@pidfd") {
+    if (p.fd_transport != os::FdTransport::pidfd) return false;
+    rest.remove_suffix(6);
+  }
+  if (rest.empty()) return true;
+  return p.memory_type >= 0 && rest == "@mt" + std::to_string(p.memory_type);
+}
+
 // Splits EXTMEM_TEST_FAULT=ROW:ROLE:STEP-SUBSTRING:ACTION; the action is empty
 // when the variable is unset or does not name this row, role and step.
 std::string fault_action(const ChildParams& p, std::string_view step) {
@@ -52,7 +82,7 @@ std::string fault_action(const ChildParams& p, std::string_view step) {
   std::string s(spec);
   std::size_t a = s.find(':'), b = s.find(':', a + 1), c = s.rfind(':');
   if (a == std::string::npos || b == std::string::npos || c <= b) return {};
-  if (s.substr(0, a) != p.row || s.substr(a + 1, b - a - 1) != to_string(p.role)) return {};
+  if (!fault_names_this_run(s.substr(0, a), p) || s.substr(a + 1, b - a - 1) != to_string(p.role)) return {};
   if (step.find(s.substr(b + 1, c - b - 1)) == std::string_view::npos) return {};
   return s.substr(c + 1);
 }
@@ -64,7 +94,9 @@ bool ChildContext::test_fault(std::string_view step, std::string_view action) co
 
 // Test-only (documented in README "Testing the probe itself"):
 // EXTMEM_TEST_FAULT=ROW:ROLE:STEP-SUBSTRING:ACTION makes this child misbehave
-// when it reaches a step whose name contains STEP-SUBSTRING. ACTION is one of
+// when it reaches a step whose name contains STEP-SUBSTRING (ROW: the plain row,
+// every run of it; or a printed run name, ROW@pidfd / ROW@mtN / ROW@mtN@pidfd,
+// that run alone). ACTION is one of
 // hang, abort, segv, exit, garbage (a frame with a bad magic), truncate (a frame
 // shorter than its header says), badreport (a report that is not JSON), leakfd
 // (opens /dev/null and never closes it: the warm worker's hygiene check must name it). The

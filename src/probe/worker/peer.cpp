@@ -1,4 +1,5 @@
 #include "probe/worker/peer.h"
+#include "probe/worker/fd_fetch_failure.h"
 
 #include <cstring>
 
@@ -71,7 +72,7 @@ Result<Setup> recv_setup(const ChildContext& ctx) {
   if (fd_refused) {
     // The owner did set up, but its fd could not be fetched (--fd-transport pidfd).
     s.ok = false;
-    s.facts.unsupported = fd_refusal_reason(*fd_refused);
+    s.facts = fd_fetch_failure_facts(*fd_refused);
     return s;
   }
   auto ok = j->find("ok");
