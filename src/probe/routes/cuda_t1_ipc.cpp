@@ -297,16 +297,8 @@ class IpcEventConsumer final : public sync::OrderingSubject {
   Result<sync::Waited> wait_consumer(std::chrono::milliseconds bound) override {
     return cuda_sync::poll_stream(side_.api_, side_.stream, bound);
   }
-  Status release() override {
-    auto r = s1::ask(ctx_, {{"op", "release"}}, nullptr);
-    if (!r) return std::move(r).error();
-    return {};
-  }
-  Result<sync::CopyCheck> check_copy() override {
-    std::span<const std::byte> got(static_cast<const std::byte*>(side_.host), kRegionSize);
-    return sync::CopyCheck{pattern::count_stale_words(got, s1::kProducerSeed), kRegionSize / 4,
-                           pattern::first_mismatch(got, s1::kProducerSeed)};
-  }
+  Status release() override { return s1::release_producer(ctx_); }
+  Result<sync::CopyCheck> check_copy() override { return s1::check_producer_copy(side_.host); }
   bool drain() override {
     auto r = s1::ask(ctx_, {{"op", "drain"}}, nullptr);
     const bool peer = r && r->value("drained", false);

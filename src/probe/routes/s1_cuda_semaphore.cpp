@@ -11,7 +11,6 @@
 // CUDA has no fence to look at without waiting, so "landed" is cuStreamQuery
 // (CUDA_SUCCESS, not CUDA_ERROR_NOT_READY) plus the marker the stream copies
 // into pinned host memory after the region. docs/probe.md, "S1".
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -27,6 +26,7 @@
 #include "probe/routes/cuda_stream_sync.h"
 #include "probe/routes/s1_peer.h"
 #include "probe/routes/s1_vk_side.h"
+#include "probe/routes/s1_wake.h"
 #include "probe/sync_proof.h"
 #include "probe/worker/half_end.h"
 #include "probe/worker/import_dup.h"
@@ -143,17 +143,9 @@ class CudaConsumer final : public sync::OrderingSubject {
 
   Result<sync::Waited> wait_consumer(std::chrono::milliseconds bound) override { return side_.wait(bound); }
 
-  Status release() override {
-    auto r = s1::ask(ctx_, {{"op", "release"}}, nullptr);
-    if (!r) return std::move(r).error();
-    return {};
-  }
+  Status release() override { return s1::release_producer(ctx_); }
 
-  Result<sync::CopyCheck> check_copy() override {
-    std::span<const std::byte> got(static_cast<const std::byte*>(side_.host_), kRegionSize);
-    return sync::CopyCheck{pattern::count_stale_words(got, s1::kProducerSeed), kRegionSize / 4,
-                           pattern::first_mismatch(got, s1::kProducerSeed)};
-  }
+  Result<sync::CopyCheck> check_copy() override { return s1::check_producer_copy(side_.host_); }
 
   bool drain() override {
     auto r = s1::ask(ctx_, {{"op", "drain"}}, nullptr);
@@ -212,7 +204,7 @@ class CudaWakeTimer {
       flag_ = nullptr;
       return fallback(why_of(cuda::cu_error(api_, "cuMemAllocHost(wake word)", r)));
     }
-    word().store(0);
+    *static_cast<std::uint32_t*>(flag_) = 0;
     if (CUresult r = api_.cuMemHostGetDevicePointer(&flag_dev_, flag_, 0); r != CUDA_SUCCESS)
       return fallback(why_of(cuda::cu_error(api_, "cuMemHostGetDevicePointer(wake word)", r)));
     std::vector<double> sem_us, socket_us;
@@ -255,32 +247,18 @@ class CudaWakeTimer {
       }
       socket_us.push_back((relayed - pg->value("gpu_t", 0.0)) * 1e6);
     }
-    measure::route_latency("semaphore_gpu_wake_us", std::move(sem_us));
-    measure::route_latency("socket_gpu_wake_us", std::move(socket_us));
-    measure::route_field("gpu_wake_clock", {{"clock", "vk-calibrated-timestamp to cuda-host-observed-write"},
-                                            {"time_domain", "CLOCK_MONOTONIC"},
-                                            {"max_deviation_ns", deviation}});
+    s1::report_gpu_wake("vk-calibrated-timestamp to cuda-host-observed-write", std::move(sem_us), std::move(socket_us),
+                        deviation);
   }
 
  private:
-  std::atomic_ref<std::uint32_t> word() const { return std::atomic_ref<std::uint32_t>(*static_cast<std::uint32_t*>(flag_)); }
-  // CLOCK_MONOTONIC seconds when the word first reads `v`; 0 after 5 s without it.
-  double spin_until(std::uint32_t v) const {
-    const double deadline = os::monotonic_seconds() + 5.0;
-    for (;;) {
-      if (word().load(std::memory_order_acquire) == v) return os::monotonic_seconds();
-      if (os::monotonic_seconds() > deadline) return 0;
-    }
-  }
+  double spin_until(std::uint32_t v) const { return s1::wake_word_seen(flag_, v); }
   void drain_peer() {
     auto d = s1::ask(ctx_, {{"op", "drain"}}, nullptr);
     (void)d;
     fallback("a measure round could not be set up");
   }
-  void fallback(std::string why) {
-    ctx_.step("measure on the GPU clock: " + why);
-    measure::route_field("gpu_clock_fallback", std::move(why));
-  }
+  void fallback(std::string why) { s1::gpu_wake_fallback(ctx_, std::move(why)); }
   ChildContext& ctx_;
   const cuda::Api& api_;
   void* flag_ = nullptr;

@@ -13,7 +13,6 @@
 //             (VUID-vkQueueSubmit-pWaitSemaphores-03238).
 // docs/probe.md, "S1".
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -26,6 +25,7 @@
 #include "probe/routes/gles_import.h"
 #include "probe/routes/s1_peer.h"
 #include "probe/routes/s1_vk_side.h"
+#include "probe/routes/s1_wake.h"
 #include "probe/sync_proof.h"
 #include "probe/worker/drivers.h"
 #include "probe/worker/half_end.h"
@@ -176,17 +176,9 @@ class GlConsumer final : public sync::OrderingSubject {
     return client_wait(gl_, fence_.sync, static_cast<std::uint64_t>(bound.count()) * 1'000'000ull);
   }
 
-  Status release() override {
-    auto r = s1::ask(ctx_, {{"op", "release"}}, nullptr);
-    if (!r) return std::move(r).error();
-    return {};
-  }
+  Status release() override { return s1::release_producer(ctx_); }
 
-  Result<sync::CopyCheck> check_copy() override {
-    std::span<const std::byte> got(copy_.map, kRegionSize);
-    return sync::CopyCheck{pattern::count_stale_words(got, s1::kProducerSeed), kRegionSize / 4,
-                           pattern::first_mismatch(got, s1::kProducerSeed)};
-  }
+  Result<sync::CopyCheck> check_copy() override { return s1::check_producer_copy(copy_.map); }
 
   bool drain() override {
     auto r = s1::ask(ctx_, {{"op", "drain"}}, nullptr);
@@ -273,11 +265,8 @@ class GlWakeTimer {
       if (relayed == 0) return fallback("host-relay round " + std::to_string(i + 1) + " did not complete");
       socket_us.push_back((relayed - pg->value("gpu_t", 0.0)) * 1e6);
     }
-    measure::route_latency("semaphore_gpu_wake_us", std::move(sem_us));
-    measure::route_latency("socket_gpu_wake_us", std::move(socket_us));
-    measure::route_field("gpu_wake_clock", {{"clock", "vk-calibrated-timestamp to gl-host-observed-write"},
-                                            {"time_domain", "CLOCK_MONOTONIC"},
-                                            {"max_deviation_ns", deviation}});
+    s1::report_gpu_wake("vk-calibrated-timestamp to gl-host-observed-write", std::move(sem_us), std::move(socket_us),
+                        deviation);
   }
 
  private:
@@ -294,24 +283,13 @@ class GlWakeTimer {
     }
     return true;
   }
-  // CLOCK_MONOTONIC seconds when the word first reads `v`; 0 after 5 s without it.
-  double spin_until(std::uint32_t v) const {
-    std::atomic_ref<std::uint32_t> word(*reinterpret_cast<std::uint32_t*>(watch_.map));
-    const double deadline = os::monotonic_seconds() + 5.0;
-    for (;;) {
-      if (word.load(std::memory_order_acquire) == v) return os::monotonic_seconds();
-      if (os::monotonic_seconds() > deadline) return 0;
-    }
-  }
+  double spin_until(std::uint32_t v) const { return s1::wake_word_seen(watch_.map, v); }
   void drain_peer() {
     (void)s1::ask(ctx_, {{"op", "drain"}}, nullptr);
     gl_.gl().glFinish();
     fallback("a measure round could not be set up");
   }
-  void fallback(std::string why) {
-    ctx_.step("measure on the GPU clock: " + why);
-    measure::route_field("gpu_clock_fallback", std::move(why));
-  }
+  void fallback(std::string why) { s1::gpu_wake_fallback(ctx_, std::move(why)); }
   ChildContext& ctx_;
   const EglContext& gl_;
   GLuint shared_;

@@ -2,11 +2,26 @@
 
 #include <fmt/format.h>
 
+#include "extmem/core/pattern.h"
+#include "probe/layout.h"
+
 namespace extmem::probe::s1 {
 
 using nlohmann::json;
 
 sync::ProofConfig proof_config() { return sync::ProofConfig{}; }
+
+sync::CopyCheck check_producer_copy(const void* copy) {
+  std::span<const std::byte> got(static_cast<const std::byte*>(copy), kRegionSize);
+  return sync::CopyCheck{pattern::count_stale_words(got, kProducerSeed), kRegionSize / 4,
+                         pattern::first_mismatch(got, kProducerSeed)};
+}
+
+Status release_producer(const ChildContext& ctx) {
+  auto r = ask(ctx, {{"op", "release"}}, nullptr);
+  if (!r) return std::move(r).error();
+  return {};
+}
 
 void step_sink(void* user, std::string_view step) { static_cast<ChildContext*>(user)->step(step); }
 

@@ -29,6 +29,14 @@ inline constexpr std::uint64_t kProducerSeed = 0x5331'5052'4f44'0000ull;
 /// socket wait of the S1 routes is bounded.
 inline constexpr int kReplyTimeoutMs = 10'000;
 
+/// A consumer's copy of region E (`copy`: kRegionSize bytes) checked against
+/// the producer's data (kProducerSeed): what OrderingSubject::check_copy returns.
+sync::CopyCheck check_producer_copy(const void* copy);
+
+/// Asks the producer (the peer) to release its held signal: OrderingSubject::release
+/// for consumers in this process. Errors: ask()'s.
+Status release_producer(const ChildContext& ctx);
+
 /// The proof's bounds: held 300 ms, control 200 ms, 5 s for the copy to land.
 sync::ProofConfig proof_config();
 

@@ -16,6 +16,7 @@
 #include "probe/routes.h"
 #include "probe/routes/s1_peer.h"
 #include "probe/routes/s1_vk_side.h"
+#include "probe/routes/s1_wake.h"
 #include "probe/routes/vk_sync.h"
 #include "probe/sync_proof.h"
 #include "extmem/os/clock.h"
@@ -166,11 +167,7 @@ class WakeTimer {
       measure::route_field("gpu_clock_fallback", fallback_);
       return;
     }
-    measure::route_latency("semaphore_gpu_wake_us", std::move(sem_us));
-    measure::route_latency("socket_gpu_wake_us", std::move(socket_us));
-    measure::route_field("gpu_wake_clock", {{"clock", "vk-calibrated-timestamp"},
-                                            {"time_domain", "CLOCK_MONOTONIC"},
-                                            {"max_deviation_ns", deviation_ns_}});
+    s1::report_gpu_wake("vk-calibrated-timestamp", std::move(sem_us), std::move(socket_us), deviation_ns_);
   }
 
  private:
