@@ -131,6 +131,12 @@ TEST(ProbeMeasure, EveryRoundTrippedLegHasFiguresAndBaseline) {
         EXPECT_EQ(f.value("gpu_clock", std::string()), "vk-timestamp") << f.dump();
         EXPECT_EQ(f["gpu_timestamp"].value("valid_bits", 0), 64) << f.dump();
         EXPECT_FALSE(f.contains("gpu_clock_fallback")) << f.dump();
+        // The same copies through a compute shader, on the same clock.
+        EXPECT_FALSE(f.contains("shader_error")) << f.dump();
+        for (const char* key : {"shader_out_gbps", "shader_in_gbps", "shader_baseline_gbps"}) {
+          EXPECT_TRUE(figure_ok(f[key])) << row["row"] << " " << name << " " << key << " " << f.dump();
+          EXPECT_EQ(f[key].value("clock", std::string()), "vk-timestamp") << row["row"] << " " << name << " " << key;
+        }
       }
     }
   }
@@ -483,6 +489,35 @@ TEST(MeasureRow, CudaLegFiguresReachTheTextLine) {
       << line;
 }
 
+// The GL leg on this machine's GL driver: copy-command and compute-shader figures, each naming its
+// clock, and the row's verdict as without --measure.
+TEST(ProbeMeasure, GlLegHasCommandAndShaderFigures) {
+  Dir d;
+  const std::string row = "T1-gles-memobj-fd-cross-proc";
+  Out m = sh(probe() + " --measure --measure-repeats=3 --size=4194304 --only=" + row + " --json=" + d.file("m.json"));
+  Out p = sh(probe() + " --size=4194304 --only=" + row + " --json=" + d.file("p.json"));
+  const json md = json::parse(slurp(d.file("m.json")), nullptr, false), pd = json::parse(slurp(d.file("p.json")), nullptr, false);
+  ASSERT_TRUE(md.is_object() && pd.is_object()) << m.err << p.err;
+  auto row_of = [&](const json& doc) {
+    for (const json& x : doc["rows"])
+      if (x["row"] == row) return x;
+    return json();
+  };
+  const json r = row_of(md), plain = row_of(pd);
+  if (r.value("status", std::string()) != "OK") GTEST_SKIP() << "no GL import here: " << r.dump();
+  EXPECT_EQ(r["status"], plain["status"]);
+  EXPECT_EQ(r["legs"], plain["legs"]);
+  const json& f = r["measure"]["legs"]["glgpu"];
+  for (const char* key : {"gpu_out_gbps", "gpu_in_gbps", "gpu_baseline_gbps", "shader_out_gbps", "shader_in_gbps",
+                          "shader_baseline_gbps"}) {
+    EXPECT_TRUE(figure_ok(f[key])) << key << " " << f.dump();
+    const std::string clock = f[key].value("clock", std::string());
+    EXPECT_TRUE(clock == "gl-time-elapsed" || clock == "wall") << key << " " << clock;
+  }
+  EXPECT_FALSE(f.contains("shader_error")) << f.dump();
+  EXPECT_NE(m.out.find("shader-device-local="), std::string::npos) << m.out;
+}
+
 // A GPU figure's clock is printed beside it, and the PCIe link's rate beside the copies in and
 // out of shared host memory (not beside the device-local baseline, nor for device memory).
 TEST(MeasureRow, ClockAndPcieLinkReachTheTextLine) {
@@ -496,6 +531,20 @@ TEST(MeasureRow, ClockAndPcieLinkReachTheTextLine) {
   EXPECT_NE(line.find("gpu-device-local=2 GB/s [1-3] (vk-timestamp);"), std::string::npos) << line;
   EXPECT_NE(line.find("cudaimport: gpu-out=2 GB/s [1-3] (vk-timestamp);"), std::string::npos)
       << "device memory does not cross the link: " << line;
+}
+
+// The shader-copy figures print beside the copy-command ones, the link's rate only beside
+// shader-out/-in of host memory, and a shader_error in words.
+TEST(MeasureRow, ShaderFiguresAndErrorReachTheTextLine) {
+  json f = {{"median", 2.0}, {"min", 1.0}, {"max", 3.0}, {"n", 3}, {"clock", "vk-timestamp"}};
+  json m = {{"size", 64u << 20}, {"repeats", 3}, {"baseline", json::object()}, {"route", json::object()},
+            {"pcie_link", {{"address", "0000:1b:00.0"}, {"speed_gts", 32.0}, {"width", 16}, {"gbps", 63.0}}},
+            {"legs", {{"gpu", {{"shader_out_gbps", f}, {"shader_baseline_gbps", f}, {"gpu_shared_memory", "host"}}},
+                      {"glgpu", {{"shader_error", "compute shaders: not in OpenGL ES 3.0"}}}}}};
+  std::string line = extmem::probe::measure_line(m);
+  EXPECT_NE(line.find("shader-out=2 GB/s [1-3] (vk-timestamp) [PCIe x16 32 GT/s: 63 GB/s]"), std::string::npos) << line;
+  EXPECT_NE(line.find("shader-device-local=2 GB/s [1-3] (vk-timestamp);"), std::string::npos) << line;
+  EXPECT_NE(line.find("glgpu: shader_error=\"compute shaders: not in OpenGL ES 3.0\""), std::string::npos) << line;
 }
 
 // The line-code arithmetic behind pcie_link: Gen5 x16 and Gen2 x8.

@@ -203,6 +203,7 @@ Result<std::unique_ptr<EglContext>> EglContext::create() {
   };
 #define EXTMEM_LOAD(type, name) c->gl_.name = reinterpret_cast<type>(load(#name));
   EXTMEM_GL_FUNCS(EXTMEM_LOAD)
+  EXTMEM_GL_PROGRAM_FUNCS(EXTMEM_LOAD)
 #undef EXTMEM_LOAD
   if (!c->gl_.glGetString || !c->gl_.glGetError || !c->gl_.glGetStringi || !c->gl_.glMapBufferRange)
     return Error{"load GLES 3 entry points", ErrorKind::unsupported, "missing", {}};

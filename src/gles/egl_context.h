@@ -64,10 +64,32 @@ namespace extmem::gles {
   X(PFNGLSIGNALSEMAPHOREEXTPROC, glSignalSemaphoreEXT)
 #define EXTMEM_GL_BUFFER_STORAGE_FUNCS(X) X(PFNGLBUFFERSTORAGEEXTPROC, glBufferStorageEXT)
 
+// Programs (GLES 2.0 core) and compute dispatch (GLES 3.1 core): --measure's
+// shader copy (src/gles/program.h). glDispatchCompute is null on a 3.0 context.
+#define EXTMEM_GL_PROGRAM_FUNCS(X)                               \
+  X(PFNGLCREATESHADERPROC, glCreateShader)                       \
+  X(PFNGLSHADERSOURCEPROC, glShaderSource)                       \
+  X(PFNGLCOMPILESHADERPROC, glCompileShader)                     \
+  X(PFNGLGETSHADERIVPROC, glGetShaderiv)                         \
+  X(PFNGLGETSHADERINFOLOGPROC, glGetShaderInfoLog)               \
+  X(PFNGLDELETESHADERPROC, glDeleteShader)                       \
+  X(PFNGLCREATEPROGRAMPROC, glCreateProgram)                     \
+  X(PFNGLATTACHSHADERPROC, glAttachShader)                       \
+  X(PFNGLLINKPROGRAMPROC, glLinkProgram)                         \
+  X(PFNGLGETPROGRAMIVPROC, glGetProgramiv)                       \
+  X(PFNGLGETPROGRAMINFOLOGPROC, glGetProgramInfoLog)             \
+  X(PFNGLDELETEPROGRAMPROC, glDeleteProgram)                     \
+  X(PFNGLUSEPROGRAMPROC, glUseProgram)                           \
+  X(PFNGLGETUNIFORMLOCATIONPROC, glGetUniformLocation)           \
+  X(PFNGLUNIFORM1UIPROC, glUniform1ui)                           \
+  X(PFNGLBINDBUFFERBASEPROC, glBindBufferBase)                   \
+  X(PFNGLDISPATCHCOMPUTEPROC, glDispatchCompute)
+
 #define EXTMEM_GL_DECLARE(type, name) type name = nullptr;
 
 struct GlFns {
   EXTMEM_GL_FUNCS(EXTMEM_GL_DECLARE)
+  EXTMEM_GL_PROGRAM_FUNCS(EXTMEM_GL_DECLARE)
   EXTMEM_GL_EXT_FUNCS(EXTMEM_GL_DECLARE)
   EXTMEM_GL_SEMAPHORE_FUNCS(EXTMEM_GL_DECLARE)
   EXTMEM_GL_BUFFER_STORAGE_FUNCS(EXTMEM_GL_DECLARE)

@@ -2,32 +2,17 @@
 // (fence polling, compute pipelines, descriptor sets), resolved the same way.
 #pragma once
 
+#include "vulkan/compute_fns.h"
 #include "vulkan/context.h"
 
 namespace extmem::reclaim::vkr {
 
-#define EXTMEM_RECLAIM_VK_FUNCS(X)   \
-  X(vkGetFenceStatus)                \
-  X(vkResetFences)                   \
-  X(vkFreeCommandBuffers)            \
-  X(vkDeviceWaitIdle)                \
-  X(vkCreateShaderModule)            \
-  X(vkDestroyShaderModule)           \
-  X(vkCreateDescriptorSetLayout)     \
-  X(vkDestroyDescriptorSetLayout)    \
-  X(vkCreatePipelineLayout)          \
-  X(vkDestroyPipelineLayout)         \
-  X(vkCreateComputePipelines)        \
-  X(vkDestroyPipeline)               \
-  X(vkCreateDescriptorPool)          \
-  X(vkDestroyDescriptorPool)         \
-  X(vkAllocateDescriptorSets)        \
-  X(vkFreeDescriptorSets)            \
-  X(vkUpdateDescriptorSets)          \
-  X(vkCmdBindPipeline)               \
-  X(vkCmdBindDescriptorSets)         \
-  X(vkCmdPushConstants)              \
-  X(vkCmdDispatch)
+#define EXTMEM_RECLAIM_VK_FUNCS(X) \
+  X(vkGetFenceStatus)              \
+  X(vkResetFences)                 \
+  X(vkFreeCommandBuffers)          \
+  X(vkDeviceWaitIdle)              \
+  EXTMEM_VK_COMPUTE_FUNCS(X)
 
 // VK_KHR_timeline_semaphore (core in Vulkan 1.2; the instance here is 1.1, so the KHR names).
 #define EXTMEM_RECLAIM_VK_TIMELINE_FUNCS(X) \

@@ -67,23 +67,26 @@ std::string measure_line(const json& m) {
     };
     cpu("cpu_write_gbps", "cpu_write_ratio", "cpu_write_gbps", "cpu-write");
     cpu("cpu_read_gbps", "cpu_read_ratio", "cpu_read_gbps", "cpu-read");
-    // GPU figures name their clock; copies in and out of shared memory that is host memory
+    // GPU figures name their clock (shader-*: the same copies by a compute shader); copies in and out of shared memory that is host memory
     // (gpu_shared_memory, set by the route) are printed beside the PCIe link's theoretical rate.
     const json link = m.value("pcie_link", json::object());
     for (auto [key, label, unit] : {std::tuple{"gpu_out_gbps", "gpu-out", " GB/s"}, std::tuple{"gpu_in_gbps", "gpu-in", " GB/s"},
                                     std::tuple{"gpu_baseline_gbps", "gpu-device-local", " GB/s"},
+                                    std::tuple{"shader_out_gbps", "shader-out", " GB/s"},
+                                    std::tuple{"shader_in_gbps", "shader-in", " GB/s"},
+                                    std::tuple{"shader_baseline_gbps", "shader-device-local", " GB/s"},
                                     std::tuple{"import_us", "import", " us"}, std::tuple{"map_us", "map", " us"}}) {
       const json fj = e.value(key, json());
       std::string v = fig(fj, unit);
       if (v.empty()) continue;
       if (fj.contains("clock")) v += fmt::format(" ({})", fj.value("clock", std::string()));
       if (link.contains("gbps") && e.value("gpu_shared_memory", std::string()) == "host" &&
-          std::string_view(key) != "gpu_baseline_gbps" && std::string_view(unit) == " GB/s")
+          !std::string_view(key).ends_with("_baseline_gbps") && std::string_view(unit) == " GB/s")
         v += fmt::format(" [PCIe x{} {:.3g} GT/s: {:.3g} GB/s]", link.value("width", 0), link.value("speed_gts", 0.0),
                          link.value("gbps", 0.0));
       f.push_back(fmt::format("{}={}", label, v));
     }
-    for (const char* err : {"gpu_error", "import_error", "map_error", "gpu_clock_fallback"})
+    for (const char* err : {"gpu_error", "shader_error", "import_error", "map_error", "gpu_clock_fallback"})
       if (e.contains(err)) f.push_back(fmt::format("{}=\"{}\"", err, e.value(err, std::string())));
     if (f.empty()) f.push_back("no figures");
     parts.push_back(fmt::format("{}: {}", name, fmt::join(f, " ")));

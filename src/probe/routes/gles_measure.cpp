@@ -1,13 +1,35 @@
 #include "probe/routes/gles_measure.h"
 
+#include <algorithm>
 #include <array>
+#include <functional>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "extmem/os/clock.h"
+#include "gles/program.h"
 #include "probe/worker/measure.h"
 
 namespace extmem::probe {
+namespace {
+
+// The GL twin of probe/worker/copy_words.comp: dst = src, 16 bytes a load and
+// a store, every invocation striding over the buffer.
+constexpr const char* kCopyWordsCompute = R"(#version 310 es
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer Src { uvec4 words[]; } src;
+layout(std430, binding = 1) writeonly buffer Dst { uvec4 words[]; } dst;
+uniform uint words;
+void main() {
+  uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint i = gl_GlobalInvocationID.x; i < words; i += stride) dst.words[i] = src.words[i];
+}
+)";
+constexpr GLuint kCopyLocalSize = 256;
+constexpr GLuint kCopyMaxGroups = 65535;  // GL_MAX_COMPUTE_WORK_GROUP_COUNT's required minimum (GLES 3.1)
+
+}  // namespace
 
 void gl_copy_leg(const gles::EglContext& ctx, const std::string& leg, GLuint shared, std::size_t bytes) {
   if (!measure::enabled() || bytes == 0) return;
@@ -34,7 +56,8 @@ void gl_copy_leg(const gles::EglContext& ctx, const std::string& leg, GLuint sha
   } else {
     measure::leg_field(leg, "gpu_clock_fallback", "GL_EXT_disjoint_timer_query not offered by the context");
   }
-  auto seconds = [&](GLuint src, GLuint dst, unsigned copies) -> Result<measure::Timed> {
+  // One sample of `copies()`'s GL commands between a glFinish and a glFinish, on the timer query where there is one.
+  auto timed = [&](const char* what, const std::function<void()>& copies) -> Result<measure::Timed> {
     gl.glFinish();  // nothing queued before the sample may count in it
     if (query != 0) {
       GLint disjoint = 0;
@@ -42,15 +65,11 @@ void gl_copy_leg(const gles::EglContext& ctx, const std::string& leg, GLuint sha
     }
     const double t0 = os::monotonic_seconds();
     if (query != 0) gl.glBeginQueryEXT(GL_TIME_ELAPSED_EXT, query);
-    gl.glBindBuffer(GL_COPY_READ_BUFFER, src);
-    gl.glBindBuffer(GL_COPY_WRITE_BUFFER, dst);
-    for (unsigned c = 0; c < copies; ++c)
-      gl.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0, 0, static_cast<GLsizeiptr>(bytes));
+    copies();
     if (query != 0) gl.glEndQueryEXT(GL_TIME_ELAPSED_EXT);
     gl.glFinish();
     const double t1 = os::monotonic_seconds();
-    if (GLenum e = ctx.take_error(); e != GL_NO_ERROR)
-      return Error{"glCopyBufferSubData", ErrorKind::driver, gles::gl_error_name(e), {}};
+    if (GLenum e = ctx.take_error(); e != GL_NO_ERROR) return Error{what, ErrorKind::driver, gles::gl_error_name(e), {}};
     if (query == 0) return measure::Timed{t1 - t0, measure::clocks::wall};
     GLuint64 ns = 0;
     gl.glGetQueryObjectui64vEXT(query, GL_QUERY_RESULT_EXT, &ns);  // waits for the result
@@ -63,16 +82,66 @@ void gl_copy_leg(const gles::EglContext& ctx, const std::string& leg, GLuint sha
     if (disjoint != 0) return measure::Timed{t1 - t0, measure::clocks::wall};
     return measure::Timed{static_cast<double>(ns) * 1e-9, measure::clocks::gl_time_elapsed};
   };
-  measure::copy_leg(leg, bytes, true, [&](measure::Copy c, unsigned n) -> Result<measure::Timed> {
+  auto command_copy = [&](GLuint src, GLuint dst, unsigned copies) {
+    return timed("glCopyBufferSubData", [&] {
+      gl.glBindBuffer(GL_COPY_READ_BUFFER, src);
+      gl.glBindBuffer(GL_COPY_WRITE_BUFFER, dst);
+      for (unsigned c = 0; c < copies; ++c)
+        gl.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0, 0, static_cast<GLsizeiptr>(bytes));
+    });
+  };
+  // Which buffers each copy moves between: the route's, the keeper, the two partners.
+  auto ends = [&](measure::Copy c) -> std::pair<GLuint, GLuint> {
     switch (c) {
-      case measure::Copy::save: return seconds(shared, plain[0], n);
-      case measure::Copy::out: return seconds(shared, plain[1], n);
-      case measure::Copy::in: return seconds(plain[1], shared, n);
-      case measure::Copy::baseline: return seconds(plain[1], plain[2], n);
-      case measure::Copy::restore: return seconds(plain[0], shared, n);
+      case measure::Copy::save: return {shared, plain[0]};
+      case measure::Copy::out: return {shared, plain[1]};
+      case measure::Copy::in: return {plain[1], shared};
+      case measure::Copy::baseline: return {plain[1], plain[2]};
+      case measure::Copy::restore: break;
     }
-    return Error{"measure", ErrorKind::invalid_argument, {}, "unknown copy"};
-  });
+    return {plain[0], shared};
+  };
+  measure::copy_leg(leg, bytes, true, [&](measure::Copy c, unsigned n) { return command_copy(ends(c).first, ends(c).second, n); });
+  // The same figures through the shader cores; the route's bytes are saved and put back by glCopyBufferSubData.
+  GLint max_block = 0;  // GL_MAX_SHADER_STORAGE_BLOCK_SIZE is 64-bit; glGetIntegerv clamps it to INT_MAX
+  if (gles::has_compute(ctx)) gl.glGetIntegerv(GL_MAX_SHADER_STORAGE_BLOCK_SIZE, &max_block);
+  auto program = gles::has_compute(ctx) ? gles::Program::build(ctx, {{GL_COMPUTE_SHADER, kCopyWordsCompute}})
+                                        : Result<gles::Program>(Error{"compute shaders", ErrorKind::unsupported,
+                                                                      "not in " + ctx.gl_version, {}});
+  if (!program) {
+    measure::leg_field(leg, "shader_error", program.error().message());
+  } else if (bytes % 16 != 0 || max_block <= 0 || bytes > static_cast<std::size_t>(max_block)) {
+    measure::leg_field(leg, "shader_error",
+                       fmt::format("{} bytes: not a multiple of 16 or beyond GL_MAX_SHADER_STORAGE_BLOCK_SIZE ({})",
+                                   bytes, max_block));
+  } else {
+    const GLint words_at = gl.glGetUniformLocation(program->id(), "words");
+    const auto words = static_cast<GLuint>(bytes / 16);
+    const GLuint groups = std::min(kCopyMaxGroups, (words + kCopyLocalSize - 1) / kCopyLocalSize);
+    measure::copy_leg(
+        leg, bytes, true,
+        [&](measure::Copy c, unsigned n) -> Result<measure::Timed> {
+          const std::pair<GLuint, GLuint> e = ends(c);
+          if (c == measure::Copy::save || c == measure::Copy::restore) return command_copy(e.first, e.second, n);
+          return timed("glDispatchCompute", [&] {
+            // Earlier copy-command and shader writes are visible to the shader; its writes to later copies.
+            gl.glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT | GL_BUFFER_UPDATE_BARRIER_BIT);
+            gl.glUseProgram(program->id());
+            gl.glUniform1ui(words_at, words);
+            gl.glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 0, e.first);
+            gl.glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 1, e.second);
+            for (unsigned i = 0; i < n; ++i) {
+              if (i > 0) gl.glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
+              gl.glDispatchCompute(groups, 1, 1);
+            }
+            gl.glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT | GL_BUFFER_UPDATE_BARRIER_BIT);
+            gl.glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 0, 0);
+            gl.glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 1, 0);
+            gl.glUseProgram(0);
+          });
+        },
+        "shader");
+  }
   gl.glDeleteBuffers(static_cast<GLsizei>(plain.size()), plain.data());
   if (query != 0) gl.glDeleteQueriesEXT(1, &query);
   (void)ctx.take_error();

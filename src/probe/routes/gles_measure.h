@@ -19,8 +19,13 @@ namespace extmem::probe {
 /// extension, or for a sample during which GL_GPU_DISJOINT_EXT was raised, by
 /// wall clock through a final glFinish (clock "wall"). GL orders the copies. The
 /// shared bytes are saved to a third plain buffer and put back. A GL error is
-/// noted as leg.gpu_error ("<what>: <GL call> -> GL_…"). `ctx` must be
-/// current. Does nothing unless measure::enabled().
+/// noted as leg.gpu_error ("<what>: <GL call> -> GL_…"). Then the same three
+/// figures with the copies done by a GLES 3.1 compute shader (16-byte loads and
+/// stores, the twin of probe/worker/copy_words.comp) as shader_out_gbps /
+/// shader_in_gbps / shader_baseline_gbps, or leg.shader_error saying why there
+/// are none (a GLES 3.0 context, a size that is not a multiple of 16 or beyond
+/// GL_MAX_SHADER_STORAGE_BLOCK_SIZE, a compile or link failure with the
+/// driver's log). `ctx` must be current. Does nothing unless measure::enabled().
 void gl_copy_leg(const gles::EglContext& ctx, const std::string& leg, GLuint shared, std::size_t bytes);
 
 }  // namespace extmem::probe

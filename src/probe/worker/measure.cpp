@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "probe/worker/import_dup.h"
+#include "probe/worker/shader_copy.h"
 #include "extmem/os/clock.h"
 #include "extmem/os/fd.h"
 #include "vulkan/dispatch.h"
@@ -146,12 +147,15 @@ void cpu_leg(const std::string& leg, std::span<std::byte> view) {
   }
 }
 
-void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, const CopyTimer& time) {
+void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, const CopyTimer& time, const char* prefix) {
   Log& l = log();
   if (!l.enabled || bytes == 0) return;
   l.size = std::max(l.size, bytes);
   json& e = leg_entry(leg);
-  auto failed = [&](const char* what, const Error& err) { e["gpu_error"] = fmt::format("{}: {} -> {}", what, err.step, err.code); };
+  auto key = [&](const char* what) { return fmt::format("{}_{}", prefix, what); };
+  auto failed = [&](const std::string& what, const Error& err) {
+    e[key("error")] = fmt::format("{}: {} -> {}", what, err.step, err.code);
+  };
   if (auto saved = time(Copy::save, 1); !saved) {
     failed("save the shared bytes", saved.error());
     return;
@@ -163,14 +167,14 @@ void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, cons
   unsigned batch = 1;
   if (auto one = time(Copy::baseline, 1); one && one->seconds > 0 && one->seconds < 0.005)
     batch = static_cast<unsigned>(std::min<double>(kMaxCopiesPerSample, std::ceil(0.005 / one->seconds)));
-  e["gpu_copies_per_sample"] = batch;
-  auto samples = [&](Copy c, const char* key) {
+  e[key("copies_per_sample")] = batch;
+  auto samples = [&](Copy c, const std::string& name) {
     std::vector<double> v;
     const char* clock = clocks::wall;
     for (unsigned i = 0; i < l.repeats; ++i) {
       auto t = time(c, batch);
       if (!t) {
-        failed(key, t.error());
+        failed(name, t.error());
         return false;
       }
       v.push_back(gbps(bytes * batch, t->seconds));
@@ -178,12 +182,12 @@ void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, cons
     }
     json f = figure(v);
     f["clock"] = clock;
-    e[key] = f;
-    e["gpu_clock"] = clock;
+    e[name] = f;
+    e[key("clock")] = clock;
     return true;
   };
-  bool ok = samples(Copy::out, "gpu_out_gbps") && samples(Copy::in, "gpu_in_gbps");
-  if (ok && has_baseline) samples(Copy::baseline, "gpu_baseline_gbps");
+  bool ok = samples(Copy::out, key("out_gbps")) && samples(Copy::in, key("in_gbps"));
+  if (ok && has_baseline) samples(Copy::baseline, key("baseline_gbps"));
   (void)time(Copy::restore, 1);  // put the route's bytes back
 }
 
@@ -253,25 +257,15 @@ void gpu_leg(const std::string& leg, const vk::Device& device, VkBuffer shared, 
       if (p != VK_NULL_HANDLE) d.fn().vkDestroyQueryPool(d.handle(), p, nullptr);
     }
   } pool_guard{device, pool};
-  // `copies` back-to-back copies in one submission, a transfer barrier between them so they do not overlap.
-  auto copy_seconds = [&](VkBuffer src, VkBuffer dst, unsigned copies) -> Result<Timed> {
+  // One submission of recorded copies, between a timestamp pair where the queue family has timestamps.
+  auto timed = [&](const std::function<void(VkCommandBuffer)>& copies) -> Result<Timed> {
     const double t0 = os::monotonic_seconds();
     auto s = device.submit_and_wait([&](VkCommandBuffer cmd) {
       if (pool != VK_NULL_HANDLE) {
         f.vkCmdResetQueryPool(cmd, pool, 0, 2);
         f.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, pool, 0);
       }
-      VkBufferCopy region{0, 0, bytes};
-      for (unsigned c = 0; c < copies; ++c) {
-        if (c > 0) {
-          VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-          b.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-          b.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-          f.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &b, 0,
-                                 nullptr, 0, nullptr);
-        }
-        f.vkCmdCopyBuffer(cmd, src, dst, 1, &region);
-      }
+      copies(cmd);
       if (pool != VK_NULL_HANDLE) f.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 1);
     });
     if (!s) return std::move(s).error();
@@ -286,16 +280,56 @@ void gpu_leg(const std::string& leg, const vk::Device& device, VkBuffer shared, 
     const std::uint64_t delta = ((ticks[1] & mask) - (ticks[0] & mask)) & mask;
     return Timed{static_cast<double>(delta) * device.timestamp_period() * 1e-9, clocks::vk_timestamp};
   };
-  copy_leg(leg, bytes, dl >= 0, [&](Copy c, unsigned n) -> Result<Timed> {
+  // `copies` back-to-back copy commands, a transfer barrier between them so they do not overlap.
+  auto command_copy = [&](VkBuffer src, VkBuffer dst, unsigned copies) -> Result<Timed> {
+    return timed([&](VkCommandBuffer cmd) {
+      VkBufferCopy region{0, 0, bytes};
+      for (unsigned c = 0; c < copies; ++c) {
+        if (c > 0) {
+          VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+          b.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+          b.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+          f.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &b, 0,
+                                 nullptr, 0, nullptr);
+        }
+        f.vkCmdCopyBuffer(cmd, src, dst, 1, &region);
+      }
+    });
+  };
+  // Which buffers each copy moves between: the route's, the keeper, the two partners.
+  auto ends = [&](Copy c) -> std::pair<VkBuffer, VkBuffer> {
     switch (c) {
-      case Copy::save: return copy_seconds(shared, bufs[0].buffer, n);
-      case Copy::out: return copy_seconds(shared, bufs[1].buffer, n);
-      case Copy::in: return copy_seconds(bufs[1].buffer, shared, n);
-      case Copy::baseline: return copy_seconds(bufs[1].buffer, bufs[2].buffer, n);
-      case Copy::restore: return copy_seconds(bufs[0].buffer, shared, n);
+      case Copy::save: return {shared, bufs[0].buffer};
+      case Copy::out: return {shared, bufs[1].buffer};
+      case Copy::in: return {bufs[1].buffer, shared};
+      case Copy::baseline: return {bufs[1].buffer, bufs[2].buffer};
+      case Copy::restore: break;
     }
-    return Error{"measure", ErrorKind::invalid_argument, {}, "unknown copy"};
-  });
+    return {bufs[0].buffer, shared};
+  };
+  copy_leg(leg, bytes, dl >= 0, [&](Copy c, unsigned n) { return command_copy(ends(c).first, ends(c).second, n); });
+
+  // The same figures through the shader cores; the route's bytes are saved and put back by copy commands.
+  auto shader = ShaderCopy::create(device);
+  if (!shader) {
+    leg_field(leg, "shader_error", fmt::format("{} -> {}", shader.error().step, shader.error().code));
+    return;
+  }
+  if (bytes % 16 != 0 || bytes > (*shader)->max_bytes()) {
+    leg_field(leg, "shader_error", fmt::format("{} bytes: not a multiple of 16 or beyond maxStorageBufferRange ({} bytes)",
+                                               bytes, (*shader)->max_bytes()));
+    return;
+  }
+  copy_leg(
+      leg, bytes, dl >= 0,
+      [&](Copy c, unsigned n) -> Result<Timed> {
+        auto [src, dst] = ends(c);
+        if (c == Copy::save || c == Copy::restore) return command_copy(src, dst, n);
+        auto set = (*shader)->bind(src, dst, bytes);
+        if (!set) return std::move(set).error();
+        return timed([&](VkCommandBuffer cmd) { (*shader)->record(cmd, *set, bytes, n); });
+      },
+      "shader");
 }
 
 void import_leg(const std::string& leg, const vk::Device& device, const vk::AllocationRequest& req) {

@@ -50,7 +50,13 @@ void cpu_leg(const std::string& leg, std::span<std::byte> view);
 /// leg.gpu_clock_fallback saying why). The partner buffers are
 /// device-local (preferring a type that is not HOST_VISIBLE). The shared
 /// bytes are saved on the GPU and copied back after. A failing call is noted
-/// as leg.gpu_error (step -> VkResult). Does nothing unless enabled().
+/// as leg.gpu_error (step -> VkResult). Then the same three figures with the
+/// copies done by a compute shader (ShaderCopy, shader_copy.h: the rate of the
+/// memory, where the copy command may run on a slower copy engine) as
+/// shader_out_gbps / shader_in_gbps / shader_baseline_gbps (save and restore
+/// stay copy commands), or leg.shader_error saying why there are none
+/// (a size that is not a multiple of 16 or beyond maxStorageBufferRange, a
+/// failed pipeline). Does nothing unless enabled().
 void gpu_leg(const std::string& leg, const vk::Device& device, VkBuffer shared, std::size_t bytes);
 
 /// Which copy a CopyTimer is asked to time. "Shared" is the route's
@@ -100,11 +106,14 @@ using CopyTimer = std::function<Result<Timed>(Copy, unsigned copies)>;
 /// gpu_out_gbps / gpu_in_gbps / gpu_baseline_gbps (GB/s = 1e9 bytes/s; each
 /// figure's "clock" is its samples' clock, and leg.gpu_clock the leg's), then
 /// Copy::restore. The first failure is noted as leg.gpu_error ("<what>: <step>
-/// -> <code>") and ends the sampling. Does nothing unless enabled().
+/// -> <code>") and ends the sampling. `prefix` replaces "gpu" in every key
+/// (gpu_out_gbps, gpu_copies_per_sample, gpu_clock, gpu_error): "shader" for
+/// the shader-copy figures beside the copy-command ones. Does nothing unless enabled().
+void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, const CopyTimer& time,
+              const char* prefix = "gpu");
+
 /// Most copies one GPU sample batches (copy_leg's calibration).
 inline constexpr unsigned kMaxCopiesPerSample = 256;
-
-void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, const CopyTimer& time);
 
 /// Repeats `once` repeats() times as leg `leg`'s import_us figure. `once`
 /// imports (and maps) a fresh handle, undoes it, and returns the microseconds
