@@ -104,7 +104,9 @@ Compare compare_from_json(const nlohmann::json& j);
 
 /// Where an image is kept between owners: every release and acquire uses
 /// oldLayout = newLayout = GENERAL (no transition at the handover, so nothing
-/// may discard the content), the layout both sides agree on in the setup.
+/// may discard the content), the layout both sides agree on in the setup. The
+/// GL_EXT_semaphore handover is the one exception: the owner's acquires come
+/// from the layout GL's signal names (HandoverSync::acquire_layout).
 inline constexpr VkImageLayout kHandoverLayout = VK_IMAGE_LAYOUT_GENERAL;
 
 /// The semaphores a handover goes through on the GL image rows where GL has
