@@ -22,6 +22,7 @@
 #include "extmem/core/pattern.h"
 #include "extmem/os/clock.h"
 #include "probe/routes.h"
+#include "probe/routes/gl_semaphore.h"
 #include "probe/routes/gles_import.h"
 #include "probe/routes/s1_peer.h"
 #include "probe/routes/s1_vk_side.h"
@@ -29,7 +30,6 @@
 #include "probe/sync_proof.h"
 #include "probe/worker/drivers.h"
 #include "probe/worker/half_end.h"
-#include "probe/worker/import_dup.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
 
@@ -38,16 +38,11 @@ namespace {
 
 using gles::EglContext;
 
-Error gl_error(const std::string& step, GLenum e) {
-  return Error{step, ErrorKind::driver, gles::gl_error_name(e), {}};
-}
-
-// Fails with the GL call's error, if it raised one.
-Status gl_check(const EglContext& gl, const std::string& step) {
-  GLenum e = gl.take_error();
-  if (e != GL_NO_ERROR) return gl_error(step, e);
-  return {};
-}
+// The GL_EXT_semaphore helpers this row shares with the T4 GL image rows.
+using glsem::gl_check;
+using glsem::gl_error;
+using glsem::GlSemaphore;
+using glsem::import_semaphore;
 
 // A GL object deleted with its owner's call.
 struct GlBuffer {
@@ -62,14 +57,6 @@ struct GlBuffer {
       (void)gl.gl().glUnmapBuffer(GL_COPY_WRITE_BUFFER);
     }
     gl.gl().glDeleteBuffers(1, &id);
-  }
-};
-struct GlSemaphore {
-  const EglContext& gl;
-  GLuint id = 0;
-  bool leaked = false;
-  ~GlSemaphore() {
-    if (id != 0 && !leaked) gl.gl().glDeleteSemaphoresEXT(1, &id);
   }
 };
 struct GlSync {
@@ -95,20 +82,6 @@ Status make_buffer(const EglContext& gl, GlBuffer& b, std::span<const std::byte>
     if (b.map == nullptr) return Error{fmt::format("glMapBufferRange({})", what), ErrorKind::driver, "NULL", {}};
   }
   return {};
-}
-
-// Imports a dup of `fd` into a new GL semaphore. Sets `fd_text`.
-Status import_semaphore(ChildContext& ctx, const EglContext& gl, GlSemaphore& sem, int fd, std::string& fd_text) {
-  const auto& f = gl.gl();
-  auto dup = ImportDup::of(fd);
-  if (!dup) return std::move(dup).error();
-  ctx.step("glGenSemaphoresEXT + glImportSemaphoreFdEXT(GL_HANDLE_TYPE_OPAQUE_FD_EXT)");
-  f.glGenSemaphoresEXT(1, &sem.id);
-  f.glImportSemaphoreFdEXT(sem.id, GL_HANDLE_TYPE_OPAQUE_FD_EXT, dup->number());
-  Status s = gl_check(gl, "glImportSemaphoreFdEXT(OPAQUE_FD)");
-  // A successful import owns the fd (GL_EXT_semaphore_fd).
-  fd_text = dup->settle(s.ok());
-  return s;
 }
 
 // GL's client wait for at most `ns` nanoseconds: signalled or timed out.

@@ -3,14 +3,18 @@
 // glImportMemoryFdEXT + glTexStorageMem2DEXT with GL_RGBA8), read through a
 // framebuffer with glReadPixels and written by a scissored draw whose fragment
 // shader computes a texel hash of its position; the owner checks every texel of
-// the rectangle and the rest on its GPU; two rounds. Then, as a finding that
-// does not decide the row, whether a scissored glClear is covered by the fence.
-// docs/probe.md, "T4 image rows".
+// the rectangle and the rest on its GPU; two rounds. The handover goes through
+// two shared semaphores with GL_EXT_semaphore layouts where GL and the owner's
+// Vulkan both offer them, else through a GL fence and the socket. Then, as a
+// finding that does not decide the row, whether a scissored glClear is covered
+// by that handover. docs/probe.md, "T4 image rows".
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstring>
 
 #include <functional>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -18,6 +22,7 @@
 
 #include "gles/egl_context.h"
 #include "probe/routes.h"
+#include "probe/routes/gl_semaphore.h"
 #include "probe/routes/vk_image_share.h"
 #include "probe/worker/drivers.h"
 #include "probe/worker/half_end.h"
@@ -253,7 +258,41 @@ void clear_color(const TexFns& f) {
 struct Owner {
   std::function<Result<Compare>(const Expected&)> check;
   std::function<Status(std::uint64_t)> fill;
+  /// Switches the owner to the semaphore handover; its acquires then transition from the given layout.
+  std::function<Result<image::HandoverFds>(VkImageLayout)> semaphores;
 };
+
+// The layouts of the semaphore handover. The owner releases in GENERAL, so GL
+// waits naming GL_LAYOUT_GENERAL_EXT; GL last renders to the texture, so it
+// signals naming GL_LAYOUT_COLOR_ATTACHMENT_EXT and the owner's acquire
+// transitions from COLOR_ATTACHMENT_OPTIMAL (GL_EXT_semaphore pairs each
+// GL_LAYOUT_*_EXT with one VkImageLayout: glsem::gl_layout_of).
+constexpr VkImageLayout kGlWaitLayout = image::kHandoverLayout;
+constexpr VkImageLayout kGlSignalLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL;
+
+// How GL and the owner hand the image over: with `sem` set, GL waits on
+// `sem->ready` before it touches the texture and signals `sem->done` after
+// (each naming the texture and its layout); otherwise GL's fence and the socket.
+struct GlHandoverSemaphores {
+  glsem::GlSemaphore ready, done;
+  GLenum wait_layout = 0, signal_layout = 0;
+  explicit GlHandoverSemaphores(const gles::EglContext& gl) : ready(gl), done(gl) {}
+};
+struct Handover {
+  std::unique_ptr<GlHandoverSemaphores> sem;
+  // "glFenceSync + glClientWaitSync(...)" or "glSignalSemaphoreEXT(...) + glFlush": what the texts name.
+  std::string after;
+};
+
+// GL takes the image (semaphore path: glWaitSemaphoreEXT on the texture). Returns "" or the call and GL error.
+std::string gl_take(const gles::EglContext& egl, const Handover& h, const GlTexture& tex) {
+  if (!h.sem) return {};
+  (void)egl.take_error();
+  egl.gl().glWaitSemaphoreEXT(h.sem->ready.id, 0, nullptr, 1, &tex.texture, &h.sem->wait_layout);
+  const GLenum e = egl.take_error();
+  if (e == GL_NO_ERROR) return {};
+  return fmt::format("glWaitSemaphoreEXT({}) -> {}", glsem::gl_layout_name(h.sem->wait_layout), gles::gl_error_name(e));
+}
 
 void add_note(Leg& leg, const std::string& note) { leg.note += (leg.note.empty() ? "" : "; ") + note; }
 
@@ -299,6 +338,7 @@ std::string try_rung(const gles::EglContext& egl, const TexFns& f, int fd, const
 // Waits for GL's work on the texture (glFenceSync + glClientWaitSync). Returns "" or the failing call and code.
 std::string gl_wait(const gles::EglContext& egl) {
   const gles::GlFns& gl = egl.gl();
+  (void)egl.take_error();
   GLsync fence = gl.glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
   if (fence == nullptr) return "glFenceSync -> " + gles::gl_error_name(egl.take_error());
   const GLenum waited = gl.glClientWaitSync(fence, GL_SYNC_FLUSH_COMMANDS_BIT, 10'000'000'000ull);
@@ -308,6 +348,66 @@ std::string gl_wait(const gles::EglContext& egl) {
   return {};
 }
 
+// GL hands the image back: semaphore path glSignalSemaphoreEXT on the texture
+// and glFlush (a binary semaphore's signal must be submitted before the owner's
+// wait is), else gl_wait. Returns "" or the failing call and code.
+std::string gl_give(const gles::EglContext& egl, const Handover& h, const GlTexture& tex) {
+  if (!h.sem) return gl_wait(egl);
+  (void)egl.take_error();
+  egl.gl().glSignalSemaphoreEXT(h.sem->done.id, 0, nullptr, 1, &tex.texture, &h.sem->signal_layout);
+  egl.gl().glFlush();
+  const GLenum e = egl.take_error();
+  if (e == GL_NO_ERROR) return {};
+  return fmt::format("glSignalSemaphoreEXT({}) + glFlush -> {}", glsem::gl_layout_name(h.sem->signal_layout),
+                     gles::gl_error_name(e));
+}
+
+// Sets up the handover: the semaphore path where GL has GL_EXT_semaphore(_fd)
+// and the owner can export binary OPAQUE_FD semaphores, else the fence (with
+// the reason in the detail). Returns "" or, when the semaphore path was
+// offered and then failed, the failing step and code (the row's FAIL).
+std::string set_up_handover(ChildContext& ctx, const gles::EglContext& egl, const Owner& owner, Handover& h,
+                            RouteReport& rep, std::string& failed_step) {
+  const std::string fence_text = "glFenceSync + glClientWaitSync(GL_SYNC_FLUSH_COMMANDS_BIT)";
+  auto use_fence = [&](const std::string& why) {
+    h.after = fence_text;
+    rep.detail.push_back("sync=glFenceSync/glClientWaitSync and the socket (GL_EXT_semaphore absent: " + why +
+                         "; the owner's Vulkan side waits on its fence before the GL side starts)");
+    return std::string();
+  };
+  // Both extensions named when both are missing; the owner is asked only when GL could use its semaphores.
+  std::string missing;
+  for (const char* e : {"GL_EXT_semaphore", "GL_EXT_semaphore_fd"})
+    if (!egl.has_extension(e)) missing += (missing.empty() ? "" : " and ") + std::string(e);
+  if (!missing.empty()) return use_fence(missing + " not exposed by the GLES context");
+  ctx.step("the owner exports the handover semaphores");
+  auto fds = owner.semaphores(kGlSignalLayout);
+  if (!fds) {
+    if (fds.error().kind == ErrorKind::unsupported) return use_fence("owner: " + fds.error().detail);
+    failed_step = "the owner's handover semaphores";
+    return why_of(fds.error());
+  }
+  auto sem = std::make_unique<GlHandoverSemaphores>(egl);
+  sem->wait_layout = *glsem::gl_layout_of(kGlWaitLayout);
+  sem->signal_layout = *glsem::gl_layout_of(kGlSignalLayout);
+  std::string ready_text, done_text;
+  if (auto s = glsem::import_semaphore(ctx, egl, sem->ready, fds->released.get(), ready_text); !s) {
+    failed_step = "import the owner's release semaphore";
+    return why_of(s.error());
+  }
+  if (auto s = glsem::import_semaphore(ctx, egl, sem->done, fds->acquired.get(), done_text); !s) {
+    failed_step = "import the owner's acquire semaphore";
+    return why_of(s.error());
+  }
+  rep.detail.push_back(fmt::format(
+      "sync=GL_EXT_semaphore layouts (binary OPAQUE_FD semaphores from the owner's Vulkan: glWaitSemaphoreEXT({}) "
+      "after each release to VK_QUEUE_FAMILY_EXTERNAL in GENERAL, glSignalSemaphoreEXT({}) + glFlush before each "
+      "acquire from COLOR_ATTACHMENT_OPTIMAL; wait {} signal {})",
+      glsem::gl_layout_name(sem->wait_layout), glsem::gl_layout_name(sem->signal_layout), ready_text, done_text));
+  h.after = "glSignalSemaphoreEXT(" + glsem::gl_layout_name(sem->signal_layout) + ") + glFlush";
+  h.sem = std::move(sem);
+  return {};
+}
 // The GL importer's whole part: context, UUID, the import ladder, two rounds.
 void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const Owner& owner, RouteReport& rep,
                   Leg& leg) {
@@ -389,8 +489,15 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
     leg.code = last_error;
     return;
   }
-  rep.detail.push_back("sync=glFenceSync/glClientWaitSync and the socket (no GL_EXT_semaphore layouts: the "
-                       "owner's Vulkan side waits on its fence before the GL side starts)");
+  Handover handover;
+  {
+    std::string failed_step;
+    if (auto e = set_up_handover(ctx, egl, owner, handover, rep, failed_step); !e.empty()) {
+      leg.failed_step = failed_step;
+      leg.code = e;
+      return;
+    }
+  }
 
   ctx.step("compile and link the GLES 3 draw program");
   GlProgram prog;
@@ -401,11 +508,19 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
     return;
   }
   rep.detail.push_back("write=scissored draw (one triangle over the target, the fragment shader writes a position "
-                       "hash) then glFenceSync/glClientWaitSync");
+                       "hash) then " + std::string(handover.sem ? "glSignalSemaphoreEXT" : "glFenceSync/glClientWaitSync"));
 
   bool reads_ok = true, writes_ok = true;
   std::vector<std::byte> pixels(std::size_t{w} * h * 4);
+  std::string take_ms;  // semaphore path: how long GL's wait + read took each round (the test fault "late" shows there)
   for (int round = 1; round <= 2; ++round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (handover.sem) ctx.step(fmt::format("round {}: glWaitSemaphoreEXT on the texture", round));
+    if (auto e = gl_take(egl, handover, tex); !e.empty()) {
+      leg.failed_step = fmt::format("round {}: GL takes the image", round);
+      leg.code = e;
+      return;
+    }
     ctx.step(fmt::format("round {}: glReadPixels of the texture through its framebuffer", round));
     f.glBindFramebuffer(GL_FRAMEBUFFER, tex.fbo);
     f.glReadPixels(0, 0, static_cast<GLsizei>(w), static_cast<GLsizei>(h), GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
@@ -414,13 +529,16 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
       leg.code = gles::gl_error_name(e);
       return;
     }
+    take_ms += fmt::format("{}{}", take_ms.empty() ? "" : "/",
+                           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
     const Compare got = image::compare(pixels, std::size_t{w} * 4, w, h, Expected{image::owner_seed(round)});
     if (!got.ok()) {
       reads_ok = false;
       add_note(leg, fmt::format("round {} GL read: {}", round, got.text()));
     }
     const Rect rect = image::round_rect(w, h, round);
-    ctx.step(fmt::format("round {}: scissored draw of the GL rectangle, then a fence", round));
+    ctx.step(fmt::format("round {}: scissored draw of the GL rectangle, then {}", round,
+                         handover.sem ? "glSignalSemaphoreEXT" : "a fence"));
     f.glViewport(0, 0, static_cast<GLsizei>(w), static_cast<GLsizei>(h));  // a surfaceless context starts at 0x0
     f.glUseProgram(prog.program);
     f.glUniform1ui(prog.seed, draw_seed(round));
@@ -433,8 +551,8 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
       leg.code = gles::gl_error_name(e);
       return;
     }
-    if (auto e = gl_wait(egl); !e.empty()) {
-      leg.failed_step = fmt::format("round {}: wait for GL", round);
+    if (auto e = gl_give(egl, handover, tex); !e.empty()) {
+      leg.failed_step = fmt::format("round {}: GL hands the image back", round);
       leg.code = e;
       return;
     }
@@ -449,15 +567,14 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
     if (!checked->ok()) {
       writes_ok = false;
       add_note(leg, fmt::format("round {} owner read: {}", round, checked->text()));
-      // The fence is the sync this row stands on (GL: it covers every earlier command); whether
-      // glFinish would have been enough tells a deferred write from one that never lands.
+      // The handover is the sync this row stands on (GL: fence and semaphore signal both cover every
+      // earlier command); whether glFinish would have been enough tells a deferred write from one that never lands.
       ctx.step(fmt::format("round {}: glFinish, and the owner checks again", round));
       egl.gl().glFinish();
       auto again = owner.check(after);
       if (again && again->ok())
-        add_note(leg, fmt::format("round {}: GL's scissored draw reached the image only after glFinish, not after "
-                                  "glFenceSync + glClientWaitSync(GL_SYNC_FLUSH_COMMANDS_BIT)",
-                                  round));
+        add_note(leg, fmt::format("round {}: GL's scissored draw reached the image only after glFinish, not after {}",
+                                  round, handover.after));
       else if (again)
         add_note(leg, fmt::format("round {} owner read after glFinish: {}", round, again->text()));
     }
@@ -471,28 +588,35 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
   }
   leg.read_ok = reads_ok;
   leg.write_ok = writes_ok;
+  if (handover.sem) rep.detail.push_back("glwait+read-ms=" + take_ms);
 
   // The finding beside the verdict: a scissored glClear (no draw after it) on a fresh fill, the
-  // same fence, the same check. Zink on lavapipe keeps such a clear pending past the fence
+  // same handover, the same check. Zink on lavapipe keeps such a clear pending past the fence
   // (docs/results/lavapipe-mesa-22.3-images.md); the line says what this driver does.
+  // The key names the handover the clear went through.
+  const std::string key = handover.sem ? "glclear-after-signal" : "glclear-after-fence";
   ctx.step("clear finding: the owner refills the image with a third seed and releases it");
   if (auto s = owner.fill(image::owner_seed(3)); !s) {
-    rep.detail.push_back("glclear-after-fence=not measured (owner refill: " + why_of(s.error()) + ")");
+    rep.detail.push_back(key + "=not measured (owner refill: " + why_of(s.error()) + ")");
+    return;
+  }
+  if (auto e = gl_take(egl, handover, tex); !e.empty()) {
+    rep.detail.push_back(key + "=not measured (" + e + ")");
     return;
   }
   const Rect rect = image::round_rect(w, h, 1);
-  ctx.step("clear finding: scissored glClear of the round 1 rectangle, then a fence");
+  ctx.step("clear finding: scissored glClear of the round 1 rectangle, then GL hands the image back");
   f.glBindFramebuffer(GL_FRAMEBUFFER, tex.fbo);
   set_scissor(f, rect);
   clear_color(f);
   f.glClear(GL_COLOR_BUFFER_BIT);
   f.glDisable(GL_SCISSOR_TEST);
   if (const GLenum e = egl.take_error(); e != GL_NO_ERROR) {
-    rep.detail.push_back("glclear-after-fence=not measured (glClear -> " + gles::gl_error_name(e) + ")");
+    rep.detail.push_back(key + "=not measured (glClear -> " + gles::gl_error_name(e) + ")");
     return;
   }
-  if (auto e = gl_wait(egl); !e.empty()) {
-    rep.detail.push_back("glclear-after-fence=not measured (" + e + ")");
+  if (auto e = gl_give(egl, handover, tex); !e.empty()) {
+    rep.detail.push_back(key + "=not measured (" + e + ")");
     return;
   }
   ctx.step("clear finding: the owner checks the rectangle and the rest");
@@ -500,20 +624,19 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
   cleared.rect_constant = kClearValue;
   auto seen = owner.check(cleared);
   if (!seen) {
-    rep.detail.push_back("glclear-after-fence=not measured (owner check: " + why_of(seen.error()) + ")");
+    rep.detail.push_back(key + "=not measured (owner check: " + why_of(seen.error()) + ")");
     return;
   }
   if (seen->ok()) {
-    rep.detail.push_back("glclear-after-fence=seen");
+    rep.detail.push_back(key + "=seen");
     return;
   }
   ctx.step("clear finding: glFinish, and the owner checks again");
   egl.gl().glFinish();
   auto again = owner.check(cleared);
   if (again && again->ok()) {
-    rep.detail.push_back("glclear-after-fence=late (a scissored glClear reached the image only after glFinish, not "
-                         "after glFenceSync + glClientWaitSync(GL_SYNC_FLUSH_COMMANDS_BIT); informational, the "
-                         "verdict is the draw's)");
+    rep.detail.push_back(key + "=late (a scissored glClear reached the image only after glFinish, not after " +
+                         handover.after + "; informational, the verdict is the draw's)");
     return;
   }
   const std::string after_finish = again ? again->text() : why_of(again.error());
@@ -527,14 +650,14 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
   std::memcpy(&gl_saw, one, sizeof gl_saw);
   auto third = owner.check(cleared);
   if (third && third->ok())
-    rep.detail.push_back(fmt::format("glclear-after-fence=after-read (a scissored glClear was not in the image after "
-                                     "the fence nor after glFinish, only once GL read the framebuffer (GL read "
+    rep.detail.push_back(fmt::format("{}=after-read (a scissored glClear was not in the image after "
+                                     "the handover nor after glFinish, only once GL read the framebuffer (GL read "
                                      "0x{:08x}) and finished: {}; informational, the verdict is the draw's)",
-                                     gl_saw, after_finish));
+                                     key, gl_saw, after_finish));
   else
-    rep.detail.push_back(fmt::format("glclear-after-fence=never (after glFinish: {}; after a GL read of 0x{:08x} and "
+    rep.detail.push_back(fmt::format("{}=never (after glFinish: {}; after a GL read of 0x{:08x} and "
                                      "glFinish: {}; informational)",
-                                     after_finish, gl_saw, third ? third->text() : why_of(third.error())));
+                                     key, after_finish, gl_saw, third ? third->text() : why_of(third.error())));
 }
 
 int same_proc(ChildContext& ctx) {
@@ -551,7 +674,8 @@ int same_proc(ChildContext& ctx) {
   }
   image::ExportedImage& ex = std::get<image::ExportedImage>(result);
   Owner owner{[&](const Expected& e) { return image::check_owned(ex, e); },
-              [&](std::uint64_t seed) { return image::fill_owned(ex, seed); }};
+              [&](std::uint64_t seed) { return image::fill_owned(ex, seed); },
+              [&](VkImageLayout gl_layout) { return image::use_semaphores(ctx, ex, gl_layout); }};
   gl_image_leg(ctx, ex.fd.get(), ex.info, owner, rep, leg);
   return finish();
 }
@@ -571,7 +695,8 @@ int cross_proc(ChildContext& ctx) {
     return finish();
   }
   Owner owner{[&](const Expected& e) { return image::owner_check(ctx, e); },
-              [&](std::uint64_t seed) { return image::owner_fill(ctx, seed); }};
+              [&](std::uint64_t seed) { return image::owner_fill(ctx, seed); },
+              [&](VkImageLayout gl_layout) { return image::owner_semaphores(ctx, gl_layout); }};
   gl_image_leg(ctx, setup->fd.get(), setup->info, owner, rep, leg);
   return finish();
 }
@@ -582,7 +707,7 @@ constexpr std::string_view kGlImageExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXT
 constexpr LegDef kGlImageLegs[] = {
     {"glimage", true,
      "GL reads every texel of the Vulkan owner's GPU fill through a framebuffer and the owner sees every texel of "
-     "GL's scissored draw (rest intact) after GL's fence, two rounds"},
+     "GL's scissored draw (rest intact) after the handover (GL_EXT_semaphore signal, or GL's fence), two rounds"},
 };
 
 extern const RouteDef kT4GlesImageSameProc{

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -36,14 +37,26 @@ std::optional<Rect> rect_from(const json& j) {
   return Rect{j[0].get<std::uint32_t>(), j[1].get<std::uint32_t>(), j[2].get<std::uint32_t>(), j[3].get<std::uint32_t>()};
 }
 
-Result<json> request(const ChildContext& ctx, const json& req) {
+// One request and its reply; the fd that came with the reply, if any, goes to `fd`.
+Result<json> request(const ChildContext& ctx, const json& req, os::UniqueFd* fd = nullptr) {
   if (auto s = ctx.peer().send(os::MsgType::request, req.dump()); !s) return std::move(s).error();
   auto frame = ctx.peer().recv();
   if (!frame) return std::move(frame).error();
   if (frame->type != os::MsgType::reply) return protocol("expected a reply");
   json j = json::parse(frame->payload, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return protocol("reply is not a JSON object");
-  if (auto e = j.find("error"); e != j.end() && e->is_string()) return protocol("owner: " + e->get<std::string>());
+  if (auto e = j.find("error"); e != j.end() && e->is_string()) {
+    // The owner's unsupported stays unsupported (a driver without semaphore export is no protocol fault).
+    if (j.value("unsupported", false)) return Error{"owner", ErrorKind::unsupported, {}, e->get<std::string>()};
+    return protocol("owner: " + e->get<std::string>());
+  }
+  if (fd != nullptr) *fd = std::move(frame->fd);
+  return j;
+}
+
+json error_json(const Error& e) {
+  json j{{"error", why_of(e)}};
+  if (e.kind == ErrorKind::unsupported) j["unsupported"] = true;
   return j;
 }
 
@@ -171,10 +184,106 @@ Result<ImageGpu> ImageGpu::create(const vk::Device& device, const vk::Image& ima
   return g;
 }
 
+ImageGpu::~ImageGpu() { (void)settle(); }
+
+Status ImageGpu::settle() {
+  if (opener_.joinable()) opener_.join();
+  if (pending_.get() == VK_NULL_HANDLE) return {};
+  auto done = vksync::wait_fence(*sync_.sync, pending_, 5'000'000'000ull, "the late release");
+  if (!done || !*done) {
+    // Still pending: destroying its fence or command buffer would be undefined.
+    pending_.leak();
+    pending_cmd_ = VK_NULL_HANDLE;
+    if (!done) return std::move(done).error();
+    return vk::vk_error("vkWaitForFences(the late release, 5 s)", VK_TIMEOUT);
+  }
+  sync_.sync->fn().vkFreeCommandBuffers(device_->handle(), sync_.sync->pool(), 1, &pending_cmd_);
+  pending_cmd_ = VK_NULL_HANDLE;
+  pending_ = vksync::Fence();
+  if (opened_ != VK_SUCCESS) return vk::vk_error("vkSignalSemaphoreKHR(late gate)", opened_);
+  return {};
+}
+
+Status ImageGpu::run(const std::function<void(VkCommandBuffer)>& body, bool acquires, bool releases) {
+  if (auto s = settle(); !s) return s;
+  // No semaphores: the fence and the socket alone, as every importer but GL's with GL_EXT_semaphore.
+  if (sync_.sync == nullptr) return device_->submit_and_wait(body);
+  const vksync::SyncDevice& sd = *sync_.sync;
+  auto cmd = vksync::record(sd, body);
+  if (!cmd) return std::move(cmd).error();
+  auto free_cmd = [&] { sd.fn().vkFreeCommandBuffers(device_->handle(), sd.pool(), 1, &*cmd); };
+  auto fence = vksync::create_fence(sd);
+  if (!fence) {
+    free_cmd();
+    return std::move(fence).error();
+  }
+  // The acquire waits on the other API's signal; ALL_COMMANDS, so the acquire
+  // barrier's layout transition (source stage TOP_OF_PIPE) is held back too.
+  VkSemaphore waits[2] = {};
+  VkPipelineStageFlags stages[2] = {};
+  std::uint64_t values[2] = {};
+  std::uint32_t n = 0;
+  if (acquires) {
+    waits[n] = sync_.acquired;
+    stages[n++] = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+  }
+  const bool gated = releases && sync_.gate != VK_NULL_HANDLE;
+  if (gated) {
+    waits[n] = sync_.gate;
+    values[n] = ++gate_value_;
+    stages[n++] = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+  }
+  VkSemaphore signal = sync_.released;
+  const std::uint64_t signal_value = 0;
+  VkTimelineSemaphoreSubmitInfo tsi{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+  tsi.waitSemaphoreValueCount = n;
+  tsi.pWaitSemaphoreValues = values;
+  tsi.signalSemaphoreValueCount = releases ? 1 : 0;
+  tsi.pSignalSemaphoreValues = &signal_value;
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.pNext = gated ? &tsi : nullptr;  // only the gate is a timeline (values of binary semaphores are ignored)
+  si.waitSemaphoreCount = n;
+  si.pWaitSemaphores = waits;
+  si.pWaitDstStageMask = stages;
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &*cmd;
+  si.signalSemaphoreCount = releases ? 1 : 0;
+  si.pSignalSemaphores = &signal;
+  const VkResult r = device_->fn().vkQueueSubmit(device_->queue(), 1, &si, fence->get());
+  if (r != VK_SUCCESS) {
+    free_cmd();
+    return vk::vk_error("vkQueueSubmit(image handover)", r);
+  }
+  if (gated) {
+    // Test fault "late": answer the peer now; the GPU work runs once the host opens the gate.
+    pending_ = std::move(*fence);
+    pending_cmd_ = *cmd;
+    opened_ = VK_SUCCESS;
+    opener_ = std::thread([this, value = gate_value_] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(kLateMs));
+      VkSemaphoreSignalInfo open{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO};
+      open.semaphore = sync_.gate;
+      open.value = value;
+      opened_ = sync_.sync->fn().vkSignalSemaphoreKHR(device_->handle(), &open);
+    });
+    return {};
+  }
+  auto done = vksync::wait_fence(sd, *fence, 10'000'000'000ull, "image handover");
+  if (!done || !*done) {
+    fence->leak();  // the work is still pending: its fence and command buffer stay
+    if (!done) return std::move(done).error();
+    return vk::vk_error("vkWaitForFences(image handover, 10 s)", VK_TIMEOUT);
+  }
+  free_cmd();
+  return {};
+}
+
 Result<std::span<const std::byte>> ImageGpu::read(VkImageLayout old_layout) {
   const vk::Device& d = *device_;
   const bool acquire = !held_;
-  auto s = d.submit_and_wait([&](VkCommandBuffer cb) {
+  // With the semaphore handover the other API's signal named the layout it left the image in.
+  if (sync_.sync != nullptr) old_layout = sync_.acquire_layout;
+  auto s = run([&](VkCommandBuffer cb) {
     if (acquire) {
       // The acquire half of the external ownership transfer: its layouts must be the release's.
       vk::record_image_barrier(d, cb, *image_, old_layout, kHandoverLayout, VK_QUEUE_FAMILY_EXTERNAL, d.queue_family(), 0,
@@ -192,7 +301,7 @@ Result<std::span<const std::byte>> ImageGpu::read(VkImageLayout old_layout) {
     to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
     d.fn().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr,
                                 0, nullptr);
-  });
+  }, acquire, false);
   if (!s) return std::move(s).error();
   held_ = true;
   return std::span<const std::byte>(staging_.mapped, staging_.size);
@@ -200,15 +309,19 @@ Result<std::span<const std::byte>> ImageGpu::read(VkImageLayout old_layout) {
 
 Status ImageGpu::write(const Rect& r, const Expected& e, bool first_use) {
   const vk::Device& d = *device_;
+  // A late release may still read the staging buffer: settle before refilling it.
+  if (auto st = settle(); !st) return st;
   fill(std::span<std::byte>(staging_.mapped, staging_.size), r, e);
-  auto s = d.submit_and_wait([&](VkCommandBuffer cb) {
+  const bool acquire = !first_use && !held_;
+  const VkImageLayout acquire_from = sync_.sync != nullptr ? sync_.acquire_layout : kHandoverLayout;
+  auto s = run([&](VkCommandBuffer cb) {
     if (first_use) {
       // A new image's content is undefined anyway: UNDEFINED is the right first layout here.
       vk::record_image_barrier(d, cb, *image_, VK_IMAGE_LAYOUT_UNDEFINED, kHandoverLayout, VK_QUEUE_FAMILY_IGNORED,
                                VK_QUEUE_FAMILY_IGNORED, 0, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
                                VK_PIPELINE_STAGE_TRANSFER_BIT);
-    } else if (!held_) {
-      vk::record_image_barrier(d, cb, *image_, kHandoverLayout, kHandoverLayout, VK_QUEUE_FAMILY_EXTERNAL,
+    } else if (acquire) {
+      vk::record_image_barrier(d, cb, *image_, acquire_from, kHandoverLayout, VK_QUEUE_FAMILY_EXTERNAL,
                                d.queue_family(), 0, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
                                VK_PIPELINE_STAGE_TRANSFER_BIT);
     } else {
@@ -223,7 +336,7 @@ Status ImageGpu::write(const Rect& r, const Expected& e, bool first_use) {
     vk::record_image_barrier(d, cb, *image_, kHandoverLayout, kHandoverLayout, d.queue_family(), VK_QUEUE_FAMILY_EXTERNAL,
                              VK_ACCESS_TRANSFER_WRITE_BIT, 0, VK_PIPELINE_STAGE_TRANSFER_BIT,
                              VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT);
-  });
+  }, acquire, true);
   if (!s) return s;
   held_ = false;
   return {};
@@ -288,10 +401,74 @@ Status fill_owned(ExportedImage& ex, std::uint64_t seed) {
   return ex.gpu->write(Rect{0, 0, ex.image->shape.width, ex.image->shape.height}, Expected{seed});
 }
 
+Result<HandoverFds> use_semaphores(ChildContext& ctx, ExportedImage& ex, VkImageLayout gl_layout) {
+  const char* step = "owner: export the handover semaphores";
+  ctx.step(step);
+  const bool late = ctx.test_fault(step, "late");
+  const vk::Device& d = *ex.device;
+  auto unsupported = [&](std::string why) { return Error{step, ErrorKind::unsupported, {}, std::move(why)}; };
+  if (!d.has(VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME))
+    return unsupported(VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME " not exposed by the device");
+  if (late && !d.has(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME))
+    return unsupported("test fault late: " VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME " not exposed by the device");
+  const vksync::SemaphoreKind& kind = vksync::kBinaryOpaque;
+  const vksync::Advertised adv = vksync::advertised(d, kind);
+  if (!adv.exportable()) return unsupported(vksync::not_offered(kind, adv, "exportable"));
+  auto hs = std::make_unique<HandoverSemaphores>();
+  auto sd = vksync::SyncDevice::create(ex.device);
+  if (!sd) return std::move(sd).error();
+  hs->sync = std::move(*sd);
+  hs->gl_layout = gl_layout;
+  auto released = vksync::create_semaphore(*hs->sync, kind.type, kind.bit, "handover: owner signals");
+  if (!released) return std::move(released).error();
+  hs->released = std::move(*released);
+  auto acquired = vksync::create_semaphore(*hs->sync, kind.type, kind.bit, "handover: GL signals");
+  if (!acquired) return std::move(acquired).error();
+  hs->acquired = std::move(*acquired);
+  if (late) {
+    auto gate = vksync::create_semaphore(*hs->sync, VK_SEMAPHORE_TYPE_TIMELINE, 0, "late gate");
+    if (!gate) return std::move(gate).error();
+    hs->gate = std::move(*gate);
+  }
+  HandoverFds fds;
+  auto rel_fd = vksync::export_fd(*hs->sync, hs->released, kind);
+  if (!rel_fd) return std::move(rel_fd).error();
+  fds.released = std::move(rel_fd->fd);
+  auto acq_fd = vksync::export_fd(*hs->sync, hs->acquired, kind);
+  if (!acq_fd) return std::move(acq_fd).error();
+  fds.acquired = std::move(acq_fd->fd);
+  // The fill was released before this semaphore existed: one signal on the same
+  // queue (after that release in submission order) is what GL's first wait takes.
+  auto fence = vksync::create_fence(*hs->sync);
+  if (!fence) return std::move(fence).error();
+  vksync::Submit first;
+  first.signal = hs->released.get();
+  first.fence = fence->get();
+  if (auto s = vksync::submit(*hs->sync, first, "first handover signal"); !s) return std::move(s).error();
+  auto done = vksync::wait_fence(*hs->sync, *fence, 10'000'000'000ull, "first handover signal");
+  if (!done) return std::move(done).error();
+  if (!*done) return vk::vk_error("vkWaitForFences(first handover signal, 10 s)", VK_TIMEOUT);
+  ex.gpu->use_sync(HandoverSync{hs->sync.get(), hs->released.get(), hs->acquired.get(), gl_layout, hs->gate.get()});
+  ex.semaphores = std::move(hs);
+  return fds;
+}
+
+Result<HandoverFds> owner_semaphores(const ChildContext& ctx, VkImageLayout gl_layout) {
+  HandoverFds fds;
+  auto first = request(ctx, {{"op", "image-semaphores"}, {"gl_layout", static_cast<int>(gl_layout)}}, &fds.released);
+  if (!first) return std::move(first).error();
+  if (!fds.released.valid()) return protocol("the image-semaphores reply carried no fd");
+  auto second = request(ctx, {{"op", "image-semaphore-gl"}}, &fds.acquired);
+  if (!second) return std::move(second).error();
+  if (!fds.acquired.valid()) return protocol("the image-semaphore-gl reply carried no fd");
+  return fds;
+}
+
 namespace {
 
 // The owner's serve loop: one reply per request, until "done" or the peer goes.
 Status serve_image(ChildContext& ctx, ExportedImage& ex) {
+  os::UniqueFd gl_signals;  // the second handover fd, sent with the reply to "image-semaphore-gl"
   for (;;) {
     auto frame = ctx.peer().recv();
     if (!frame) return {};  // the driving side closing without "done" ends the route; its report says why
@@ -299,7 +476,20 @@ Status serve_image(ChildContext& ctx, ExportedImage& ex) {
     const std::string op = j.is_object() ? j.value("op", std::string()) : std::string();
     if (op == "done") return {};
     json reply;
-    if (op == "image-check") {
+    os::UniqueFd fd;  // sent with the reply, closed here after it
+    if (op == "image-semaphores") {
+      auto fds = use_semaphores(ctx, ex, static_cast<VkImageLayout>(j.value("gl_layout", static_cast<int>(kHandoverLayout))));
+      if (fds) {
+        fd = std::move(fds->released);
+        gl_signals = std::move(fds->acquired);
+        reply = {{"ok", true}};
+      } else {
+        reply = error_json(fds.error());
+      }
+    } else if (op == "image-semaphore-gl") {
+      fd = std::move(gl_signals);
+      reply = fd.valid() ? json{{"ok", true}} : json{{"error", "no handover semaphores exported"}};
+    } else if (op == "image-check") {
       ctx.step("owner: acquire the image from VK_QUEUE_FAMILY_EXTERNAL, copy it out, compare every texel");
       Expected e;
       e.base_seed = j.value("base_seed", std::uint64_t{0});
@@ -316,7 +506,7 @@ Status serve_image(ChildContext& ctx, ExportedImage& ex) {
     } else {
       reply = {{"error", "unknown request \"" + op + "\""}};
     }
-    if (auto s = ctx.peer().send(os::MsgType::reply, reply.dump()); !s) return s;
+    if (auto s = ctx.peer().send(os::MsgType::reply, reply.dump(), fd.get()); !s) return s;
   }
 }
 

@@ -7,10 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <variant>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +20,7 @@
 #include "extmem/core/verdict.h"
 #include "extmem/os/fd.h"
 
+#include "probe/routes/vk_sync.h"
 #include "probe/worker/child_context.h"
 #include "vulkan/image.h"
 
@@ -101,18 +104,51 @@ Compare compare_from_json(const nlohmann::json& j);
 
 /// Where an image is kept between owners: every release and acquire uses
 /// oldLayout = newLayout = GENERAL (no transition at the handover, so nothing
-/// may discard the content), the layout both sides agree on in the setup.
+/// may discard the content), the layout both sides agree on in the setup. The
+/// GL_EXT_semaphore handover is the one exception: the owner's acquires come
+/// from the layout GL's signal names (HandoverSync::acquire_layout).
 inline constexpr VkImageLayout kHandoverLayout = VK_IMAGE_LAYOUT_GENERAL;
+
+/// The semaphores a handover goes through on the GL image rows where GL has
+/// GL_EXT_semaphore (docs/probe.md, "T4 image rows"); all borrowed, owned by
+/// HandoverSemaphores.
+struct HandoverSync {
+  const vksync::SyncDevice* sync = nullptr;
+  VkSemaphore released = VK_NULL_HANDLE;  ///< binary; signalled by every release to VK_QUEUE_FAMILY_EXTERNAL
+  VkSemaphore acquired = VK_NULL_HANDLE;  ///< binary; the other API signals it, every acquire waits on it
+  VkImageLayout acquire_layout = kHandoverLayout;  ///< the layout the other API's signal leaves the image in
+  /// Test fault "late" only: a timeline semaphore every release's GPU work also
+  /// waits on, opened from the host kLateMs after the submit returned.
+  VkSemaphore gate = VK_NULL_HANDLE;
+};
+
+/// How long the test fault "late" holds a release's GPU work back, milliseconds.
+inline constexpr int kLateMs = 300;
 
 /// One side's GPU work on a shared image: a host-visible staging buffer of
 /// width x height texels and the ownership state. Every operation records one
 /// command buffer, submits it and waits on a fence; the other process is told
-/// only after that, so the fence and the socket order the two GPUs' work
-/// (there is no external semaphore on these routes).
+/// only after that, so the fence and the socket order the two GPUs' work. With
+/// use_sync() the releases also signal and the acquires also wait on the
+/// external semaphores (the GL_EXT_semaphore handover); without it (every
+/// Vulkan and CUDA importer) nothing changes.
 class ImageGpu {
  public:
   /// Creates the staging buffer on `device`. Errors: create_buffer's.
   static Result<ImageGpu> create(const vk::Device& device, const vk::Image& image);
+  ImageGpu(ImageGpu&&) = default;
+  ImageGpu& operator=(ImageGpu&&) = delete;
+  ImageGpu(const ImageGpu&) = delete;
+  ImageGpu& operator=(const ImageGpu&) = delete;
+  /// Waits (bounded, 5 s) for work the test fault "late" left pending.
+  ~ImageGpu();
+
+  /// From now on every release signals `s.released`, every acquire waits on
+  /// `s.acquired` and transitions from `s.acquire_layout`; with `s.gate` set a
+  /// release is not waited for: its GPU work waits on the gate, a host thread
+  /// opens it kLateMs later, and the next operation waits for that work first.
+  /// The semaphores must outlive this object's work.
+  void use_sync(const HandoverSync& s) { sync_ = s; }
 
   /// Acquires the image from VK_QUEUE_FAMILY_EXTERNAL (from `old_layout` to
   /// GENERAL; an importer's first acquire normally from GENERAL, the layout of
@@ -134,10 +170,35 @@ class ImageGpu {
 
  private:
   ImageGpu() = default;
+  // Records `body`, submits it (with the handover semaphores when use_sync()
+  // was called and this submit acquires / releases) and waits for it, except a
+  // gated release, which settle() waits for later.
+  Status run(const std::function<void(VkCommandBuffer)>& body, bool acquires, bool releases);
+  // Waits for a gated release's work (test fault "late"). Errors: vkWaitForFences's.
+  Status settle();
   const vk::Device* device_ = nullptr;
   const vk::Image* image_ = nullptr;
   vk::Buffer staging_;
   bool held_ = false;  ///< this side's queue family owns the image now
+  HandoverSync sync_;
+  // A gated release in flight: its fence, command buffer and the thread that opens the gate.
+  vksync::Fence pending_;
+  VkCommandBuffer pending_cmd_ = VK_NULL_HANDLE;
+  std::thread opener_;
+  std::uint64_t gate_value_ = 0;  ///< the gate's last value asked for (a timeline counter, only grows)
+  VkResult opened_ = VK_SUCCESS;  ///< the opener thread's vkSignalSemaphoreKHR result, read after join
+};
+
+/// The owner's side of the GL_EXT_semaphore handover: two exportable binary
+/// OPAQUE_FD semaphores on the owner's device and, for the test fault "late",
+/// the timeline gate. Destroyed after the image's GPU helper has settled
+/// (ExportedImage's member order).
+struct HandoverSemaphores {
+  std::unique_ptr<vksync::SyncDevice> sync;
+  vksync::Semaphore released;  ///< the owner signals; exported, GL waits on it (glWaitSemaphoreEXT)
+  vksync::Semaphore acquired;  ///< exported, GL signals it (glSignalSemaphoreEXT); the owner waits on it
+  vksync::Semaphore gate;      ///< test fault "late" only
+  VkImageLayout gl_layout = kHandoverLayout;  ///< the layout GL's signal leaves the image in
 };
 
 /// A live image export: the device, the image, its GPU helper and the fd (owned
@@ -147,6 +208,7 @@ struct ExportedImage {
   std::shared_ptr<vk::Device> device;
   std::unique_ptr<vk::Image> image;
   std::unique_ptr<vk::Image> decoy;  ///< test fault "decoy": the never-filled image whose memory was exported instead
+  std::unique_ptr<HandoverSemaphores> semaphores;  ///< set by use_semaphores(); outlives `gpu`
   std::unique_ptr<ImageGpu> gpu;
   os::UniqueFd fd;
   nlohmann::json info;  ///< format, width, height, tiling, usage, flags, mip_levels, array_layers, samples,
@@ -172,6 +234,34 @@ Status fill_owned(ExportedImage& ex, std::uint64_t seed);
 /// "image-fill" (fill_owned) until "done". Returns 0 (failures travel to the
 /// peer as a failed setup or an error reply).
 int owner_serve(ChildContext& ctx, VkImageTiling tiling);
+
+/// The two semaphore fds of the GL_EXT_semaphore handover, owned by the holder
+/// until GL imports them (a successful glImportSemaphoreFdEXT owns the fd).
+struct HandoverFds {
+  os::UniqueFd released;  ///< GL waits on it before it touches the image
+  os::UniqueFd acquired;  ///< GL signals it after its work on the image
+};
+
+/// The owner switches `ex` to semaphore handovers (what the peer's
+/// "image-semaphores" request runs; same-proc calls it directly), as step
+/// "owner: export the handover semaphores" of `ctx`: checks
+/// VK_KHR_external_semaphore_fd and that binary OPAQUE_FD semaphores are
+/// exportable (else unsupported with the driver's features), creates the two
+/// semaphores, exports an fd of each, makes later acquires transition from
+/// `gl_layout` (the layout GL's glSignalSemaphoreEXT names), and signals
+/// `released` once on the queue: the image was released after its fill, before
+/// any semaphore existed, and GL's first wait needs a signal. Test fault
+/// "late" at that step: every later release's GPU work waits kLateMs on a
+/// host-opened gate after the owner has answered (needs VK_KHR_timeline_semaphore).
+/// The fds are the caller's to send or import.
+/// Errors: unsupported (extension, not exportable); vk_error of the failing call.
+Result<HandoverFds> use_semaphores(ChildContext& ctx, ExportedImage& ex, VkImageLayout gl_layout);
+
+/// The importer's side of the same over the socket: asks the owner to switch
+/// and receives the two fds. Errors: the channel's; protocol when an fd is
+/// missing; the owner's failure with its step and code (unsupported stays
+/// unsupported).
+Result<HandoverFds> owner_semaphores(const ChildContext& ctx, VkImageLayout gl_layout);
 
 /// The shape the importer must repeat, from the setup's info: format, extent,
 /// tiling, usage, flags. Errors: protocol when a field is missing or not what
