@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "gles/egl_context.h"
+#include "gles/program.h"
 #include "probe/routes.h"
 #include "probe/routes/gl_semaphore.h"
 #include "probe/routes/vk_image_share.h"
@@ -55,22 +56,6 @@ struct TexFns {
   PFNGLCLEARCOLORPROC glClearColor = nullptr;
   PFNGLCLEARPROC glClear = nullptr;
   PFNGLTEXSTORAGEMEM2DEXTPROC glTexStorageMem2DEXT = nullptr;
-  // The draw's program.
-  PFNGLCREATESHADERPROC glCreateShader = nullptr;
-  PFNGLSHADERSOURCEPROC glShaderSource = nullptr;
-  PFNGLCOMPILESHADERPROC glCompileShader = nullptr;
-  PFNGLGETSHADERIVPROC glGetShaderiv = nullptr;
-  PFNGLGETSHADERINFOLOGPROC glGetShaderInfoLog = nullptr;
-  PFNGLDELETESHADERPROC glDeleteShader = nullptr;
-  PFNGLCREATEPROGRAMPROC glCreateProgram = nullptr;
-  PFNGLATTACHSHADERPROC glAttachShader = nullptr;
-  PFNGLLINKPROGRAMPROC glLinkProgram = nullptr;
-  PFNGLGETPROGRAMIVPROC glGetProgramiv = nullptr;
-  PFNGLGETPROGRAMINFOLOGPROC glGetProgramInfoLog = nullptr;
-  PFNGLDELETEPROGRAMPROC glDeleteProgram = nullptr;
-  PFNGLUSEPROGRAMPROC glUseProgram = nullptr;
-  PFNGLGETUNIFORMLOCATIONPROC glGetUniformLocation = nullptr;
-  PFNGLUNIFORM1UIPROC glUniform1ui = nullptr;
   PFNGLVIEWPORTPROC glViewport = nullptr;
   PFNGLDRAWARRAYSPROC glDrawArrays = nullptr;
 
@@ -105,21 +90,6 @@ TexFns load_tex_fns() {
   load(f.glClearColor, "glClearColor");
   load(f.glClear, "glClear");
   load(f.glTexStorageMem2DEXT, "glTexStorageMem2DEXT");
-  load(f.glCreateShader, "glCreateShader");
-  load(f.glShaderSource, "glShaderSource");
-  load(f.glCompileShader, "glCompileShader");
-  load(f.glGetShaderiv, "glGetShaderiv");
-  load(f.glGetShaderInfoLog, "glGetShaderInfoLog");
-  load(f.glDeleteShader, "glDeleteShader");
-  load(f.glCreateProgram, "glCreateProgram");
-  load(f.glAttachShader, "glAttachShader");
-  load(f.glLinkProgram, "glLinkProgram");
-  load(f.glGetProgramiv, "glGetProgramiv");
-  load(f.glGetProgramInfoLog, "glGetProgramInfoLog");
-  load(f.glDeleteProgram, "glDeleteProgram");
-  load(f.glUseProgram, "glUseProgram");
-  load(f.glGetUniformLocation, "glGetUniformLocation");
-  load(f.glUniform1ui, "glUniform1ui");
   load(f.glViewport, "glViewport");
   load(f.glDrawArrays, "glDrawArrays");
   // Both were loaded already by the EGL context; these handles only add a reference.
@@ -186,60 +156,6 @@ void main() {
 
 // The seed the GL draw of round `round` writes with (gl_texel's 32 bits).
 std::uint32_t draw_seed(int round) { return static_cast<std::uint32_t>(image::importer_seed(round)); }
-
-// The linked draw program and its seed uniform; deletes the program.
-struct GlProgram {
-  const TexFns* fn = nullptr;
-  GLuint program = 0;
-  GLint seed = -1;
-  GlProgram() = default;
-  GlProgram(const GlProgram&) = delete;
-  GlProgram& operator=(const GlProgram&) = delete;
-  ~GlProgram() {
-    if (program != 0) fn->glDeleteProgram(program);
-  }
-};
-
-// Compiles and links the draw program into `out`. Returns "" or what failed with the driver's log.
-std::string build_program(const gles::EglContext& egl, const TexFns& f, GlProgram& out) {
-  out.fn = &f;
-  auto compile = [&](GLenum kind, const char* text, GLuint& shader) -> std::string {
-    shader = f.glCreateShader(kind);
-    if (shader == 0) return fmt::format("glCreateShader -> {}", gles::gl_error_name(egl.take_error()));
-    f.glShaderSource(shader, 1, &text, nullptr);
-    f.glCompileShader(shader);
-    GLint ok = GL_FALSE;
-    f.glGetShaderiv(shader, GL_COMPILE_STATUS, &ok);
-    if (ok == GL_TRUE) return {};
-    char log[512] = {};
-    f.glGetShaderInfoLog(shader, sizeof log, nullptr, log);
-    return fmt::format("glCompileShader({}) -> not compiled: {}", kind == GL_VERTEX_SHADER ? "vertex" : "fragment", log);
-  };
-  GLuint vs = 0, fs = 0;
-  std::string e = compile(GL_VERTEX_SHADER, kDrawVertex, vs);
-  if (e.empty()) e = compile(GL_FRAGMENT_SHADER, kDrawFragment, fs);
-  if (e.empty()) {
-    out.program = f.glCreateProgram();
-    f.glAttachShader(out.program, vs);
-    f.glAttachShader(out.program, fs);
-    f.glLinkProgram(out.program);
-    GLint ok = GL_FALSE;
-    f.glGetProgramiv(out.program, GL_LINK_STATUS, &ok);
-    if (ok != GL_TRUE) {
-      char log[512] = {};
-      f.glGetProgramInfoLog(out.program, sizeof log, nullptr, log);
-      e = fmt::format("glLinkProgram -> not linked: {}", log);
-    }
-  }
-  // Deleting attached shaders only flags them; they go with the program.
-  if (vs != 0) f.glDeleteShader(vs);
-  if (fs != 0) f.glDeleteShader(fs);
-  if (!e.empty()) return e;
-  out.seed = f.glGetUniformLocation(out.program, "seed");
-  if (out.seed < 0) return "glGetUniformLocation(seed) -> -1";
-  if (const GLenum err = egl.take_error(); err != GL_NO_ERROR) return "program set-up -> " + gles::gl_error_name(err);
-  return {};
-}
 
 void set_scissor(const TexFns& f, const Rect& r) {
   f.glEnable(GL_SCISSOR_TEST);
@@ -500,11 +416,12 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
   }
 
   ctx.step("compile and link the GLES 3 draw program");
-  GlProgram prog;
-  if (auto e = build_program(egl, f, prog); !e.empty()) {
+  auto prog = gles::Program::build(egl, {{GL_VERTEX_SHADER, kDrawVertex}, {GL_FRAGMENT_SHADER, kDrawFragment}});
+  const GLint seed_at = prog ? egl.gl().glGetUniformLocation(prog->id(), "seed") : -1;
+  if (!prog || seed_at < 0) {
     // A GLES 3 context that cannot build a two-line program is the driver's failure, not a missing feature.
     leg.failed_step = "build the draw program";
-    leg.code = e;
+    leg.code = prog ? std::string("glGetUniformLocation(seed) -> -1") : prog.error().message();
     return;
   }
   rep.detail.push_back("write=scissored draw (one triangle over the target, the fragment shader writes a position "
@@ -540,12 +457,12 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
     ctx.step(fmt::format("round {}: scissored draw of the GL rectangle, then {}", round,
                          handover.sem ? "glSignalSemaphoreEXT" : "a fence"));
     f.glViewport(0, 0, static_cast<GLsizei>(w), static_cast<GLsizei>(h));  // a surfaceless context starts at 0x0
-    f.glUseProgram(prog.program);
-    f.glUniform1ui(prog.seed, draw_seed(round));
+    egl.gl().glUseProgram(prog->id());
+    egl.gl().glUniform1ui(seed_at, draw_seed(round));
     set_scissor(f, rect);
     f.glDrawArrays(GL_TRIANGLES, 0, 3);
     f.glDisable(GL_SCISSOR_TEST);
-    f.glUseProgram(0);
+    egl.gl().glUseProgram(0);
     if (const GLenum e = egl.take_error(); e != GL_NO_ERROR) {
       leg.failed_step = fmt::format("round {}: glDrawArrays (scissored)", round);
       leg.code = gles::gl_error_name(e);
