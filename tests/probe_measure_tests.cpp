@@ -104,7 +104,7 @@ TEST(ProbeMeasure, EveryRoundTrippedLegHasFiguresAndBaseline) {
     ASSERT_TRUE(row.contains("measure")) << row["row"];
     const json& m = row["measure"];
     ASSERT_FALSE(m.contains("error")) << m.dump();
-    // The image rows copy images, not an allocation of --measure-size: ImageRows* below.
+    // The image rows copy images, not an allocation of --measure-size: ImageRowsMeasure below.
     if (image_row(row["row"])) continue;
     EXPECT_EQ(m["size"], 64u << 20);
     EXPECT_TRUE(figure_ok(m["baseline"]["cpu_write_gbps"])) << m.dump();
