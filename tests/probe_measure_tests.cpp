@@ -81,6 +81,8 @@ bool measured_route(const std::string& row) {
   return true;
 }
 
+bool image_row(const std::string& row) { return row.rfind("T4-image-opaque-fd", 0) == 0; }
+
 bool figure_ok(const json& f) {
   return f.is_object() && f.value("n", 0) == 3 && f.value("min", -1.0) > 0 && f.value("min", 0.0) <= f.value("median", 0.0) &&
          f.value("median", 0.0) <= f.value("max", 0.0);
@@ -94,7 +96,7 @@ TEST(ProbeMeasure, EveryRoundTrippedLegHasFiguresAndBaseline) {
     bool any_rt = false;
     for (const json& leg : row["legs"]) any_rt = any_rt || leg["value"] == "rt";
     // A route the table marks unmeasured (the foreign-fd row's rt legs are refusals that
-    // move no bytes; the image rows have no figures yet) gets no measuring run.
+    // move no bytes) gets no measuring run.
     if (!any_rt || !measured_route(row["row"])) {
       EXPECT_FALSE(row.contains("measure")) << row["row"];
       continue;
@@ -102,6 +104,8 @@ TEST(ProbeMeasure, EveryRoundTrippedLegHasFiguresAndBaseline) {
     ASSERT_TRUE(row.contains("measure")) << row["row"];
     const json& m = row["measure"];
     ASSERT_FALSE(m.contains("error")) << m.dump();
+    // The image rows copy images, not an allocation of --measure-size: ImageRowsMeasure below.
+    if (image_row(row["row"])) continue;
     EXPECT_EQ(m["size"], 64u << 20);
     EXPECT_TRUE(figure_ok(m["baseline"]["cpu_write_gbps"])) << m.dump();
     EXPECT_TRUE(figure_ok(m["baseline"]["cpu_read_gbps"])) << m.dump();
@@ -165,7 +169,7 @@ TEST(ProbeMeasure, TextHasAMeasureLinePerMeasuredRow) {
     }
     previous = line;
   }
-  EXPECT_EQ(measure_lines, 5) << r.measured.out;  // T1-opaque-fd and the four OK T3 rows
+  EXPECT_EQ(measure_lines, 7) << r.measured.out;  // T1-opaque-fd, the four OK T3 rows and the two T4 image rows
 }
 
 TEST(ProbeMeasure, VerdictsIdenticalWithAndWithoutMeasure) {
@@ -359,6 +363,121 @@ TEST(MeasureRow, KeepsOnlyLegsThatRoundTrippedInTheVerdictRun) {
   EXPECT_EQ(extmem::probe::row_measure(verdict, measuring)["error"], "timeout");
 }
 
+// ---- the T4 image rows' image copy figures (lavapipe) ----
+
+// One --measure run and one plain run of the two image rows, shared by the image tests.
+struct ImageRuns {
+  Dir dir;
+  Out measured, plain;
+  json measured_doc, plain_doc;
+};
+const ImageRuns& image_runs() {
+  static const std::unique_ptr<ImageRuns> r = [] {
+    auto r = std::make_unique<ImageRuns>();
+    const std::string only = " --only=T4-image-opaque-fd,T4-image-opaque-fd@linear";
+    r->measured = sh(probe() + only + " --measure --measure-repeats=3 --json=" + r->dir.file("m.json"));
+    r->plain = sh(probe() + only + " --json=" + r->dir.file("p.json"));
+    r->measured_doc = json::parse(slurp(r->dir.file("m.json")), nullptr, false);
+    r->plain_doc = json::parse(slurp(r->dir.file("p.json")), nullptr, false);
+    return r;
+  }();
+  return *r;
+}
+
+const json* row_of(const json& doc, const std::string& name) {
+  for (const json& row : doc["rows"])
+    if (row["row"] == name) return &row;
+  return nullptr;
+}
+
+// Both rows' vkimage leg has the four image copy figures, positive, GPU-timed (lavapipe has
+// 64 timestamp bits) and saying so, the ratios, the batch, the bytes of one copy (256x256x4),
+// and the image came back intact.
+TEST(ImageRowsMeasure, VkimageHasImageCopyFiguresAgainstAPrivateImage) {
+  const ImageRuns& r = image_runs();
+  ASSERT_TRUE(r.measured_doc.is_object()) << r.measured.out << r.measured.err;
+  for (const char* name : {"T4-image-opaque-fd", "T4-image-opaque-fd@linear"}) {
+    const json* row = row_of(r.measured_doc, name);
+    ASSERT_NE(row, nullptr) << name;
+    ASSERT_EQ((*row)["status"], "OK") << row->dump();
+    ASSERT_TRUE(row->contains("measure")) << name;
+    const json& m = (*row)["measure"];
+    EXPECT_EQ(m["run_status"], "OK") << m.dump();
+    ASSERT_TRUE(m["legs"].contains("vkimage")) << m.dump();
+    EXPECT_FALSE(m["legs"].contains("cpumap")) << "informational, never round-trips: " << m.dump();
+    const json& f = m["legs"]["vkimage"];
+    EXPECT_FALSE(f.contains("image_error")) << f.dump();
+    for (const char* key : {"image_out_gbps", "image_in_gbps", "image_private_out_gbps", "image_private_in_gbps"}) {
+      EXPECT_TRUE(figure_ok(f[key])) << name << " " << key << " " << f.dump();
+      EXPECT_EQ(f[key].value("clock", std::string()), "vk-timestamp") << name << " " << key;
+    }
+    EXPECT_GT(f.value("image_out_ratio", 0.0), 0) << f.dump();
+    EXPECT_GT(f.value("image_in_ratio", 0.0), 0) << f.dump();
+    EXPECT_EQ(f.value("gpu_clock", std::string()), "vk-timestamp") << f.dump();
+    EXPECT_FALSE(f.contains("gpu_clock_fallback")) << f.dump();
+    EXPECT_GE(f.value("image_copies_per_sample", 0), 1) << f.dump();
+    EXPECT_LE(f.value("image_copies_per_sample", 0), 256) << f.dump();
+    EXPECT_EQ(f.value("image_copy_bytes", 0u), 256u * 256u * 4u) << f.dump();
+    EXPECT_EQ(f.value("image_extent", std::string()), "256x256") << f.dump();
+    EXPECT_EQ(f.value("image_restored", false), true) << f.dump();
+  }
+}
+
+// --measure changes no status, trace, why or detail of the image rows.
+TEST(ImageRowsMeasure, VerdictIdenticalWithAndWithoutMeasure) {
+  const ImageRuns& r = image_runs();
+  EXPECT_EQ(r.measured.code, 0) << r.measured.out;
+  EXPECT_EQ(r.measured.code, r.plain.code);
+  for (const char* name : {"T4-image-opaque-fd", "T4-image-opaque-fd@linear"}) {
+    const json *a = row_of(r.measured_doc, name), *b = row_of(r.plain_doc, name);
+    ASSERT_TRUE(a != nullptr && b != nullptr) << name;
+    EXPECT_EQ((*a)["status"], (*b)["status"]) << name;
+    EXPECT_EQ((*a)["trace"], (*b)["trace"]) << name;
+    EXPECT_EQ((*a)["why"], (*b)["why"]) << name;
+    EXPECT_EQ((*a)["legs"], (*b)["legs"]) << name;
+    EXPECT_EQ((*a)["detail"], (*b)["detail"]) << name;
+    EXPECT_FALSE(b->contains("measure")) << name;
+  }
+}
+
+// The text line under each image row names both directions, their clock and the private baseline.
+TEST(ImageRowsMeasure, TextLineHasBothDirectionsAgainstPrivate) {
+  const ImageRuns& r = image_runs();
+  std::istringstream lines(r.measured.out);
+  std::string line, previous;
+  int image_lines = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("  measure: vkimage: ", 0) == 0) {
+      ++image_lines;
+      EXPECT_EQ(previous.rfind("RESULT T4-image-opaque-fd", 0), 0u) << previous;
+      for (const char* part : {"image-out=", "image-in=", "(vk-timestamp) (x", " of private ", "image=256x256 copies-per-sample="})
+        EXPECT_NE(line.find(part), std::string::npos) << part << " in " << line;
+    }
+    previous = line;
+  }
+  EXPECT_EQ(image_lines, 2) << r.measured.out;
+}
+
+// --image-size sets the bytes of each copy.
+TEST(ImageRowsMeasure, ImageSizeSetsTheCopyBytes) {
+  Dir d;
+  Out o = sh(probe() + " --only=T4-image-opaque-fd --image-size=96x40 --measure --measure-repeats=3 --json=" +
+             d.file("s.json"));
+  EXPECT_EQ(o.code, 0) << o.out << o.err;
+  json doc = json::parse(slurp(d.file("s.json")), nullptr, false);
+  const json* row = row_of(doc, "T4-image-opaque-fd");
+  ASSERT_NE(row, nullptr) << o.out;
+  const json& f = (*row)["measure"]["legs"]["vkimage"];
+  EXPECT_EQ(f.value("image_copy_bytes", 0u), 96u * 40u * 4u) << f.dump();
+  EXPECT_EQ(f.value("image_extent", std::string()), "96x40") << f.dump();
+  EXPECT_TRUE(figure_ok(f["image_out_gbps"])) << f.dump();
+}
+
+TEST(ImageRowsMeasure, JsonValidatesAgainstSchema) {
+  Out v = validate(image_runs().dir.file("m.json"));
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+}
+
 }  // namespace
 
 namespace copyleg {
@@ -545,6 +664,30 @@ TEST(MeasureRow, ShaderFiguresAndErrorReachTheTextLine) {
   EXPECT_NE(line.find("shader-out=2 GB/s [1-3] (vk-timestamp) [PCIe x16 32 GT/s: 63 GB/s]"), std::string::npos) << line;
   EXPECT_NE(line.find("shader-device-local=2 GB/s [1-3] (vk-timestamp);"), std::string::npos) << line;
   EXPECT_NE(line.find("glgpu: shader_error=\"compute shaders: not in OpenGL ES 3.0\""), std::string::npos) << line;
+}
+
+// The image figures print as image-out / image-in with their clock and the private image beside
+// them, then the extent and the batch; an image_error is printed too.
+TEST(MeasureRow, ImageFiguresReachTheTextLine) {
+  json f = {{"median", 2.0}, {"min", 1.0}, {"max", 3.0}, {"n", 3}, {"clock", "wall"}};
+  json p = {{"median", 4.0}, {"min", 3.0}, {"max", 5.0}, {"n", 3}, {"clock", "wall"}};
+  json m = {{"size", 0}, {"repeats", 3}, {"baseline", json::object()}, {"route", json::object()},
+            {"legs", {{"vkimage", {{"image_out_gbps", f}, {"image_private_out_gbps", p}, {"image_out_ratio", 0.5},
+                                   {"image_in_gbps", f}, {"image_private_in_gbps", p}, {"image_in_ratio", 0.5},
+                                   {"image_extent", "256x256"}, {"image_copies_per_sample", 17},
+                                   {"gpu_clock_fallback", "queue family 0 has timestampValidBits=0"}}}}}};
+  std::string line = extmem::probe::measure_line(m);
+  EXPECT_NE(line.find("vkimage: image-out=2 GB/s [1-3] (wall) (x0.50 of private 4 GB/s [3-5]) "
+                      "image-in=2 GB/s [1-3] (wall) (x0.50 of private 4 GB/s [3-5]) image=256x256 copies-per-sample=17 "
+                      "gpu_clock_fallback=\"queue family 0 has timestampValidBits=0\";"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find(" MiB,"), std::string::npos) << "no allocation was measured: " << line;
+  m["legs"]["vkimage"] = {{"image_error", "private image: vkCreateImage -> VK_ERROR_OUT_OF_DEVICE_MEMORY"}};
+  line = extmem::probe::measure_line(m);
+  EXPECT_NE(line.find("vkimage: image_error=\"private image: vkCreateImage -> VK_ERROR_OUT_OF_DEVICE_MEMORY\""),
+            std::string::npos)
+      << line;
 }
 
 // The line-code arithmetic behind pcie_link: Gen5 x16 and Gen2 x8.

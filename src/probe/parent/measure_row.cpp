@@ -86,7 +86,24 @@ std::string measure_line(const json& m) {
                          link.value("gbps", 0.0));
       f.push_back(fmt::format("{}={}", label, v));
     }
-    for (const char* err : {"gpu_error", "shader_error", "import_error", "map_error", "gpu_clock_fallback"})
+    // Image copies through the shared image, each beside the same copy through a private image
+    // (T4 image rows, docs/probe.md "T4 image rows").
+    for (auto [key, base_key, ratio, label] :
+         {std::tuple{"image_out_gbps", "image_private_out_gbps", "image_out_ratio", "image-out"},
+          std::tuple{"image_in_gbps", "image_private_in_gbps", "image_in_ratio", "image-in"}}) {
+      const json fj = e.value(key, json());
+      std::string v = fig(fj, " GB/s");
+      if (v.empty()) continue;
+      if (fj.contains("clock")) v += fmt::format(" ({})", fj.value("clock", std::string()));
+      if (e.contains(ratio))
+        v += fmt::format(" (x{:.2f} of private {})", e.value(ratio, 0.0), fig(e.value(base_key, json()), " GB/s"));
+      f.push_back(fmt::format("{}={}", label, v));
+    }
+    if (e.contains("image_copies_per_sample"))
+      f.push_back(fmt::format("image={} copies-per-sample={}", e.value("image_extent", std::string("?")),
+                              e.value("image_copies_per_sample", 0)));
+    for (const char* err : {"gpu_error", "shader_error", "import_error", "map_error", "gpu_clock_fallback",
+                            "image_error", "image_restore_error"})
       if (e.contains(err)) f.push_back(fmt::format("{}=\"{}\"", err, e.value(err, std::string())));
     if (f.empty()) f.push_back("no figures");
     parts.push_back(fmt::format("{}: {}", name, fmt::join(f, " ")));

@@ -10,10 +10,12 @@
 #include <fmt/format.h>
 
 #include "probe/routes.h"
+#include "probe/routes/image_measure.h"
 #include "probe/routes/vk_export.h"
 #include "probe/routes/vk_image_share.h"
 #include "probe/worker/half_end.h"
 #include "probe/worker/import_dup.h"
+#include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
 
 namespace extmem::probe {
@@ -37,6 +39,45 @@ std::vector<std::byte> misread(std::span<const std::byte> data, std::uint32_t w,
     }
   }
   return out;
+}
+
+// --measure, once both rounds have decided the leg: the owner refills the image
+// and releases it, this side acquires it, times image copies through it against
+// a private image (image_measure.h), checks that the copies left the content as
+// it was, then releases it and has the owner check it too, so the image ends as
+// a round ends. Problems are logged beside the figures and never reach the leg.
+void measure_after_verdict(ChildContext& ctx, const vk::Device& d, const vk::Image& img, image::ImageGpu& gpu,
+                           const std::string& leg) {
+  const Expected kept{image::owner_seed(3)};  // a seed no round uses
+  ctx.step("measure: the owner refills the image and releases it");
+  if (auto s = image::owner_fill(ctx, kept.base_seed); !s) {
+    measure::leg_field(leg, "image_error", "owner refill: " + why_of(s.error()));
+    return;
+  }
+  ctx.step("measure: acquire the image, time image copies through it and through a private image");
+  if (auto got = gpu.read(); !got) {
+    measure::leg_field(leg, "image_error", "acquire: " + why_of(got.error()));
+    return;
+  }
+  image::measure_copies(leg, d, img);
+  ctx.step("measure: check the content after the copies, release the image, the owner checks it");
+  const std::uint32_t w = img.shape.width, h = img.shape.height;
+  std::string restore;
+  if (auto back = gpu.read(); !back) {
+    restore = "read back here: " + why_of(back.error());
+  } else if (const Compare c = image::compare(*back, std::size_t{w} * 4, w, h, kept); !c.ok()) {
+    restore = "read back here: " + c.text();
+  }
+  // The release (a rewrite of the same texels) runs even when the check failed, so the owner gets the image back.
+  if (auto s = gpu.write(Rect{0, 0, w, h}, kept); !s) {
+    restore += (restore.empty() ? "" : "; ") + std::string("release: ") + why_of(s.error());
+  } else if (auto c = image::owner_check(ctx, kept); !c) {
+    restore += (restore.empty() ? "" : "; ") + std::string("owner check: ") + why_of(c.error());
+  } else if (!c->ok()) {
+    restore += (restore.empty() ? "" : "; ") + std::string("owner read: ") + c->text();
+  }
+  measure::leg_field(leg, "image_restored", restore.empty());
+  if (!restore.empty()) measure::leg_field(leg, "image_restore_error", restore);
 }
 
 int importer(ChildContext& ctx, VkImageTiling tiling) {
@@ -228,6 +269,7 @@ int importer(ChildContext& ctx, VkImageTiling tiling) {
   }
   vki.read_ok = reads_ok;
   vki.write_ok = writes_ok;
+  if (reads_ok && writes_ok && measure::enabled()) measure_after_verdict(ctx, d, *img, *gpu, vki.name);
   rep.detail.push_back(fmt::format("rounds=2 rect1=({},{} {}x{}) rect2=({},{} {}x{}) handover=GENERAL via "
                                    "VK_QUEUE_FAMILY_EXTERNAL",
                                    image::round_rect(w, h, 1).x, image::round_rect(w, h, 1).y,
@@ -261,7 +303,6 @@ extern const RouteDef kT4ImageOpaqueFd{
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_OPTIMAL); }},
     .client = {"imports the fd into an identical image, compares every texel, writes a rectangle, drives",
                [](ChildContext& c) { return importer(c, VK_IMAGE_TILING_OPTIMAL); }},
-    .measured = false,
     .passes_fds = true};
 extern const RouteDef kT4ImageOpaqueFdLinear{
     .row = "T4-image-opaque-fd@linear",
@@ -272,7 +313,6 @@ extern const RouteDef kT4ImageOpaqueFdLinear{
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_LINEAR); }},
     .client = {"imports the fd into an identical image, compares every texel (GPU and CPU), writes a rectangle, drives",
                [](ChildContext& c) { return importer(c, VK_IMAGE_TILING_LINEAR); }},
-    .measured = false,
     .passes_fds = true};
 
 }  // namespace extmem::probe

@@ -110,6 +110,7 @@ void enable(unsigned repeats) {
 }
 
 bool enabled() { return log().enabled; }
+int device_local_memory_type(const vk::Device& device) { return device_local_type(device); }
 void disable() { log() = Log{}; }
 unsigned repeats() { return log().repeats; }
 

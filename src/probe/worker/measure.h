@@ -27,6 +27,9 @@ bool enabled();
 void disable();
 /// Samples per figure (enable()'s `repeats`).
 unsigned repeats();
+/// The memory type gpu_leg's copy partners use: a DEVICE_LOCAL type of
+/// `device`, preferring one that is not HOST_VISIBLE; -1 when there is none.
+int device_local_memory_type(const vk::Device& device);
 
 /// {"median", "min", "max", "n"} of `samples` (any unit; the key says which).
 /// Empty samples give {"n": 0}.

@@ -1,0 +1,160 @@
+#include "probe/routes/image_measure.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "probe/worker/measure.h"
+#include "probe/worker/vk_gpu_clock.h"
+
+namespace extmem::probe::image {
+namespace {
+
+using nlohmann::json;
+
+// The four timed copies; the index is also the order they alternate in.
+enum Kind : int { shared_out, private_out, shared_in, private_in, kKinds };
+constexpr const char* kKey[kKinds] = {"image_out_gbps", "image_private_out_gbps", "image_in_gbps",
+                                      "image_private_in_gbps"};
+
+double gbps_of(std::size_t bytes, double seconds) {
+  return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
+}
+
+// Every copy's accesses against the copies recorded before it, in this and
+// earlier submissions (a barrier's first scope reaches back in submission
+// order), so no two copies overlap and none reads before the last write.
+void transfer_barrier(const vk::Device& d, VkCommandBuffer cb) {
+  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  b.srcAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  b.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  d.fn().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &b, 0, nullptr, 0,
+                              nullptr);
+}
+
+std::string step_of(const Error& e) { return fmt::format("{} -> {}", e.step, e.code); }
+
+}  // namespace
+
+void measure_copies(const std::string& leg, const vk::Device& d, const vk::Image& shared) {
+  if (!measure::enabled()) return;
+  const std::uint32_t w = shared.shape.width, h = shared.shape.height;
+  const std::size_t bytes = std::size_t{w} * h * 4;  // R8G8B8A8: 4 bytes a texel, rows tightly packed
+  if (bytes == 0) return;
+  auto field = [&](const char* key, json v) { measure::leg_field(leg, key, std::move(v)); };
+  auto failed = [&](const std::string& what, const Error& e) { field("image_error", what + ": " + step_of(e)); };
+  field("image_extent", fmt::format("{}x{}", w, h));
+  field("image_copy_bytes", bytes);
+  field("image_layout", "GENERAL");
+  field("image_memory_type", shared.memory_type_index);
+
+  // Device-local partners: 0 keeps the shared image's texels meanwhile, 1 is
+  // the other end of every timed copy.
+  vk::AllocationRequest breq;
+  breq.size = bytes;
+  breq.map = false;
+  if (const int dl = measure::device_local_memory_type(d); dl >= 0) breq.allowed_type_bits = 1u << dl;
+  std::vector<vk::Buffer> buf;
+  for (int i = 0; i < 2; ++i) {
+    auto b = d.create_buffer(breq);
+    if (!b) return failed("partner buffer", b.error());
+    buf.push_back(std::move(*b));
+  }
+  field("image_partner_memory_type", buf[1].memory_type_index);
+
+  // The baseline: the same create info, not external, in its own device-local memory.
+  vk::ImageRequest preq;
+  preq.shape = shared.shape;
+  preq.required_flags = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+  auto priv = vk::create_image(d, preq);
+  if (!priv && priv.error().step == "choose memory type") {
+    preq.required_flags = 0;  // no DEVICE_LOCAL type takes this image: any type it takes, as the field says
+    priv = vk::create_image(d, preq);
+  }
+  if (!priv) return failed("private image", priv.error());
+  field("image_private_memory_type", priv->memory_type_index);
+
+  measure::VkGpuClock clock(d);
+  if (clock.timestamps())
+    field("gpu_timestamp", {{"period_ns", d.timestamp_period()}, {"valid_bits", clock.valid_bits()}});
+  else
+    field("gpu_clock_fallback", clock.fallback());
+
+  auto record = [&](Kind k, VkCommandBuffer cb) {
+    const vk::Image& img = k == shared_out || k == shared_in ? shared : *priv;
+    if (k == shared_out || k == private_out)
+      vk::record_copy_to_buffer(d, cb, img, VK_IMAGE_LAYOUT_GENERAL, buf[1].buffer);
+    else
+      vk::record_copy_from_buffer(d, cb, buf[1].buffer, img, VK_IMAGE_LAYOUT_GENERAL, 0, 0, w, h);
+  };
+  auto timed = [&](Kind k, unsigned copies) {
+    return clock.time([&](VkCommandBuffer cb) {
+      for (unsigned c = 0; c < copies; ++c) {
+        transfer_barrier(d, cb);
+        record(k, cb);
+      }
+    });
+  };
+
+  // Save the shared texels; the private image leaves UNDEFINED for GENERAL (its content is
+  // never looked at, so discarding it is fine).
+  auto saved = d.submit_and_wait([&](VkCommandBuffer cb) {
+    transfer_barrier(d, cb);
+    vk::record_copy_to_buffer(d, cb, shared, VK_IMAGE_LAYOUT_GENERAL, buf[0].buffer);
+    vk::record_image_barrier(d, cb, *priv, VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_GENERAL, VK_QUEUE_FAMILY_IGNORED,
+                             VK_QUEUE_FAMILY_IGNORED, 0, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                             VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT);
+  });
+  if (!saved) return failed("save the shared image", saved.error());
+
+  // As measure::copy_leg does: a copy under 5 ms is repeated within a sample until the sample
+  // lasts ~5 ms, so the timer's fixed cost stays small; calibrated on the device's own image.
+  unsigned batch = 1;
+  if (auto one = timed(private_out, 1); one && one->seconds > 0 && one->seconds < 0.005)
+    batch = static_cast<unsigned>(std::min<double>(measure::kMaxCopiesPerSample, std::ceil(0.005 / one->seconds)));
+  field("image_copies_per_sample", batch);
+
+  std::vector<double> samples[kKinds];
+  const char* used = clock.timestamps() ? measure::clocks::vk_timestamp : measure::clocks::wall;
+  bool ok = true;
+  for (unsigned i = 0; ok && i < measure::repeats(); ++i) {
+    for (int k = 0; k < kKinds; ++k) {
+      auto t = timed(static_cast<Kind>(k), batch);
+      if (!t) {
+        failed(kKey[k], t.error());
+        ok = false;
+        break;
+      }
+      samples[k].push_back(gbps_of(bytes * batch, t->seconds));
+      used = t->clock;
+    }
+  }
+  if (ok) {
+    json f[kKinds];
+    for (int k = 0; k < kKinds; ++k) {
+      f[k] = measure::figure(samples[k]);
+      f[k]["clock"] = used;
+      field(kKey[k], f[k]);
+    }
+    field("gpu_clock", used);
+    auto ratio = [&](Kind mine, Kind base, const char* key) {
+      const double b = f[base].value("median", 0.0);
+      if (b > 0) field(key, f[mine].value("median", 0.0) / b);
+    };
+    ratio(shared_out, private_out, "image_out_ratio");
+    ratio(shared_in, private_in, "image_in_ratio");
+  }
+
+  // Put the shared texels back (the in-copies overwrote them), whatever happened above.
+  auto restored = d.submit_and_wait([&](VkCommandBuffer cb) {
+    transfer_barrier(d, cb);
+    vk::record_copy_from_buffer(d, cb, buf[0].buffer, shared, VK_IMAGE_LAYOUT_GENERAL, 0, 0, w, h);
+    transfer_barrier(d, cb);
+  });
+  if (!restored) failed("restore the shared image", restored.error());
+}
+
+}  // namespace extmem::probe::image
