@@ -14,6 +14,7 @@
 
 #include "probe/worker/import_dup.h"
 #include "probe/worker/shader_copy.h"
+#include "probe/worker/vk_gpu_clock.h"
 #include "extmem/os/clock.h"
 #include "extmem/os/fd.h"
 #include "vulkan/dispatch.h"
@@ -233,54 +234,14 @@ void gpu_leg(const std::string& leg, const vk::Device& device, VkBuffer shared, 
   leg_field(leg, "gpu_partner_memory_type", bufs[1].memory_type_index);
   const vk::DeviceFns& f = device.fn();
   pcie_link(device);
-  // GPU time from a timestamp pair in the same submission when the queue family
-  // has timestamps (timestampValidBits 0 means it has none: Vulkan spec,
-  // VkQueueFamilyProperties); otherwise the wall clock, said so in the leg.
-  VkQueryPool pool = VK_NULL_HANDLE;
-  const std::uint32_t valid_bits = device.timestamp_valid_bits();
-  if (valid_bits == 0) {
-    leg_field(leg, "gpu_clock_fallback", fmt::format("queue family {} has timestampValidBits=0", device.queue_family()));
-  } else {
-    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    qi.queryCount = 2;
-    if (VkResult r = f.vkCreateQueryPool(device.handle(), &qi, nullptr, &pool); r != VK_SUCCESS) {
-      pool = VK_NULL_HANDLE;
-      leg_field(leg, "gpu_clock_fallback", std::string("vkCreateQueryPool(TIMESTAMP) -> ") + vk::result_name(r));
-    } else {
-      leg_field(leg, "gpu_timestamp", {{"period_ns", device.timestamp_period()}, {"valid_bits", valid_bits}});
-    }
-  }
-  struct PoolGuard {
-    const vk::Device& d;
-    VkQueryPool& p;
-    ~PoolGuard() {
-      if (p != VK_NULL_HANDLE) d.fn().vkDestroyQueryPool(d.handle(), p, nullptr);
-    }
-  } pool_guard{device, pool};
-  // One submission of recorded copies, between a timestamp pair where the queue family has timestamps.
-  auto timed = [&](const std::function<void(VkCommandBuffer)>& copies) -> Result<Timed> {
-    const double t0 = os::monotonic_seconds();
-    auto s = device.submit_and_wait([&](VkCommandBuffer cmd) {
-      if (pool != VK_NULL_HANDLE) {
-        f.vkCmdResetQueryPool(cmd, pool, 0, 2);
-        f.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, pool, 0);
-      }
-      copies(cmd);
-      if (pool != VK_NULL_HANDLE) f.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 1);
-    });
-    if (!s) return std::move(s).error();
-    const double wall = os::monotonic_seconds() - t0;
-    if (pool == VK_NULL_HANDLE) return Timed{wall, clocks::wall};
-    std::uint64_t ticks[2] = {};
-    VkResult r = f.vkGetQueryPoolResults(device.handle(), pool, 0, 2, sizeof ticks, ticks, sizeof ticks[0],
-                                         VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-    if (r != VK_SUCCESS) return vk::vk_error("vkGetQueryPoolResults(TIMESTAMP)", r);
-    // Only the low timestampValidBits bits count; the counter may wrap between the two writes.
-    const std::uint64_t mask = valid_bits >= 64 ? ~0ull : (1ull << valid_bits) - 1;
-    const std::uint64_t delta = ((ticks[1] & mask) - (ticks[0] & mask)) & mask;
-    return Timed{static_cast<double>(delta) * device.timestamp_period() * 1e-9, clocks::vk_timestamp};
-  };
+  // GPU time from a timestamp pair in the same submission where the queue family
+  // has timestamps; otherwise the wall clock, said so in the leg.
+  const VkGpuClock clock(device);
+  if (clock.timestamps())
+    leg_field(leg, "gpu_timestamp", {{"period_ns", device.timestamp_period()}, {"valid_bits", clock.valid_bits()}});
+  else
+    leg_field(leg, "gpu_clock_fallback", clock.fallback());
+  auto timed = [&](const std::function<void(VkCommandBuffer)>& copies) { return clock.time(copies); };
   // `copies` back-to-back copy commands, a transfer barrier between them so they do not overlap.
   auto command_copy = [&](VkBuffer src, VkBuffer dst, unsigned copies) -> Result<Timed> {
     return timed([&](VkCommandBuffer cmd) {

@@ -2,9 +2,7 @@
 // recorded around the commands being measured, with the labelled wall-clock
 // fallback where the queue family has no timestamps. docs/probe.md, "T4 image
 // rows" (--measure) and README.md, "Bandwidth, latency and memory types".
-//
-// The same arithmetic as measure::gpu_leg's buffer copies (ticks masked to
-// timestampValidBits, times timestampPeriod); the image figures use it first.
+// The buffer copies of measure::gpu_leg and the image copies both time with it.
 #pragma once
 
 #include <cstdint>
