@@ -93,7 +93,9 @@ TEST(ProbeWorkers, PhaseAFromTheWorkerEqualsPhaseAInTheParent) {
 }
 
 // Under the fault hooks — a hang, an abort, a crash, an exit, a malformed frame, and
-// the faults routes inject themselves — both modes still agree, row by row.
+// the faults routes inject themselves — both modes still agree, row by row. The route
+// timeout leaves room for a fresh process's start under the sanitizers on a loaded
+// 2-core machine (at 2 s an isolated server was once still starting when it fired).
 TEST(ProbeWorkers, ModesAgreeUnderFaultHooks) {
   // Each fault and the exit code it leads to (no sealing is UNSUPPORTED: exit 0).
   const std::vector<std::pair<std::string, int>> faults = {
@@ -102,7 +104,7 @@ TEST(ProbeWorkers, ModesAgreeUnderFaultHooks) {
       {"T3-memfd-sealed:client:send the sealed:garbage", 1}, {"T1-opaque-fd:server:post-export fd sanity:closefd", 1},
       {"T3-memfd-sealed:client:memfd_create:nosealing", 0},
   };
-  const std::string only = "--only=T1-opaque-fd,T3-memfd-cross-process,T3-external-memory-host,T3-memfd-sealed --timeout=2";
+  const std::string only = "--only=T1-opaque-fd,T3-memfd-cross-process,T3-external-memory-host,T3-memfd-sealed --timeout=4";
   for (const auto& [f, code] : faults) {
     const std::string env = "EXTMEM_TEST_FAULT='" + f + "' ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_abort=0";
     ProbeRun warm = probe(only, env), isolated = probe(only + " --isolate=route", env);
