@@ -560,11 +560,14 @@ std::variant<ExportedImage, RouteFacts> export_image(ChildContext& ctx, VkImageT
   req.external_handle_types = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
   req.export_memory = true;
   req.dedicated = support.dedicated_only() ? 1 : -1;
-  // A LINEAR image goes to host-visible memory where the image allows it, so the importer can also read it by CPU.
-  if (tiling == VK_IMAGE_TILING_LINEAR) req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+  // A LINEAR image goes to host-visible memory where the image allows it, so the importer can also read it by
+  // CPU; an OPTIMAL one to device-local memory, where render targets live (NVIDIA 580 lists a host-heap type
+  // without flags first, and the first allowed type put the image behind PCIe: docs/results/nvidia-h200-580.md).
+  req.required_flags = tiling == VK_IMAGE_TILING_LINEAR ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
+                                                        : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
   vk::AllocationFailure af;
   auto img = vk::create_image(d, req, &af);
-  if (!img && tiling == VK_IMAGE_TILING_LINEAR && af.error.step == "choose memory type") {
+  if (!img && af.error.step == "choose memory type") {
     req.required_flags = 0;
     img = vk::create_image(d, req, &af);
   }
