@@ -210,7 +210,7 @@ struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
   unsigned int reserved[16];
 };
 
-struct CUarray_st;  ///< opaque, owned by the driver (here: a level of a mapped mipmapped array)
+struct CUarray_st;  ///< opaque, owned by the driver (a level of a mapped mipmapped array, or cuArray3DCreate's)
 using CUarray = CUarray_st*;
 struct CUmipmappedArray_st;  ///< opaque, owned by the driver (cuExternalMemoryGetMappedMipmappedArray)
 using CUmipmappedArray = CUmipmappedArray_st*;
@@ -355,6 +355,11 @@ using cuExternalMemoryGetMappedMipmappedArray = CUresult(CUmipmappedArray* mipma
 using cuMipmappedArrayGetLevel = CUresult(CUarray* level_array, CUmipmappedArray mipmap, unsigned int level);
 using cuMipmappedArrayDestroy = CUresult(CUmipmappedArray mipmap);
 using cuMemcpy2D_v2 = CUresult(const CUDA_MEMCPY2D* copy);
+// T4-image-cuda's --measure figures: a private array of the imported one's
+// shape, and array copies queued on a stream (between two events).
+using cuArray3DCreate_v2 = CUresult(CUarray* array, const CUDA_ARRAY3D_DESCRIPTOR* desc);
+using cuArrayDestroy = CUresult(CUarray array);
+using cuMemcpy2DAsync_v2 = CUresult(const CUDA_MEMCPY2D* copy, CUstream stream);
 using cuMemGetAllocationGranularity = CUresult(std::size_t* granularity, const CUmemAllocationProp* prop,
                                                CUmemAllocationGranularity_flags option);
 using cuMemCreate = CUresult(CUmemGenericAllocationHandle* handle, std::size_t bytes, const CUmemAllocationProp* prop,

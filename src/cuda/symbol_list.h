@@ -68,6 +68,9 @@
   X(cuMipmappedArrayGetLevel, cuMipmappedArrayGetLevel)               \
   X(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy)                 \
   X(cuMemcpy2D, cuMemcpy2D_v2)                                        \
+  X(cuArray3DCreate, cuArray3DCreate_v2)                              \
+  X(cuArrayDestroy, cuArrayDestroy)                                   \
+  X(cuMemcpy2DAsync, cuMemcpy2DAsync_v2)                              \
   X(cuIpcGetMemHandle, cuIpcGetMemHandle)                             \
   X(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2)                        \
   X(cuIpcCloseMemHandle, cuIpcCloseMemHandle)                         \

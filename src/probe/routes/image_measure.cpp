@@ -15,10 +15,9 @@ namespace {
 
 using nlohmann::json;
 
-// The four timed copies; the index is also the order they alternate in.
-enum Kind : int { shared_out, private_out, shared_in, private_in, kKinds };
-constexpr const char* kKey[kKinds] = {"image_out_gbps", "image_private_out_gbps", "image_in_gbps",
-                                      "image_private_in_gbps"};
+// The figure key of each ImageCopy, by its value.
+constexpr const char* kKey[kImageCopies] = {"image_out_gbps", "image_private_out_gbps", "image_in_gbps",
+                                            "image_private_in_gbps"};
 
 double gbps_of(std::size_t bytes, double seconds) {
   return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
@@ -39,6 +38,50 @@ std::string step_of(const Error& e) { return fmt::format("{} -> {}", e.step, e.c
 
 }  // namespace
 
+void log_extent(const std::string& leg, std::uint32_t w, std::uint32_t h) {
+  measure::leg_field(leg, "image_extent", fmt::format("{}x{}", w, h));
+  measure::leg_field(leg, "image_copy_bytes", std::size_t{w} * h * 4);  // 4 bytes a texel, rows tightly packed
+}
+
+bool sample_copies(const std::string& leg, std::size_t bytes, const ImageCopyTimer& time) {
+  if (!measure::enabled()) return true;
+  auto field = [&](const char* key, json v) { measure::leg_field(leg, key, std::move(v)); };
+  // As measure::copy_leg does: a copy under 5 ms is repeated within a sample until the sample
+  // lasts ~5 ms, so the timer's fixed cost stays small; calibrated on the device's own image.
+  unsigned batch = 1;
+  if (auto one = time(ImageCopy::private_out, 1); one && one->seconds > 0 && one->seconds < 0.005)
+    batch = static_cast<unsigned>(std::min<double>(measure::kMaxCopiesPerSample, std::ceil(0.005 / one->seconds)));
+  field("image_copies_per_sample", batch);
+
+  std::vector<double> samples[kImageCopies];
+  const char* used = measure::clocks::wall;
+  for (unsigned i = 0; i < measure::repeats(); ++i) {
+    for (int k = 0; k < kImageCopies; ++k) {
+      auto t = time(static_cast<ImageCopy>(k), batch);
+      if (!t) {
+        field("image_error", std::string(kKey[k]) + ": " + step_of(t.error()));
+        return false;
+      }
+      samples[k].push_back(gbps_of(bytes * batch, t->seconds));
+      used = t->clock;
+    }
+  }
+  json f[kImageCopies];
+  for (int k = 0; k < kImageCopies; ++k) {
+    f[k] = measure::figure(samples[k]);
+    f[k]["clock"] = used;
+    field(kKey[k], f[k]);
+  }
+  field("gpu_clock", used);
+  auto ratio = [&](ImageCopy mine, ImageCopy base, const char* key) {
+    const double b = f[static_cast<int>(base)].value("median", 0.0);
+    if (b > 0) field(key, f[static_cast<int>(mine)].value("median", 0.0) / b);
+  };
+  ratio(ImageCopy::shared_out, ImageCopy::private_out, "image_out_ratio");
+  ratio(ImageCopy::shared_in, ImageCopy::private_in, "image_in_ratio");
+  return true;
+}
+
 void measure_copies(const std::string& leg, const vk::Device& d, const vk::Image& shared) {
   if (!measure::enabled()) return;
   const std::uint32_t w = shared.shape.width, h = shared.shape.height;
@@ -46,8 +89,7 @@ void measure_copies(const std::string& leg, const vk::Device& d, const vk::Image
   if (bytes == 0) return;
   auto field = [&](const char* key, json v) { measure::leg_field(leg, key, std::move(v)); };
   auto failed = [&](const std::string& what, const Error& e) { field("image_error", what + ": " + step_of(e)); };
-  field("image_extent", fmt::format("{}x{}", w, h));
-  field("image_copy_bytes", bytes);
+  log_extent(leg, w, h);
   field("image_layout", "GENERAL");
   field("image_memory_type", shared.memory_type_index);
 
@@ -83,14 +125,14 @@ void measure_copies(const std::string& leg, const vk::Device& d, const vk::Image
   else
     field("gpu_clock_fallback", clock.fallback());
 
-  auto record = [&](Kind k, VkCommandBuffer cb) {
-    const vk::Image& img = k == shared_out || k == shared_in ? shared : *priv;
-    if (k == shared_out || k == private_out)
+  auto record = [&](ImageCopy k, VkCommandBuffer cb) {
+    const vk::Image& img = k == ImageCopy::shared_out || k == ImageCopy::shared_in ? shared : *priv;
+    if (k == ImageCopy::shared_out || k == ImageCopy::private_out)
       vk::record_copy_to_buffer(d, cb, img, VK_IMAGE_LAYOUT_GENERAL, buf[1].buffer);
     else
       vk::record_copy_from_buffer(d, cb, buf[1].buffer, img, VK_IMAGE_LAYOUT_GENERAL, 0, 0, w, h);
   };
-  auto timed = [&](Kind k, unsigned copies) {
+  auto timed = [&](ImageCopy k, unsigned copies) {
     return clock.time([&](VkCommandBuffer cb) {
       for (unsigned c = 0; c < copies; ++c) {
         transfer_barrier(d, cb);
@@ -110,43 +152,7 @@ void measure_copies(const std::string& leg, const vk::Device& d, const vk::Image
   });
   if (!saved) return failed("save the shared image", saved.error());
 
-  // As measure::copy_leg does: a copy under 5 ms is repeated within a sample until the sample
-  // lasts ~5 ms, so the timer's fixed cost stays small; calibrated on the device's own image.
-  unsigned batch = 1;
-  if (auto one = timed(private_out, 1); one && one->seconds > 0 && one->seconds < 0.005)
-    batch = static_cast<unsigned>(std::min<double>(measure::kMaxCopiesPerSample, std::ceil(0.005 / one->seconds)));
-  field("image_copies_per_sample", batch);
-
-  std::vector<double> samples[kKinds];
-  const char* used = clock.timestamps() ? measure::clocks::vk_timestamp : measure::clocks::wall;
-  bool ok = true;
-  for (unsigned i = 0; ok && i < measure::repeats(); ++i) {
-    for (int k = 0; k < kKinds; ++k) {
-      auto t = timed(static_cast<Kind>(k), batch);
-      if (!t) {
-        failed(kKey[k], t.error());
-        ok = false;
-        break;
-      }
-      samples[k].push_back(gbps_of(bytes * batch, t->seconds));
-      used = t->clock;
-    }
-  }
-  if (ok) {
-    json f[kKinds];
-    for (int k = 0; k < kKinds; ++k) {
-      f[k] = measure::figure(samples[k]);
-      f[k]["clock"] = used;
-      field(kKey[k], f[k]);
-    }
-    field("gpu_clock", used);
-    auto ratio = [&](Kind mine, Kind base, const char* key) {
-      const double b = f[base].value("median", 0.0);
-      if (b > 0) field(key, f[mine].value("median", 0.0) / b);
-    };
-    ratio(shared_out, private_out, "image_out_ratio");
-    ratio(shared_in, private_in, "image_in_ratio");
-  }
+  (void)sample_copies(leg, bytes, [&](ImageCopy k, unsigned copies) { return timed(k, copies); });
 
   // Put the shared texels back (the in-copies overwrote them), whatever happened above.
   auto restored = d.submit_and_wait([&](VkCommandBuffer cb) {

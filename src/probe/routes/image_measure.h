@@ -4,12 +4,51 @@
 // README.md, "Bandwidth, latency and memory types".
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 
+#include "extmem/core/error.h"
+#include "probe/worker/measure.h"
 #include "vulkan/context.h"
 #include "vulkan/image.h"
 
 namespace extmem::probe::image {
+
+/// The four timed copies of an image leg, each of the whole image; the order
+/// is also the order they alternate in within a round.
+enum class ImageCopy : int {
+  shared_out,   ///< the shared (imported) image -> the linear partner: image_out_gbps
+  private_out,  ///< the private image -> the linear partner: image_private_out_gbps, and the calibration
+  shared_in,    ///< the linear partner -> the shared image: image_in_gbps
+  private_in,   ///< the linear partner -> the private image: image_private_in_gbps
+};
+inline constexpr int kImageCopies = 4;
+
+/// Times `copies` (1..measure::kMaxCopiesPerSample) back-to-back,
+/// non-overlapping copies of kind ImageCopy: the seconds they took on the clock
+/// it names, or the failing call's Error (step and driver code).
+using ImageCopyTimer = std::function<Result<measure::Timed>(ImageCopy, unsigned copies)>;
+
+/// Logs leg `leg`'s image_extent ("WxH") and image_copy_bytes (w x h x 4).
+/// Does nothing unless measure::enabled().
+void log_extent(const std::string& leg, std::uint32_t width, std::uint32_t height);
+
+/// The sampling both APIs share (Vulkan here, CUDA in cuda_image_measure.h):
+/// one ImageCopy::private_out to calibrate (a copy under 5 ms makes a sample
+/// that many copies, at most measure::kMaxCopiesPerSample:
+/// image_copies_per_sample), then measure::repeats() rounds of the four kinds
+/// in ImageCopy order, logged as image_out_gbps, image_private_out_gbps,
+/// image_in_gbps, image_private_in_gbps (GB/s of `bytes` a copy, each figure
+/// with its samples' "clock"), gpu_clock, and the ratios image_out_ratio /
+/// image_in_ratio (shared median / private median, where the private one is
+/// above 0). A failed calibration leaves one copy a sample. The first failing
+/// sample is logged as image_error ("<key>: <step> -> <code>"), ends the
+/// sampling and no figure is logged; returns false then, true otherwise.
+/// Saving and restoring the shared image are the caller's. Does nothing
+/// (and returns true) unless measure::enabled().
+bool sample_copies(const std::string& leg, std::size_t bytes, const ImageCopyTimer& time);
 
 /// Logs leg `leg`'s image copy figures (measure.h's log; nothing unless
 /// measure::enabled()). Every copy moves the whole image, W x H x 4 bytes
@@ -33,7 +72,7 @@ namespace extmem::probe::image {
 /// back last, also after a failed sample). The first failing call is logged as
 /// image_error ("<what>: <step> -> <VkResult>") and ends the sampling; nothing
 /// is returned and nothing else reports it, so a figure can never change a
-/// verdict.
+/// verdict. Sampling is sample_copies().
 void measure_copies(const std::string& leg, const vk::Device& device, const vk::Image& shared);
 
 }  // namespace extmem::probe::image

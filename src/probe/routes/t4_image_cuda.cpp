@@ -3,7 +3,8 @@
 // (cuImportExternalMemory + cuExternalMemoryGetMappedMipmappedArray, level 0),
 // read whole into linear device memory with cuMemcpy2D and compared texel by
 // texel, then written in a rectangle from linear memory and checked by the
-// owner's GPU; two rounds. docs/probe.md, "T4 image rows".
+// owner's GPU; two rounds. With --measure, after the rounds, CUDA copy
+// throughput through the array (cuda_image_measure.h). docs/probe.md, "T4 image rows".
 #include <cstring>
 #include <span>
 #include <vector>
@@ -11,11 +12,13 @@
 #include <fmt/format.h>
 
 #include "probe/routes.h"
+#include "probe/routes/cuda_image_measure.h"
 #include "probe/routes/cuda_route_util.h"
 #include "probe/routes/vk_export.h"
 #include "probe/routes/vk_image_share.h"
 #include "probe/worker/half_end.h"
 #include "probe/worker/import_dup.h"
+#include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
 
 namespace extmem::probe {
@@ -101,6 +104,45 @@ void refused(const cuda::Api& api, const std::string& step, CUresult r, Leg& leg
   const Error e = cuda::cu_error(api, step, r);
   fail_leg(leg, e);
   if (r == CUDA_ERROR_NOT_SUPPORTED) rep.facts.unsupported = fmt::format("client: {} -> {}", step, e.code);
+}
+
+// --measure, once both rounds have decided the leg: the owner refills the image
+// with a seed no round uses and releases it, CUDA times copies through the
+// array against a private array (cuda_image_measure.h), reads the array back
+// and compares it with the refill, and the owner acquires and checks it as
+// after a round, so the image ends as a round ends. Everything that goes wrong
+// is logged beside the figures (image_error, image_restore_error) and never
+// reaches the leg.
+void measure_after_verdict(ChildContext& ctx, const cuda::Api& api, const CudaImage& im,
+                           const cuda::DeviceBuffer& staging, const CUDA_ARRAY3D_DESCRIPTOR& shape,
+                           const std::string& leg) {
+  const Expected kept{image::owner_seed(3)};
+  ctx.step("measure: the owner refills the image and releases it");
+  if (auto s = image::owner_fill(ctx, kept.base_seed); !s) {
+    measure::leg_field(leg, "image_error", "owner refill: " + why_of(s.error()));
+    return;
+  }
+  ctx.step("measure: time CUDA copies through the imported array and through a private array");
+  image::cuda_measure_copies(api, leg, im.level0, shape);
+  ctx.step("measure: check the content after the copies, the owner checks it");
+  const auto w = static_cast<std::uint32_t>(shape.Width), h = static_cast<std::uint32_t>(shape.Height);
+  std::vector<std::byte> host(std::size_t{w} * h * kTexelBytes);
+  std::string restore;
+  auto add = [&](const std::string& what) { restore += (restore.empty() ? "" : "; ") + what; };
+  if (auto s = read_array(api, im, staging, w, h, host); !s) {
+    add("read back here: " + why_of(s.error()));
+    (void)api.cuCtxSynchronize();  // whatever was queued has finished before the owner looks
+  } else if (const Compare c = image::compare(host, std::size_t{w} * kTexelBytes, w, h, kept); !c.ok()) {
+    add("read back here: " + c.text());
+  }
+  // The owner checks even when this side's check failed, so it gets the image back.
+  if (auto c = image::owner_check(ctx, kept); !c) {
+    add("owner check: " + why_of(c.error()));
+  } else if (!c->ok()) {
+    add("owner read: " + c->text());
+  }
+  measure::leg_field(leg, "image_restored", restore.empty());
+  if (!restore.empty()) measure::leg_field(leg, "image_restore_error", restore);
 }
 
 int cuda_image_importer(ChildContext& ctx) {
@@ -241,6 +283,8 @@ int cuda_image_importer(ChildContext& ctx) {
   }
   cu.read_ok = reads_ok;
   cu.write_ok = writes_ok;
+  if (reads_ok && writes_ok && measure::enabled())
+    measure_after_verdict(ctx, api, im, *side->staging, ad.arrayDesc, cu.name);
   const Rect r1 = image::round_rect(w, h, 1), r2 = image::round_rect(w, h, 2);
   rep.detail.push_back(fmt::format("rounds=2 rect1=({},{} {}x{}) rect2=({},{} {}x{}) array=UNSIGNED_INT8x4 flags=0x{:x} "
                                    "handover=GENERAL via VK_QUEUE_FAMILY_EXTERNAL (owner), cuCtxSynchronize (CUDA)",
@@ -266,7 +310,6 @@ extern const RouteDef kT4ImageCuda{
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_OPTIMAL); }},
     .client = {"imports the fd into CUDA as a mipmapped array, compares every texel, writes a rectangle, drives",
                cuda_image_importer},
-    .measured = false,
     .passes_fds = true};
 
 }  // namespace extmem::probe
