@@ -15,8 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-// The four timed copies; the index is also the order they alternate in.
-enum Kind : int { shared_out, private_out, shared_in, private_in, kKinds };
+constexpr int kKinds = 4;
+// The figure key of each CopyKind, in its order.
 constexpr const char* kKey[kKinds] = {"image_out_gbps", "image_private_out_gbps", "image_in_gbps",
                                       "image_private_in_gbps"};
 
@@ -39,6 +39,45 @@ std::string step_of(const Error& e) { return fmt::format("{} -> {}", e.step, e.c
 
 }  // namespace
 
+void sample_copies(const std::string& leg, std::size_t bytes, const TimeCopies& timed) {
+  auto field = [&](const char* key, json v) { measure::leg_field(leg, key, std::move(v)); };
+  // As measure::copy_leg does: a copy under 5 ms is repeated within a sample until the sample
+  // lasts ~5 ms, so the timer's fixed cost stays small; calibrated on the device's own image.
+  unsigned batch = 1;
+  if (auto one = timed(CopyKind::private_out, 1); one && one->seconds > 0 && one->seconds < 0.005)
+    batch = static_cast<unsigned>(std::min<double>(measure::kMaxCopiesPerSample, std::ceil(0.005 / one->seconds)));
+  field("image_copies_per_sample", batch);
+
+  std::vector<double> samples[kKinds];
+  const char* used[kKinds] = {};  // each figure's clock: the wall clock once any of its samples was on it
+  for (unsigned i = 0; i < measure::repeats(); ++i) {
+    for (int k = 0; k < kKinds; ++k) {
+      auto t = timed(static_cast<CopyKind>(k), batch);
+      if (!t) {
+        field("image_error", fmt::format("{}: {}", kKey[k], step_of(t.error())));
+        return;
+      }
+      samples[k].push_back(gbps_of(bytes * batch, t->seconds));
+      if (used[k] != measure::clocks::wall) used[k] = t->clock;
+    }
+  }
+  json f[kKinds];
+  const char* overall = used[0];
+  for (int k = 0; k < kKinds; ++k) {
+    f[k] = measure::figure(samples[k]);
+    f[k]["clock"] = used[k] != nullptr ? used[k] : measure::clocks::wall;
+    field(kKey[k], f[k]);
+    if (used[k] == measure::clocks::wall) overall = used[k];
+  }
+  field("gpu_clock", overall != nullptr ? overall : measure::clocks::wall);
+  auto ratio = [&](CopyKind mine, CopyKind base, const char* key) {
+    const double b = f[static_cast<int>(base)].value("median", 0.0);
+    if (b > 0) field(key, f[static_cast<int>(mine)].value("median", 0.0) / b);
+  };
+  ratio(CopyKind::shared_out, CopyKind::private_out, "image_out_ratio");
+  ratio(CopyKind::shared_in, CopyKind::private_in, "image_in_ratio");
+}
+
 void measure_copies(const std::string& leg, const vk::Device& d, const vk::Image& shared) {
   if (!measure::enabled()) return;
   const std::uint32_t w = shared.shape.width, h = shared.shape.height;
@@ -49,6 +88,7 @@ void measure_copies(const std::string& leg, const vk::Device& d, const vk::Image
   field("image_extent", fmt::format("{}x{}", w, h));
   field("image_copy_bytes", bytes);
   field("image_layout", "GENERAL");
+  field("image_copy", "vkCmdCopyImageToBuffer/vkCmdCopyBufferToImage");
   field("image_memory_type", shared.memory_type_index);
 
   // Device-local partners: 0 keeps the shared image's texels meanwhile, 1 is
@@ -83,14 +123,14 @@ void measure_copies(const std::string& leg, const vk::Device& d, const vk::Image
   else
     field("gpu_clock_fallback", clock.fallback());
 
-  auto record = [&](Kind k, VkCommandBuffer cb) {
-    const vk::Image& img = k == shared_out || k == shared_in ? shared : *priv;
-    if (k == shared_out || k == private_out)
+  auto record = [&](CopyKind k, VkCommandBuffer cb) {
+    const vk::Image& img = k == CopyKind::shared_out || k == CopyKind::shared_in ? shared : *priv;
+    if (k == CopyKind::shared_out || k == CopyKind::private_out)
       vk::record_copy_to_buffer(d, cb, img, VK_IMAGE_LAYOUT_GENERAL, buf[1].buffer);
     else
       vk::record_copy_from_buffer(d, cb, buf[1].buffer, img, VK_IMAGE_LAYOUT_GENERAL, 0, 0, w, h);
   };
-  auto timed = [&](Kind k, unsigned copies) {
+  auto timed = [&](CopyKind k, unsigned copies) {
     return clock.time([&](VkCommandBuffer cb) {
       for (unsigned c = 0; c < copies; ++c) {
         transfer_barrier(d, cb);
@@ -110,43 +150,7 @@ void measure_copies(const std::string& leg, const vk::Device& d, const vk::Image
   });
   if (!saved) return failed("save the shared image", saved.error());
 
-  // As measure::copy_leg does: a copy under 5 ms is repeated within a sample until the sample
-  // lasts ~5 ms, so the timer's fixed cost stays small; calibrated on the device's own image.
-  unsigned batch = 1;
-  if (auto one = timed(private_out, 1); one && one->seconds > 0 && one->seconds < 0.005)
-    batch = static_cast<unsigned>(std::min<double>(measure::kMaxCopiesPerSample, std::ceil(0.005 / one->seconds)));
-  field("image_copies_per_sample", batch);
-
-  std::vector<double> samples[kKinds];
-  const char* used = clock.timestamps() ? measure::clocks::vk_timestamp : measure::clocks::wall;
-  bool ok = true;
-  for (unsigned i = 0; ok && i < measure::repeats(); ++i) {
-    for (int k = 0; k < kKinds; ++k) {
-      auto t = timed(static_cast<Kind>(k), batch);
-      if (!t) {
-        failed(kKey[k], t.error());
-        ok = false;
-        break;
-      }
-      samples[k].push_back(gbps_of(bytes * batch, t->seconds));
-      used = t->clock;
-    }
-  }
-  if (ok) {
-    json f[kKinds];
-    for (int k = 0; k < kKinds; ++k) {
-      f[k] = measure::figure(samples[k]);
-      f[k]["clock"] = used;
-      field(kKey[k], f[k]);
-    }
-    field("gpu_clock", used);
-    auto ratio = [&](Kind mine, Kind base, const char* key) {
-      const double b = f[base].value("median", 0.0);
-      if (b > 0) field(key, f[mine].value("median", 0.0) / b);
-    };
-    ratio(shared_out, private_out, "image_out_ratio");
-    ratio(shared_in, private_in, "image_in_ratio");
-  }
+  sample_copies(leg, bytes, timed);
 
   // Put the shared texels back (the in-copies overwrote them), whatever happened above.
   auto restored = d.submit_and_wait([&](VkCommandBuffer cb) {

@@ -4,12 +4,42 @@
 // README.md, "Bandwidth, latency and memory types".
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <string>
 
+#include "extmem/core/error.h"
+#include "probe/worker/measure.h"
 #include "vulkan/context.h"
 #include "vulkan/image.h"
 
 namespace extmem::probe::image {
+
+/// The four timed copies of an image measurement; the order is the order they
+/// alternate in within a round.
+enum class CopyKind : int {
+  shared_out,   ///< out of the shared (imported) image: image_out_gbps
+  private_out,  ///< out of the private image: image_private_out_gbps (also the calibration copy)
+  shared_in,    ///< into the shared image: image_in_gbps
+  private_in,   ///< into the private image: image_private_in_gbps
+};
+
+/// Times `copies` back-to-back copies of `kind`, each moving the whole image,
+/// as one sample. Errors: the API's failing call (step) and its code verbatim.
+using TimeCopies = std::function<Result<measure::Timed>(CopyKind kind, unsigned copies)>;
+
+/// The sampling both APIs share (measure_copies here, gl_image_measure.h for
+/// GL): calibrates the batch on one CopyKind::private_out copy so that a sample
+/// lasts ~5 ms (at most measure::kMaxCopiesPerSample: image_copies_per_sample),
+/// then measure::repeats() rounds of the four kinds in turn, and logs the four
+/// figures in GB/s (`bytes` a copy, 1e9 bytes/s) with their clock, the two
+/// ratios shared / private and gpu_clock. A figure's clock is the wall clock
+/// when any of its samples was (a GL sample the disjoint check discarded), else
+/// the GPU clock its samples name; gpu_clock likewise over the four. The first
+/// failing sample is logged as image_error ("<figure key>: <step> ->
+/// <code>") and ends the sampling; no figure is logged then. Nothing is
+/// returned: a figure cannot reach a verdict.
+void sample_copies(const std::string& leg, std::size_t bytes, const TimeCopies& timed);
 
 /// Logs leg `leg`'s image copy figures (measure.h's log; nothing unless
 /// measure::enabled()). Every copy moves the whole image, W x H x 4 bytes
