@@ -1,5 +1,7 @@
 #include "probe/routes/gl_gpu_clock.h"
 
+#include <fmt/format.h>
+
 #include "extmem/os/clock.h"
 
 namespace extmem::probe::measure {
@@ -31,16 +33,30 @@ Result<Timed> GlGpuClock::time(const std::string& what, const std::function<void
   gl.glFinish();
   const double t1 = os::monotonic_seconds();
   if (GLenum e = ctx_->take_error(); e != GL_NO_ERROR) return Error{what, ErrorKind::driver, gles::gl_error_name(e), {}};
-  if (query_ == 0) return Timed{t1 - t0, clocks::wall};
+  if (query_ == 0 || uncovered_) return Timed{t1 - t0, clocks::wall};
   GLuint64 ns = 0;
   gl.glGetQueryObjectui64vEXT(query_, GL_QUERY_RESULT_EXT, &ns);  // waits for the result
   GLint disjoint = 0;
   gl.glGetIntegerv(GL_GPU_DISJOINT_EXT, &disjoint);
   if (GLenum e = ctx_->take_error(); e != GL_NO_ERROR)
     return Error{"glGetQueryObjectui64vEXT(GL_TIME_ELAPSED_EXT)", ErrorKind::driver, gles::gl_error_name(e), {}};
+  const double gpu = static_cast<double>(ns) * 1e-9, wall = t1 - t0;
   // A disjoint operation (a clock change, a GPU reset) during the sample: this one sample falls back to the wall clock.
-  if (disjoint != 0) return Timed{t1 - t0, clocks::wall};
-  return Timed{static_cast<double>(ns) * 1e-9, clocks::gl_time_elapsed};
+  if (disjoint != 0) {
+    if (fallback_.empty()) fallback_ = what + ": GL_GPU_DISJOINT_EXT raised during a sample; such samples are wall-timed";
+    return Timed{wall, clocks::wall};
+  }
+  // A query that did not cover the commands (they ran outside its begin and end on the GPU).
+  if (wall >= kCoverCheckSeconds && gpu < kCoveredFraction * wall) {
+    uncovered_ = true;
+    if (fallback_.empty())
+      fallback_ = fmt::format("{}: GL_TIME_ELAPSED_EXT gave {:.0f} us for a sample of {:.0f} us between glFinish calls "
+                              "(under {:.0f}%): the query does not cover these commands on this driver; this and "
+                              "every later sample are wall-timed",
+                              what, gpu * 1e6, wall * 1e6, kCoveredFraction * 100);
+    return Timed{wall, clocks::wall};
+  }
+  return Timed{gpu, clocks::gl_time_elapsed};
 }
 
 }  // namespace extmem::probe::measure
