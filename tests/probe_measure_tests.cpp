@@ -172,7 +172,9 @@ TEST(ProbeMeasure, TextHasAMeasureLinePerMeasuredRow) {
     }
     previous = line;
   }
-  EXPECT_EQ(measure_lines, 7) << r.measured.out;  // T1-opaque-fd, the four OK T3 rows and the two T4 image rows
+  // T1-opaque-fd, the four OK T3 rows, the two Vulkan T4 image rows and the two GL image rows (group t4:
+  // --no-gles keeps them)
+  EXPECT_EQ(measure_lines, 9) << r.measured.out;
 }
 
 TEST(ProbeMeasure, VerdictsIdenticalWithAndWithoutMeasure) {
