@@ -1,5 +1,6 @@
 #include "probe/routes/gl_image_measure.h"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 
@@ -10,6 +11,12 @@
 #include "probe/worker/measure.h"
 
 namespace extmem::probe::image {
+namespace {
+
+// Bytes the coverage sample copies: 64 MiB, several ms on a CPU driver, a fraction of a ms on a GPU.
+constexpr std::size_t kCoverageBytes = std::size_t{64} << 20;
+
+}  // namespace
 
 void measure_gl_copies(const gles::EglContext& ctx, const std::string& leg, GLuint shared, std::uint32_t w,
                        std::uint32_t h) {
@@ -68,9 +75,12 @@ void measure_gl_copies(const gles::EglContext& ctx, const std::string& leg, GLui
     field("image_error", "save the shared texture: " + step_of(saved.error()));
     return cleanup();
   }
-  // The most copies a sample may hold, once, untimed: long enough on most drivers for the clock's
-  // coverage check (a query that misses the copies turns the clock to the wall before calibration).
-  if (auto probe = copy(tex[priv], tex[partner], measure::kMaxCopiesPerSample); !probe) {
+  // One untimed sample of about kCoverageBytes (at least one copy, at most a sample's most): long
+  // enough on most drivers for the clock's coverage check, so a query that misses the copies turns
+  // the clock to the wall before the calibration rather than after it.
+  const auto coverage_copies = static_cast<unsigned>(
+      std::clamp<std::size_t>(kCoverageBytes / bytes, 1, measure::kMaxCopiesPerSample));
+  if (auto probe = copy(tex[priv], tex[partner], coverage_copies); !probe) {
     field("image_error", "coverage sample: " + step_of(probe.error()));
     (void)copy(tex[keeper], shared, 1);
     return cleanup();
