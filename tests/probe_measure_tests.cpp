@@ -81,7 +81,10 @@ bool measured_route(const std::string& row) {
   return true;
 }
 
-bool image_row(const std::string& row) { return row.rfind("T4-image-opaque-fd", 0) == 0; }
+// The image rows (Vulkan and GL importers) copy images, not an allocation of --measure-size.
+bool image_row(const std::string& row) {
+  return row.rfind("T4-image-opaque-fd", 0) == 0 || row.rfind("T4-gles-image-", 0) == 0;
+}
 
 bool figure_ok(const json& f) {
   return f.is_object() && f.value("n", 0) == 3 && f.value("min", -1.0) > 0 && f.value("min", 0.0) <= f.value("median", 0.0) &&
@@ -169,7 +172,9 @@ TEST(ProbeMeasure, TextHasAMeasureLinePerMeasuredRow) {
     }
     previous = line;
   }
-  EXPECT_EQ(measure_lines, 7) << r.measured.out;  // T1-opaque-fd, the four OK T3 rows and the two T4 image rows
+  // T1-opaque-fd, the four OK T3 rows, the two Vulkan T4 image rows and the two GL image rows (group t4:
+  // --no-gles keeps them)
+  EXPECT_EQ(measure_lines, 9) << r.measured.out;
 }
 
 TEST(ProbeMeasure, VerdictsIdenticalWithAndWithoutMeasure) {
@@ -475,6 +480,104 @@ TEST(ImageRowsMeasure, ImageSizeSetsTheCopyBytes) {
 
 TEST(ImageRowsMeasure, JsonValidatesAgainstSchema) {
   Out v = validate(image_runs().dir.file("m.json"));
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+}
+
+// ---- the GL image rows' image copy figures (lavapipe, GL through zink: --gl-driver=auto) ----
+
+constexpr const char* kGlImageRows[] = {"T4-gles-image-same-proc", "T4-gles-image-cross-proc"};
+
+// One --measure run and one plain run of the two GL image rows, shared by the tests below.
+const ImageRuns& gl_image_runs() {
+  static const std::unique_ptr<ImageRuns> r = [] {
+    auto r = std::make_unique<ImageRuns>();
+    const std::string only = " --only=T4-gles-image-same-proc,T4-gles-image-cross-proc";
+    r->measured = sh(probe() + only + " --measure --measure-repeats=3 --json=" + r->dir.file("m.json"));
+    r->plain = sh(probe() + only + " --json=" + r->dir.file("p.json"));
+    r->measured_doc = json::parse(slurp(r->dir.file("m.json")), nullptr, false);
+    r->plain_doc = json::parse(slurp(r->dir.file("p.json")), nullptr, false);
+    return r;
+  }();
+  return *r;
+}
+
+// Both rows' glimage leg has the four figures, positive, each naming its clock (the GL timer
+// query, or the wall clock with the reason), the ratios, the batch, the bytes of one copy,
+// the copy entry point, and the texture came back intact (read by GL and by the owner).
+TEST(GlesImageRowsMeasure, GlimageHasImageCopyFiguresAgainstAPrivateTexture) {
+  const ImageRuns& r = gl_image_runs();
+  ASSERT_TRUE(r.measured_doc.is_object()) << r.measured.out << r.measured.err;
+  for (const char* name : kGlImageRows) {
+    const json* row = row_of(r.measured_doc, name);
+    ASSERT_NE(row, nullptr) << name;
+    ASSERT_EQ((*row)["status"], "OK") << row->dump();
+    ASSERT_TRUE(row->contains("measure")) << name;
+    const json& m = (*row)["measure"];
+    EXPECT_EQ(m["run_status"], "OK") << m.dump();
+    ASSERT_TRUE(m["legs"].contains("glimage")) << m.dump();
+    const json& f = m["legs"]["glimage"];
+    EXPECT_FALSE(f.contains("image_error")) << f.dump();
+    const std::string clock = f.value("gpu_clock", std::string());
+    EXPECT_TRUE(clock == "gl-time-elapsed" || clock == "wall") << f.dump();
+    // The wall clock only as the labelled fallback.
+    if (clock == "wall") EXPECT_TRUE(f.contains("gpu_clock_fallback")) << f.dump();
+    if (!f.contains("gpu_clock_fallback")) EXPECT_EQ(clock, "gl-time-elapsed") << f.dump();
+    for (const char* key : {"image_out_gbps", "image_in_gbps", "image_private_out_gbps", "image_private_in_gbps"}) {
+      EXPECT_TRUE(figure_ok(f[key])) << name << " " << key << " " << f.dump();
+      const std::string c = f[key].value("clock", std::string());
+      EXPECT_TRUE(c == "gl-time-elapsed" || c == "wall") << name << " " << key << " " << f.dump();
+    }
+    EXPECT_GT(f.value("image_out_ratio", 0.0), 0) << f.dump();
+    EXPECT_GT(f.value("image_in_ratio", 0.0), 0) << f.dump();
+    EXPECT_GE(f.value("image_copies_per_sample", 0), 1) << f.dump();
+    EXPECT_LE(f.value("image_copies_per_sample", 0), 256) << f.dump();
+    EXPECT_EQ(f.value("image_copy_bytes", 0u), 256u * 256u * 4u) << f.dump();
+    EXPECT_EQ(f.value("image_extent", std::string()), "256x256") << f.dump();
+    EXPECT_EQ(f.value("image_copy", std::string()).rfind("glCopyImageSubData", 0), 0u) << f.dump();
+    EXPECT_EQ(f.value("image_restored", false), true) << f.dump();
+    EXPECT_FALSE(f.contains("image_layout")) << "GL has no image layouts: " << f.dump();
+  }
+}
+
+// --measure changes no status, trace, why, leg or detail of the GL image rows.
+TEST(GlesImageRowsMeasure, VerdictIdenticalWithAndWithoutMeasure) {
+  const ImageRuns& r = gl_image_runs();
+  EXPECT_EQ(r.measured.code, 0) << r.measured.out;
+  EXPECT_EQ(r.measured.code, r.plain.code);
+  for (const char* name : kGlImageRows) {
+    const json *a = row_of(r.measured_doc, name), *b = row_of(r.plain_doc, name);
+    ASSERT_TRUE(a != nullptr && b != nullptr) << name;
+    EXPECT_EQ((*a)["status"], (*b)["status"]) << name;
+    EXPECT_EQ((*a)["trace"], (*b)["trace"]) << name;
+    EXPECT_EQ((*a)["why"], (*b)["why"]) << name;
+    EXPECT_EQ((*a)["legs"], (*b)["legs"]) << name;
+    EXPECT_EQ((*a)["detail"], (*b)["detail"]) << name;
+    EXPECT_FALSE(b->contains("measure")) << name;
+  }
+}
+
+// The text line under each GL image row names both directions, a clock and the private baseline.
+TEST(GlesImageRowsMeasure, TextLineHasBothDirectionsAgainstPrivate) {
+  const ImageRuns& r = gl_image_runs();
+  std::istringstream lines(r.measured.out);
+  std::string line, previous;
+  int image_lines = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("  measure: glimage: ", 0) == 0) {
+      ++image_lines;
+      EXPECT_EQ(previous.rfind("RESULT T4-gles-image-", 0), 0u) << previous;
+      for (const char* part : {"image-out=", "image-in=", " of private ", "image=256x256 copies-per-sample="})
+        EXPECT_NE(line.find(part), std::string::npos) << part << " in " << line;
+      EXPECT_TRUE(line.find("(gl-time-elapsed) (x") != std::string::npos || line.find("(wall) (x") != std::string::npos)
+          << line;
+    }
+    previous = line;
+  }
+  EXPECT_EQ(image_lines, 2) << r.measured.out;
+}
+
+TEST(GlesImageRowsMeasure, JsonValidatesAgainstSchema) {
+  Out v = validate(gl_image_runs().dir.file("m.json"));
   EXPECT_EQ(v.code, 0) << v.out << v.err;
 }
 

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -204,6 +205,7 @@ Result<std::unique_ptr<EglContext>> EglContext::create() {
 #define EXTMEM_LOAD(type, name) c->gl_.name = reinterpret_cast<type>(load(#name));
   EXTMEM_GL_FUNCS(EXTMEM_LOAD)
   EXTMEM_GL_PROGRAM_FUNCS(EXTMEM_LOAD)
+  EXTMEM_GL_TEXTURE_FUNCS(EXTMEM_LOAD)
 #undef EXTMEM_LOAD
   if (!c->gl_.glGetString || !c->gl_.glGetError || !c->gl_.glGetStringi || !c->gl_.glMapBufferRange)
     return Error{"load GLES 3 entry points", ErrorKind::unsupported, "missing", {}};
@@ -235,6 +237,20 @@ Result<std::unique_ptr<EglContext>> EglContext::create() {
     EXTMEM_GL_BUFFER_STORAGE_FUNCS(EXTMEM_LOAD)
   }
 #undef EXTMEM_LOAD
+  {
+    // glCopyImageSubData is core from GLES 3.2; before that only its extensions' suffixed names.
+    int major = 0, minor = 0;
+    const bool es32 = std::sscanf(c->gl_version.c_str(), "OpenGL ES %d.%d", &major, &minor) == 2 &&
+                      (major > 3 || (major == 3 && minor >= 2));
+    const char* name = es32                                         ? "glCopyImageSubData"
+                       : c->has_extension("GL_EXT_copy_image") ? "glCopyImageSubDataEXT"
+                       : c->has_extension("GL_OES_copy_image") ? "glCopyImageSubDataOES"
+                                                               : nullptr;
+    if (name != nullptr) {
+      c->gl_.glCopyImageSubData = reinterpret_cast<PFNGLCOPYIMAGESUBDATAPROC>(load(name));
+      if (c->gl_.glCopyImageSubData != nullptr) c->gl_.copy_image_name = name;
+    }
+  }
   c->take_error();
   return c;
 }

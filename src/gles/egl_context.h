@@ -85,6 +85,14 @@ namespace extmem::gles {
   X(PFNGLBINDBUFFERBASEPROC, glBindBufferBase)                   \
   X(PFNGLDISPATCHCOMPUTEPROC, glDispatchCompute)
 
+// Textures (GLES 3.0 core): the private textures of the GL image rows' --measure
+// copies (src/probe/routes/gl_image_measure.h).
+#define EXTMEM_GL_TEXTURE_FUNCS(X)                 \
+  X(PFNGLGENTEXTURESPROC, glGenTextures)           \
+  X(PFNGLDELETETEXTURESPROC, glDeleteTextures)     \
+  X(PFNGLBINDTEXTUREPROC, glBindTexture)           \
+  X(PFNGLTEXSTORAGE2DPROC, glTexStorage2D)
+
 #define EXTMEM_GL_DECLARE(type, name) type name = nullptr;
 
 struct GlFns {
@@ -93,6 +101,12 @@ struct GlFns {
   EXTMEM_GL_EXT_FUNCS(EXTMEM_GL_DECLARE)
   EXTMEM_GL_SEMAPHORE_FUNCS(EXTMEM_GL_DECLARE)
   EXTMEM_GL_BUFFER_STORAGE_FUNCS(EXTMEM_GL_DECLARE)
+  EXTMEM_GL_TEXTURE_FUNCS(EXTMEM_GL_DECLARE)
+  /// GLES 3.2 core glCopyImageSubData, else GL_EXT_copy_image's or
+  /// GL_OES_copy_image's suffixed twin (the same signature); null without any.
+  PFNGLCOPYIMAGESUBDATAPROC glCopyImageSubData = nullptr;
+  /// The name glCopyImageSubData was resolved as ("glCopyImageSubDataEXT", ...); empty when null.
+  const char* copy_image_name = "";
 };
 
 /// Name of a GL error enum ("GL_OUT_OF_MEMORY"), "0x%04x" when unknown.

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "extmem/os/clock.h"
 #include "gles/program.h"
+#include "probe/routes/gl_gpu_clock.h"
 #include "probe/worker/measure.h"
 
 namespace extmem::probe {
@@ -47,41 +47,9 @@ void gl_copy_leg(const gles::EglContext& ctx, const std::string& leg, GLuint sha
     gl.glDeleteBuffers(static_cast<GLsizei>(plain.size()), plain.data());
     return;
   }
-  // GPU time from a GL_TIME_ELAPSED_EXT query where GL_EXT_disjoint_timer_query is offered;
-  // GLES has no timer query otherwise, and then the wall clock stands in, labelled.
-  GLuint query = 0;
-  if (ctx.has_extension("GL_EXT_disjoint_timer_query") && gl.glGenQueriesEXT != nullptr && gl.glBeginQueryEXT != nullptr &&
-      gl.glEndQueryEXT != nullptr && gl.glGetQueryObjectui64vEXT != nullptr && gl.glDeleteQueriesEXT != nullptr) {
-    gl.glGenQueriesEXT(1, &query);
-  } else {
-    measure::leg_field(leg, "gpu_clock_fallback", "GL_EXT_disjoint_timer_query not offered by the context");
-  }
-  // One sample of `copies()`'s GL commands between a glFinish and a glFinish, on the timer query where there is one.
-  auto timed = [&](const char* what, const std::function<void()>& copies) -> Result<measure::Timed> {
-    gl.glFinish();  // nothing queued before the sample may count in it
-    if (query != 0) {
-      GLint disjoint = 0;
-      gl.glGetIntegerv(GL_GPU_DISJOINT_EXT, &disjoint);  // reading clears it: a fresh start for this sample
-    }
-    const double t0 = os::monotonic_seconds();
-    if (query != 0) gl.glBeginQueryEXT(GL_TIME_ELAPSED_EXT, query);
-    copies();
-    if (query != 0) gl.glEndQueryEXT(GL_TIME_ELAPSED_EXT);
-    gl.glFinish();
-    const double t1 = os::monotonic_seconds();
-    if (GLenum e = ctx.take_error(); e != GL_NO_ERROR) return Error{what, ErrorKind::driver, gles::gl_error_name(e), {}};
-    if (query == 0) return measure::Timed{t1 - t0, measure::clocks::wall};
-    GLuint64 ns = 0;
-    gl.glGetQueryObjectui64vEXT(query, GL_QUERY_RESULT_EXT, &ns);  // waits for the result
-    GLint disjoint = 0;
-    gl.glGetIntegerv(GL_GPU_DISJOINT_EXT, &disjoint);
-    if (GLenum e = ctx.take_error(); e != GL_NO_ERROR)
-      return Error{"glGetQueryObjectui64vEXT(GL_TIME_ELAPSED_EXT)", ErrorKind::driver, gles::gl_error_name(e), {}};
-    // A disjoint operation (a clock change, a GPU reset) makes the query's value meaningless
-    // (GL_EXT_disjoint_timer_query): that one sample falls back to the wall clock.
-    if (disjoint != 0) return measure::Timed{t1 - t0, measure::clocks::wall};
-    return measure::Timed{static_cast<double>(ns) * 1e-9, measure::clocks::gl_time_elapsed};
-  };
+  // GPU time from a GL_TIME_ELAPSED_EXT query where GL_EXT_disjoint_timer_query is offered, else the wall clock, labelled.
+  const measure::GlGpuClock clock(ctx);  // its fallback, from the start or from a sample, is logged at the end
+  auto timed = [&](const char* what, const std::function<void()>& copies) { return clock.time(what, copies); };
   auto command_copy = [&](GLuint src, GLuint dst, unsigned copies) {
     return timed("glCopyBufferSubData", [&] {
       gl.glBindBuffer(GL_COPY_READ_BUFFER, src);
@@ -142,8 +110,8 @@ void gl_copy_leg(const gles::EglContext& ctx, const std::string& leg, GLuint sha
         },
         "shader");
   }
+  if (!clock.fallback().empty()) measure::leg_field(leg, "gpu_clock_fallback", clock.fallback());
   gl.glDeleteBuffers(static_cast<GLsizei>(plain.size()), plain.data());
-  if (query != 0) gl.glDeleteQueriesEXT(1, &query);
   (void)ctx.take_error();
 }
 

@@ -16,8 +16,9 @@ namespace extmem::probe {
 /// two plain buffers as gpu_baseline_gbps. A sample starts after a glFinish
 /// and is timed on the GPU by a GL_TIME_ELAPSED_EXT query around its copies
 /// (GL_EXT_disjoint_timer_query; clock "gl-time-elapsed"); without that
-/// extension, or for a sample during which GL_GPU_DISJOINT_EXT was raised, by
-/// wall clock through a final glFinish (clock "wall"). GL orders the copies. The
+/// extension, for a sample during which GL_GPU_DISJOINT_EXT was raised, or once
+/// the query was found not to cover the copies (measure::GlGpuClock), by wall
+/// clock through a final glFinish (clock "wall", gpu_clock_fallback says why). GL orders the copies. The
 /// shared bytes are saved to a third plain buffer and put back. A GL error is
 /// noted as leg.gpu_error ("<what>: <GL call> -> GL_…"). Then the same three
 /// figures with the copies done by a GLES 3.1 compute shader (16-byte loads and

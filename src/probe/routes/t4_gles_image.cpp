@@ -23,11 +23,13 @@
 #include "gles/egl_context.h"
 #include "gles/program.h"
 #include "probe/routes.h"
+#include "probe/routes/gl_image_measure.h"
 #include "probe/routes/gl_semaphore.h"
 #include "probe/routes/vk_image_share.h"
 #include "probe/worker/drivers.h"
 #include "probe/worker/half_end.h"
 #include "probe/worker/import_dup.h"
+#include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
 
 namespace extmem::probe {
@@ -324,6 +326,58 @@ std::string set_up_handover(ChildContext& ctx, const gles::EglContext& egl, cons
   h.sem = std::move(sem);
   return {};
 }
+// --measure (the measuring run only), once both rounds have decided the leg:
+// the owner refills the image with a seed nothing else uses and releases it,
+// GL takes it through the row's handover, times copies through the texture
+// against a private one (gl_image_measure.h), reads it back and compares, then
+// hands it back and has the owner check it too, so the image ends as a round
+// ends. Problems are logged beside the figures and never reach the leg. Returns
+// false when a handover step failed (GL and the owner may then disagree on who
+// holds the image, so nothing more may touch it).
+bool measure_after_verdict(ChildContext& ctx, const gles::EglContext& egl, const TexFns& f, const Owner& owner,
+                           const Handover& handover, const GlTexture& tex, std::uint32_t w, std::uint32_t h,
+                           const std::string& leg) {
+  const Expected kept{image::owner_seed(4)};  // rounds 1 and 2 and the clear finding use seeds 1 to 3
+  auto field = [&](const char* key, nlohmann::json v) { measure::leg_field(leg, key, std::move(v)); };
+  ctx.step("measure: the owner refills the image and releases it");
+  if (auto s = owner.fill(kept.base_seed); !s) {
+    field("image_error", "owner refill: " + why_of(s.error()));
+    return false;
+  }
+  ctx.step(std::string("measure: ") + (handover.sem ? "glWaitSemaphoreEXT, then " : "") +
+           "time GL copies through the texture and through a private texture");
+  if (auto e = gl_take(egl, handover, tex); !e.empty()) {
+    field("image_error", "GL takes the image: " + e);
+    return false;
+  }
+  image::measure_gl_copies(egl, leg, tex.texture, w, h);
+  ctx.step("measure: glReadPixels of the texture, GL hands the image back, the owner checks it");
+  std::string restore;
+  auto note = [&](const std::string& what) { restore += (restore.empty() ? "" : "; ") + what; };
+  std::vector<std::byte> pixels(std::size_t{w} * h * 4);
+  (void)egl.take_error();
+  f.glBindFramebuffer(GL_FRAMEBUFFER, tex.fbo);
+  f.glReadPixels(0, 0, static_cast<GLsizei>(w), static_cast<GLsizei>(h), GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
+  if (const GLenum e = egl.take_error(); e != GL_NO_ERROR)
+    note("read back here: glReadPixels -> " + gles::gl_error_name(e));
+  else if (const Compare c = image::compare(pixels, std::size_t{w} * 4, w, h, kept); !c.ok())
+    note("read back here: " + c.text());
+  // The hand-back runs even when the check failed, so the owner gets the image back.
+  bool balanced = true;
+  if (auto e = gl_give(egl, handover, tex); !e.empty()) {
+    note("hand back: " + e);
+    balanced = false;
+  } else if (auto c = owner.check(kept); !c) {
+    note("owner check: " + why_of(c.error()));
+    balanced = false;
+  } else if (!c->ok()) {
+    note("owner read: " + c->text());
+  }
+  field("image_restored", restore.empty());
+  if (!restore.empty()) field("image_restore_error", restore);
+  return balanced;
+}
+
 // The GL importer's whole part: context, UUID, the import ladder, two rounds.
 void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const Owner& owner, RouteReport& rep,
                   Leg& leg) {
@@ -506,6 +560,11 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
   leg.read_ok = reads_ok;
   leg.write_ok = writes_ok;
   if (handover.sem) rep.detail.push_back("glwait+read-ms=" + take_ms);
+  // The figures come after the verdict is final and only in the measuring run, whose detail is
+  // not reported; its clear finding below then runs after the copies, on the measuring run only.
+  if (reads_ok && writes_ok && measure::enabled() &&
+      !measure_after_verdict(ctx, egl, f, owner, handover, tex, w, h, leg.name))
+    return;
 
   // The finding beside the verdict: a scissored glClear (no draw after it) on a fresh fill, the
   // same handover, the same check. Zink on lavapipe keeps such a clear pending past the fence
@@ -632,8 +691,7 @@ extern const RouteDef kT4GlesImageSameProc{
     .group = "t4",
     .needs = {.extensions = kGlImageExtensions, .gl = true},
     .legs = kGlImageLegs,
-    .server = {"exports an OPTIMAL Vulkan image and imports a dup of its own fd as a GL texture", same_proc, true},
-    .measured = false};
+    .server = {"exports an OPTIMAL Vulkan image and imports a dup of its own fd as a GL texture", same_proc, true}};
 extern const RouteDef kT4GlesImageCrossProc{
     .row = "T4-gles-image-cross-proc",
     .group = "t4",
@@ -643,7 +701,6 @@ extern const RouteDef kT4GlesImageCrossProc{
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_OPTIMAL); }},
     .client = {"imports the fd as a GL texture, reads it through a framebuffer, draws a rectangle, drives", cross_proc,
                true},
-    .measured = false,
     .passes_fds = true};
 
 }  // namespace extmem::probe
