@@ -185,17 +185,8 @@ int run_worker(const WorkerArgs& a) {
     const HygieneSnapshot before = HygieneSnapshot::take();
     const bool overlapped_warm_up = warming;  // the CUDA warm-up may open fds of its own meanwhile
     auto frame = control.recv(-1);
-    if (!frame) {
-      // The parent closed the control socket (or is gone): the run is over, and so is
-      // this process. It ends without destroying its Vulkan device and instance, EGL
-      // context and CUDA context one by one: the kernel releases them with its fds,
-      // and on NVIDIA 580 the orderly teardown alone held the probe's exit back by
-      // ~80 ms (docs/probe-engine.md, "Where the time goes"). Every route has
-      // already released its own objects (the hygiene check above).
-      tracing::event("worker sees EOF");
-      std::fflush(nullptr);
-      ::_exit(0);
-    }
+    if (!frame) tracing::event("worker sees EOF");
+    if (!frame) return 0;  // the parent closed the control socket (or is gone): the run is over
     std::string why;
     json job = json::parse(frame->payload, nullptr, false);
     std::optional<ChildParams> params;
