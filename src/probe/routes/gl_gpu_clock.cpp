@@ -47,7 +47,7 @@ Result<Timed> GlGpuClock::time(const std::string& what, const std::function<void
     return Timed{wall, clocks::wall};
   }
   // A query that did not cover the commands (they ran outside its begin and end on the GPU).
-  if (wall >= kCoverCheckSeconds && gpu < kCoveredFraction * wall) {
+  if (wall >= kCoverCheckSeconds && gpu < kCoveredFraction * wall && ++uncovered_in_a_row_ >= kUncoveredToFallBack) {
     uncovered_ = true;
     if (fallback_.empty())
       fallback_ = fmt::format("{}: GL_TIME_ELAPSED_EXT gave {:.0f} us for a sample of {:.0f} us between glFinish calls "
@@ -56,6 +56,7 @@ Result<Timed> GlGpuClock::time(const std::string& what, const std::function<void
                               what, gpu * 1e6, wall * 1e6, kCoveredFraction * 100);
     return Timed{wall, clocks::wall};
   }
+  if (wall >= kCoverCheckSeconds && gpu >= kCoveredFraction * wall) uncovered_in_a_row_ = 0;
   return Timed{gpu, clocks::gl_time_elapsed};
 }
 

@@ -46,9 +46,13 @@ class GlGpuClock {
   /// kCoverCheckSeconds: the GPU work of the commands cannot be that much
   /// shorter than glFinish to glFinish around them, so the query did not
   /// bracket them (zink over lavapipe: ~17 us for copies the wall clock puts
-  /// at ~2 ms; docs/probe.md, "T4 image rows"). That finding sticks: every
-  /// later sample of this clock is wall-timed too, since whether the driver
-  /// covers the commands may change with its state. Errors:
+  /// at ~2 ms; docs/probe.md, "T4 image rows") once kUncoveredToFallBack
+  /// such samples came in a row: one or two can be a driver's work outside the
+  /// GPU (NVIDIA 580 allocates a glBufferData buffer at its first use: 772 us
+  /// on the GPU in a 6.4 ms sample, the next samples covered), and a covered
+  /// sample starts the count again. That finding sticks: every later sample of
+  /// this clock is wall-timed too, since whether the driver covers the
+  /// commands may change with its state. Errors:
   /// Error{`what`, driver, the GL error name} when the commands raised one;
   /// Error{"glGetQueryObjectui64vEXT(GL_TIME_ELAPSED_EXT)", driver, name}.
   Result<Timed> time(const std::string& what, const std::function<void()>& commands) const;
@@ -57,12 +61,14 @@ class GlGpuClock {
   /// time under that fraction of it is not believed.
   static constexpr double kCoverCheckSeconds = 0.001;
   static constexpr double kCoveredFraction = 0.25;
+  static constexpr int kUncoveredToFallBack = 3;
 
  private:
   const gles::EglContext* ctx_;
   GLuint query_ = 0;
   mutable std::string fallback_;  // set once, by the first sample time() puts on the wall clock
-  mutable bool uncovered_ = false;  // a sample's query did not cover its commands: wall clock from then on
+  mutable int uncovered_in_a_row_ = 0;  // samples in a row whose query did not cover their commands
+  mutable bool uncovered_ = false;  // kUncoveredToFallBack of them: wall clock from then on
 };
 
 }  // namespace extmem::probe::measure

@@ -74,15 +74,17 @@ void measure_gl_copies(const gles::EglContext& ctx, const std::string& leg, GLui
     field("image_error", "save the shared texture: " + step_of(saved.error()));
     return cleanup();
   }
-  // One untimed sample of about kCoverageBytes (at least one copy, at most a sample's most): long
-  // enough on most drivers for the clock's coverage check, so a query that misses the copies turns
-  // the clock to the wall before the calibration rather than after it.
+  // Untimed samples of about kCoverageBytes each (at least one copy, at most a sample's most), as
+  // many as the clock's coverage check needs in a row: long enough on most drivers, so a query that
+  // misses the copies turns the clock to the wall before the calibration rather than after it.
   const auto coverage_copies = static_cast<unsigned>(
       std::clamp<std::size_t>(kCoverageBytes / bytes, 1, measure::kMaxCopiesPerSample));
-  if (auto probe = copy(tex[priv], tex[partner], coverage_copies); !probe) {
-    field("image_error", "coverage sample: " + step_of(probe.error()));
-    (void)copy(tex[keeper], shared, 1);
-    return cleanup();
+  for (int i = 0; i < measure::GlGpuClock::kUncoveredToFallBack; ++i) {
+    if (auto probe = copy(tex[priv], tex[partner], coverage_copies); !probe) {
+      field("image_error", "coverage sample: " + step_of(probe.error()));
+      (void)copy(tex[keeper], shared, 1);
+      return cleanup();
+    }
   }
   (void)sample_copies(leg, bytes, [&](ImageCopy k, unsigned copies) {
     switch (k) {
