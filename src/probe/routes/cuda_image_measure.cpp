@@ -34,15 +34,13 @@ struct Owned {
   }
 };
 
-std::string step_of(const Error& e) { return fmt::format("{} -> {}", e.step, e.code); }
-
 }  // namespace
 
 void cuda_measure_copies(const cuda::Api& api, const std::string& leg, CUarray shared,
                          const CUDA_ARRAY3D_DESCRIPTOR& shape) {
   if (!measure::enabled()) return;
   auto field = [&](const char* key, nlohmann::json v) { measure::leg_field(leg, key, std::move(v)); };
-  auto failed = [&](const std::string& what, const Error& e) { field("image_error", what + ": " + step_of(e)); };
+  auto failed = [&](const std::string& what, const Error& e) { field("image_error", what + ": " + measure::step_and_code(e)); };
   if (shape.Depth != 0 || shape.Format != CU_AD_FORMAT_UNSIGNED_INT8 || shape.NumChannels != 4 || shape.Width == 0 ||
       shape.Height == 0 || shape.Width > 65536 || shape.Height > 65536) {
     field("image_error", fmt::format("array shape: {}x{}x{} format 0x{:x} x{} is not a 2D UNSIGNED_INT8 x4 array",
@@ -155,7 +153,7 @@ void cuda_measure_copies(const cuda::Api& api, const std::string& leg, CUarray s
   // a failed sample the stream may still hold its copies, so it is drained first.
   (void)api.cuStreamSynchronize(own.stream);
   if (auto s = copy_and_wait(shared, false, keep->ptr()); !s) {
-    const std::string why = "restore the shared array: " + step_of(s.error());
+    const std::string why = "restore the shared array: " + measure::step_and_code(s.error());
     if (sampled)
       field("image_error", why);
     else

@@ -68,10 +68,9 @@ void measure_gl_copies(const gles::EglContext& ctx, const std::string& leg, GLui
                               static_cast<GLsizei>(h), 1);
     });
   };
-  auto step_of = [](const Error& e) { return fmt::format("{} -> {}", e.step, e.code); };
 
   if (auto saved = copy(shared, tex[keeper], 1); !saved) {
-    field("image_error", "save the shared texture: " + step_of(saved.error()));
+    field("image_error", "save the shared texture: " + measure::step_and_code(saved.error()));
     return cleanup();
   }
   // Untimed samples of about kCoverageBytes each (at least one copy, at most a sample's most), as
@@ -81,7 +80,7 @@ void measure_gl_copies(const gles::EglContext& ctx, const std::string& leg, GLui
       std::clamp<std::size_t>(kCoverageBytes / bytes, 1, measure::kMaxCopiesPerSample));
   for (int i = 0; i < measure::GlGpuClock::kUncoveredToFallBack; ++i) {
     if (auto probe = copy(tex[priv], tex[partner], coverage_copies); !probe) {
-      field("image_error", "coverage sample: " + step_of(probe.error()));
+      field("image_error", "coverage sample: " + measure::step_and_code(probe.error()));
       (void)copy(tex[keeper], shared, 1);
       return cleanup();
     }
@@ -98,7 +97,7 @@ void measure_gl_copies(const gles::EglContext& ctx, const std::string& leg, GLui
   if (!clock.fallback().empty()) field("gpu_clock_fallback", clock.fallback());
   // Put the shared texels back (the in-copies overwrote them), whatever happened above.
   if (auto restored = copy(tex[keeper], shared, 1); !restored)
-    field("image_error", "restore the shared texture: " + step_of(restored.error()));
+    field("image_error", "restore the shared texture: " + measure::step_and_code(restored.error()));
   cleanup();
 }
 

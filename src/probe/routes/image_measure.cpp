@@ -1,7 +1,5 @@
 #include "probe/routes/image_measure.h"
 
-#include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include <fmt/format.h>
@@ -19,10 +17,6 @@ using nlohmann::json;
 constexpr const char* kKey[kImageCopies] = {"image_out_gbps", "image_private_out_gbps", "image_in_gbps",
                                             "image_private_in_gbps"};
 
-double gbps_of(std::size_t bytes, double seconds) {
-  return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
-}
-
 // Every copy's accesses against the copies recorded before it, in this and
 // earlier submissions (a barrier's first scope reaches back in submission
 // order), so no two copies overlap and none reads before the last write.
@@ -33,8 +27,6 @@ void transfer_barrier(const vk::Device& d, VkCommandBuffer cb) {
   d.fn().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &b, 0, nullptr, 0,
                               nullptr);
 }
-
-std::string step_of(const Error& e) { return fmt::format("{} -> {}", e.step, e.code); }
 
 }  // namespace
 
@@ -48,9 +40,8 @@ bool sample_copies(const std::string& leg, std::size_t bytes, const ImageCopyTim
   auto field = [&](const char* key, json v) { measure::leg_field(leg, key, std::move(v)); };
   // As measure::copy_leg does: a copy under 5 ms is repeated within a sample until the sample
   // lasts ~5 ms, so the timer's fixed cost stays small; calibrated on the device's own image.
-  unsigned batch = 1;
-  if (auto one = time(ImageCopy::private_out, 1); one && one->seconds > 0 && one->seconds < 0.005)
-    batch = static_cast<unsigned>(std::min<double>(measure::kMaxCopiesPerSample, std::ceil(0.005 / one->seconds)));
+  const auto one = time(ImageCopy::private_out, 1);
+  const unsigned batch = one ? measure::copies_per_sample(one->seconds) : 1;
   field("image_copies_per_sample", batch);
 
   std::vector<double> samples[kImageCopies];
@@ -59,10 +50,10 @@ bool sample_copies(const std::string& leg, std::size_t bytes, const ImageCopyTim
     for (int k = 0; k < kImageCopies; ++k) {
       auto t = time(static_cast<ImageCopy>(k), batch);
       if (!t) {
-        field("image_error", std::string(kKey[k]) + ": " + step_of(t.error()));
+        field("image_error", std::string(kKey[k]) + ": " + measure::step_and_code(t.error()));
         return false;
       }
-      samples[k].push_back(gbps_of(bytes * batch, t->seconds));
+      samples[k].push_back(measure::gbps(bytes * batch, t->seconds));
       if (used[k] != measure::clocks::wall) used[k] = t->clock;
     }
   }
@@ -90,7 +81,7 @@ void measure_copies(const std::string& leg, const vk::Device& d, const vk::Image
   const std::size_t bytes = std::size_t{w} * h * 4;  // R8G8B8A8: 4 bytes a texel, rows tightly packed
   if (bytes == 0) return;
   auto field = [&](const char* key, json v) { measure::leg_field(leg, key, std::move(v)); };
-  auto failed = [&](const std::string& what, const Error& e) { field("image_error", what + ": " + step_of(e)); };
+  auto failed = [&](const std::string& what, const Error& e) { field("image_error", what + ": " + measure::step_and_code(e)); };
   log_extent(leg, w, h);
   field("image_layout", "GENERAL");
   field("image_copy", "vkCmdCopyImageToBuffer/vkCmdCopyBufferToImage");

@@ -67,7 +67,6 @@ double read_seconds(std::span<const std::byte> v) {
   return os::monotonic_seconds() - t0;
 }
 
-double gbps(std::size_t bytes, double seconds) { return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0; }
 
 // Write and read bandwidth samples through `v` (GB/s); one untimed write first faults the pages in.
 // Slow memory (uncached device memory read by the CPU can crawl at tens of MB/s) stops after
@@ -149,6 +148,15 @@ void cpu_leg(const std::string& leg, std::span<std::byte> view) {
   }
 }
 
+double gbps(std::size_t bytes, double seconds) { return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0; }
+
+unsigned copies_per_sample(double one_copy_seconds) {
+  if (one_copy_seconds <= 0 || one_copy_seconds >= 0.005) return 1;
+  return static_cast<unsigned>(std::min<double>(kMaxCopiesPerSample, std::ceil(0.005 / one_copy_seconds)));
+}
+
+std::string step_and_code(const Error& e) { return fmt::format("{} -> {}", e.step, e.code); }
+
 void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, const CopyTimer& time, const char* prefix) {
   Log& l = log();
   if (!l.enabled || bytes == 0) return;
@@ -156,7 +164,7 @@ void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, cons
   json& e = leg_entry(leg);
   auto key = [&](const char* what) { return fmt::format("{}_{}", prefix, what); };
   auto failed = [&](const std::string& what, const Error& err) {
-    e[key("error")] = fmt::format("{}: {} -> {}", what, err.step, err.code);
+    e[key("error")] = what + ": " + step_and_code(err);
   };
   if (auto saved = time(Copy::save, 1); !saved) {
     failed("save the shared bytes", saved.error());
@@ -166,9 +174,8 @@ void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, cons
   // submit and fence wait under the wall clock; a few microseconds of pipeline drain under a GPU
   // clock) is repeated until a sample lasts >= ~5 ms. Calibrated on the device's own memory, the
   // fastest copy measured here.
-  unsigned batch = 1;
-  if (auto one = time(Copy::baseline, 1); one && one->seconds > 0 && one->seconds < 0.005)
-    batch = static_cast<unsigned>(std::min<double>(kMaxCopiesPerSample, std::ceil(0.005 / one->seconds)));
+  const auto one = time(Copy::baseline, 1);
+  const unsigned batch = one ? copies_per_sample(one->seconds) : 1;
   e[key("copies_per_sample")] = batch;
   auto samples = [&](Copy c, const std::string& name) {
     std::vector<double> v;

@@ -118,6 +118,18 @@ void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, cons
 /// Most copies one GPU sample batches (copy_leg's calibration).
 inline constexpr unsigned kMaxCopiesPerSample = 256;
 
+/// Copies per GPU sample for a copy that took `one_copy_seconds` alone: enough
+/// for the sample to last ~5 ms on its clock (the timer's fixed cost then stays
+/// small), at most kMaxCopiesPerSample; 1 for a copy of 5 ms or more, or one
+/// that could not be timed (0 or less). copy_leg's and the image rows' rule.
+unsigned copies_per_sample(double one_copy_seconds);
+
+/// GB/s (1e9 bytes/s) of `bytes` moved in `seconds`; 0 for a non-positive time.
+double gbps(std::size_t bytes, double seconds);
+
+/// "<step> -> <code>" of a failed measurement call, as the *_error fields write it.
+std::string step_and_code(const Error& e);
+
 /// Repeats `once` repeats() times as leg `leg`'s import_us figure. `once`
 /// imports (and maps) a fresh handle, undoes it, and returns the microseconds
 /// the import itself took (undoing untimed). The first Error ends the
