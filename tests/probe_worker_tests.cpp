@@ -7,6 +7,7 @@
 
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -172,22 +173,41 @@ TEST(ProbeWorkers, HygieneCheckSeesALeakedFd) {
 
 namespace {
 
-// A route marked own_process (T1-opaque-fd-foreign-fd: it hands the driver fds it never
-// exported, which left NVIDIA's next allocation failing in that process) runs in fresh
-// processes even with warm workers, so the routes after it meet an untouched driver:
-// its row has no worker hygiene record, the warm rows around it do.
-TEST(ProbeWorkers, OwnProcessRouteRunsOutsideTheWorkers) {
-  ProbeRun r = probe("--only=T1-opaque-fd,T1-opaque-fd-foreign-fd,T3-memfd-cross-process");
-  ASSERT_TRUE(r.doc.is_object()) << r.out;
-  const json* foreign = row_of(r.doc, "T1-opaque-fd-foreign-fd");
-  const json* before = row_of(r.doc, "T1-opaque-fd");
-  const json* after = row_of(r.doc, "T3-memfd-cross-process");
-  ASSERT_TRUE(foreign && before && after) << r.out;
-  EXPECT_EQ((*foreign)["status"], "OK") << r.out;
-  EXPECT_FALSE(foreign->contains("worker_hygiene")) << foreign->dump();
-  EXPECT_TRUE(before->contains("worker_hygiene")) << before->dump();
-  EXPECT_TRUE(after->contains("worker_hygiene")) << after->dump();
-  EXPECT_EQ(r.code, 0) << r.out;
+// A route marked retires_worker (T1-opaque-fd-foreign-fd: it hands the driver fds it
+// never exported, which left NVIDIA's next allocation failing in that process) runs on a
+// warm worker after every other row of its lane, whatever its place in the table, and
+// that worker is retired after it: no route runs there afterwards. Read off the trace.
+TEST(ProbeWorkers, RetiringRouteRunsLastAndRetiresItsWorker) {
+  for (const char* jobs : {"--jobs=1", "--jobs=2"}) {
+    extmem::test::TempDir dir;
+    const std::string trace = dir.file("trace");
+    ProbeRun r = probe(std::string(jobs) + " --only=T1-opaque-fd,T1-opaque-fd-foreign-fd,T3-memfd-cross-process,T3-memfd-sealed",
+                       "EXTMEM_PROBE_TRACE=" + trace);
+    ASSERT_TRUE(r.doc.is_object()) << r.out;
+    EXPECT_EQ(r.code, 0) << r.out;
+    const json* foreign = row_of(r.doc, "T1-opaque-fd-foreign-fd");
+    ASSERT_NE(foreign, nullptr) << r.out;
+    EXPECT_EQ((*foreign)["status"], "OK") << r.out;
+    ASSERT_TRUE(foreign->contains("worker_hygiene")) << foreign->dump();  // a warm worker ran it
+    const std::string pid = std::to_string((*foreign)["worker_hygiene"]["server"]["pid"].get<long>());
+
+    // "<seconds> <pid> <event>" lines: the worker's jobs, in the order it ran them.
+    std::istringstream lines(extmem::test::slurp(trace));
+    std::vector<std::string> on_worker;
+    std::size_t rows_before = 0;
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream f(line);
+      std::string when, who, event;
+      f >> when >> who;
+      std::getline(f >> std::ws, event);
+      if (who == pid && event.rfind("job start ", 0) == 0) on_worker.push_back(event.substr(10));
+      if (event.rfind("row start ", 0) == 0 && event != "row start T1-opaque-fd-foreign-fd") ++rows_before;
+    }
+    EXPECT_EQ(rows_before, 3u) << jobs;
+    ASSERT_FALSE(on_worker.empty()) << jobs << " " << extmem::test::slurp(trace);
+    EXPECT_EQ(on_worker.back(), "T1-opaque-fd-foreign-fd server") << jobs << " " << extmem::test::slurp(trace);
+    if (std::string(jobs) == "--jobs=1") EXPECT_GE(on_worker.size(), 2u) << extmem::test::slurp(trace);  // it was warm
+  }
 }
 
 }  // namespace

@@ -81,12 +81,13 @@ struct RouteDef {
   /// --measure gives the row a second, measuring run when a leg round-tripped; false for a
   /// route whose legs move no bytes (T1-opaque-fd-foreign-fd: its rt is a driver's refusal).
   bool measured = true;
-  /// Runs in fresh processes even where the others run on warm workers: its halves hand
-  /// the driver input that may leave the process's driver changed, so a worker that ran
-  /// it could answer the next route differently (T1-opaque-fd-foreign-fd: on NVIDIA 580
-  /// a refused foreign-fd import made the next vkAllocateMemory of that VkDevice fail,
-  /// measured; docs/probe-engine.md, "What holds in both modes").
-  bool own_process = false;
+  /// Its halves hand the driver input that may leave the process's driver changed, so a
+  /// worker that ran one could answer the next route differently (T1-opaque-fd-foreign-fd:
+  /// on NVIDIA 580 a refused foreign-fd import made the next vkAllocateMemory of that
+  /// VkDevice fail, measured). On warm workers such a row runs after every other row of
+  /// its lane, and each worker that ran one of its halves is retired afterwards: no route
+  /// ever runs on it again (docs/probe-engine.md, "What holds in both modes").
+  bool retires_worker = false;
   /// Its halves hand an fd to each other over the peer socket (the shared memory, a
   /// semaphore, a sync file). --fd-transport=both gives such a row a twin "<row>@pidfd"
   /// in which every fd crosses by pidfd_getfd instead of SCM_RIGHTS, and

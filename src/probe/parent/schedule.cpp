@@ -41,8 +41,7 @@ struct Engine::State {
   // One verdict run (and with --measure the measuring run) of a planned row.
   Result<RowResult> run_row(const PlannedRow& planned, unsigned lane_index) {
     auto once = [&](const SuperviseParams& p) {
-      return lane.empty() || planned.route->own_process ? supervise(*planned.route, p)
-                                                        : supervise_on_lane(*planned.route, p, *lane[lane_index]);
+      return lane.empty() ? supervise(*planned.route, p) : supervise_on_lane(*planned.route, p, *lane[lane_index]);
     };
     SuperviseParams p = options.base;
     p.memory_type = planned.memory_type;
@@ -171,15 +170,15 @@ Result<std::vector<RowResult>> Engine::execute(const std::vector<PlannedRow>& pl
       {
         std::lock_guard lock(m);
         if (failure) return;
-        for (std::size_t i = 0; i < plan.size(); ++i) {
-          if (taken[i]) continue;
-          int want = lane_for(*plan[i].route, s.lanes);
-          if (want == kAnyLane || want == static_cast<int>(lane_index)) {
-            pick = i;
-            taken[i] = true;
-            break;
+        // A row that retires its workers goes last on its lane: no other row may follow it there.
+        for (bool retiring : {false, true}) {
+          for (std::size_t i = 0; i < plan.size() && pick == plan.size(); ++i) {
+            if (taken[i] || plan[i].route->retires_worker != retiring) continue;
+            int want = lane_for(*plan[i].route, s.lanes);
+            if (want == kAnyLane || want == static_cast<int>(lane_index)) pick = i;
           }
         }
+        if (pick < plan.size()) taken[pick] = true;
       }
       if (pick == plan.size()) return;
       auto r = s.run_row(plan[pick], lane_index);

@@ -71,7 +71,9 @@ class Engine {
   /// every row before it are done. With `measure`, a row that round-tripped is run
   /// a second time at measure_size on the same lane; the verdict stays the first
   /// run's. Up to `jobs` rows run at once; GL rows all go to lane 0 and CUDA rows to
-  /// lane 1 (or 0), so only those lanes' workers open those drivers.
+  /// lane 1 (or 0), so only those lanes' workers open those drivers. A row whose route
+  /// retires_worker runs after every other row its lane could take, and the workers
+  /// that ran its halves are retired after it (Lane::retire).
   /// Errors: a child or worker could not be started (os_error("posix_spawn") …);
   /// rows already handed to `sink` stay handed.
   Result<std::vector<RowResult>> execute(const std::vector<PlannedRow>& plan, const RowSink& sink);

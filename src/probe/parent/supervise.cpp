@@ -289,6 +289,8 @@ Result<RowResult> supervise_on_lane(const RouteDef& route, const SuperviseParams
       // Its route state is unknown (hung, or its peer broke the protocol): replace it.
       if (h.open) note_running(still_running, h);
       lane.drop(slots[i]);
+    } else if (route.retires_worker) {
+      lane.retire(slots[i]);
     }
   }
   RowResult r = conclude(route, halves, c, params, still_running, start);

@@ -37,13 +37,30 @@ void Lane::close() {
     if (slot) slot->control.owned_fd().reset();
 }
 
+void Lane::retire(Slot which) {
+  std::optional<WorkerProcess>& slot = workers_[static_cast<int>(which)];
+  if (!slot) return;
+  slot->control.owned_fd().reset();
+  retired_.push_back(std::move(*slot));
+  slot.reset();
+}
+
+namespace {
+
+void reap(WorkerProcess& w) {
+  const int pid = w.child.pid();  // the reap forgets it
+  if (pid <= 0) return;
+  if (!w.child.wait(2000)) w.child.kill_and_reap();
+  tracing::event(fmt::format("reaped worker {}", pid));
+}
+
+}  // namespace
+
 Lane::~Lane() {
   close();
-  for (std::optional<WorkerProcess>& slot : workers_) {
-    if (!slot || slot->child.pid() <= 0) continue;
-    if (!slot->child.wait(2000)) slot->child.kill_and_reap();
-    tracing::event(fmt::format("reaped worker {}", slot->child.pid()));
-  }
+  for (std::optional<WorkerProcess>& slot : workers_)
+    if (slot) reap(*slot);
+  for (WorkerProcess& w : retired_) reap(w);
 }
 
 Status Lane::start(bool both) {

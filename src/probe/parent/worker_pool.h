@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "extmem/core/error.h"
 #include "extmem/os/child.h"
@@ -47,11 +48,15 @@ class Lane {
   WorkerProcess* existing(Slot slot) { return workers_[static_cast<int>(slot)] ? &*workers_[static_cast<int>(slot)] : nullptr; }
   /// Forgets the worker in `slot`, killing and reaping it if it still runs.
   void drop(Slot slot);
+  /// Takes the worker in `slot` out of service without killing it: its control socket
+  /// closes, so it exits as it would at the end of the run, and the lane's destructor
+  /// reaps it. The next worker(slot) starts a new one.
+  void retire(Slot slot);
   /// Starts slot A, and B when `both`, ahead of the first job (their warm-up overlaps phase A).
   Status start(bool both);
   /// Closes the control sockets: idle workers see EOF and exit.
   void close();
-  /// close(), then reaps each worker, killing one that has not exited within 2 s.
+  /// close(), then reaps each worker (retired ones too), killing one that has not exited within 2 s.
   ~Lane();
   Lane(const Lane&) = delete;
   Lane& operator=(const Lane&) = delete;
@@ -61,6 +66,7 @@ class Lane {
   std::vector<std::string> device_args_;
   WorkerWarmth warmth_;
   std::optional<WorkerProcess> workers_[2];
+  std::vector<WorkerProcess> retired_;  ///< exiting, reaped by the destructor
 };
 
 }  // namespace extmem::probe

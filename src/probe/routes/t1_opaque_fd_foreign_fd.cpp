@@ -202,6 +202,6 @@ extern const RouteDef kT1OpaqueFdForeignFd{
     .server = {"imports a memfd and a tmpfs file no driver exported as OPAQUE_FD, expects refusals", drive},
     .client = {},
     .measured = false,
-    .own_process = true};
+    .retires_worker = true};
 
 }  // namespace extmem::probe
