@@ -34,6 +34,7 @@ struct Fake : OrderingSubject {
 
   bool armed = false, released = false, landed = false, drained = false;
   int waits = 0;
+  std::vector<std::chrono::milliseconds> bounds;  // each bounded wait's bound, in order
   std::vector<std::string> calls;
 
   Status hold() override {
@@ -55,6 +56,7 @@ struct Fake : OrderingSubject {
   }
   Result<Waited> wait_consumer(std::chrono::milliseconds bound) override {
     ++waits;
+    bounds.push_back(bound);
     if (control_lies && !released) return Waited{WaitResult::signalled, "VK_SUCCESS"};
     if (landed) return Waited{WaitResult::signalled, "VK_SUCCESS"};
     std::this_thread::sleep_for(bound);
@@ -74,7 +76,7 @@ struct Fake : OrderingSubject {
   }
 };
 
-constexpr ProofConfig kFast{20ms, 20ms, 100ms};
+constexpr ProofConfig kFast{20ms, 100ms};
 
 // The honest pair proves ordering and the control timed out with the driver's code.
 TEST(SyncProof, HonestPairIsOrdered) {
@@ -86,6 +88,9 @@ TEST(SyncProof, HonestPairIsOrdered) {
   EXPECT_EQ(o.passed.size(), 7u);
   EXPECT_EQ(f.calls, (std::vector<std::string>{"hold", "arm", "release", "drain"}));
   EXPECT_EQ(describe(o), "ordered");
+  // The signal is withheld for one bounded wait of `hold`, which is the control; the other
+  // wait is the landing. No sleep beside them (a sleep and a control wait held each proof 500 ms).
+  EXPECT_EQ(f.bounds, (std::vector<std::chrono::milliseconds>{kFast.hold, kFast.land}));
 }
 
 // A wait that does not wait (the consumer copies before any signal) is FAIL at the not-landed check.

@@ -8,12 +8,12 @@
 //   1. hold          the producer arms a signal that its host keeps back
 //   2. arm           the consumer submits GPU work that waits on the imported
 //                    semaphore, then copies the region out and writes a marker
-//   3. sit           the probe sleeps `hold` (some hundreds of ms)
+//   3. sit           a bounded wait of `hold` (some hundreds of ms) on the
+//                    consumer, with the signal withheld: the control of step 5
 //   4. not-landed    the consumer's copy must not have landed: fence unsignalled,
 //                    marker absent (a consumer that went ahead is FAIL here)
-//   5. control       a bounded wait on the consumer with the signal still
-//                    withheld must time out, and the semaphore's counter
-//                    (timeline) must be unchanged
+//   5. control       the wait of step 3 must have timed out, and the semaphore's
+//                    counter (timeline) must be unchanged
 //   6. release       the producer's GPU writes the region and signals
 //   7. landed        a bounded wait on the consumer must now succeed (a signal
 //                    that never arrives is a timeout here, never a hang)
@@ -81,7 +81,7 @@ class OrderingSubject {
   virtual Status arm() = 0;
   /// Steps 4, 5 and 7: a look at the consumer that does not wait.
   virtual Result<Observation> observe() = 0;
-  /// Steps 5 and 7: waits for the consumer's submission at most `bound`.
+  /// Steps 3 and 7: waits for the consumer's submission at most `bound`.
   virtual Result<Waited> wait_consumer(std::chrono::milliseconds bound) = 0;
   /// Step 6: the producer writes the region on its GPU and signals.
   virtual Status release() = 0;
@@ -96,8 +96,9 @@ class OrderingSubject {
 
 /// The bounds of one proof, in milliseconds.
 struct ProofConfig {
-  std::chrono::milliseconds hold{300};     ///< step 3: how long the held wait sits before step 4 looks
-  std::chrono::milliseconds control{200};  ///< step 5: the bounded wait that must time out
+  /// Steps 3-5: the bounded wait on the consumer, signal withheld, that must time out
+  /// before step 4 looks.
+  std::chrono::milliseconds hold{300};
   std::chrono::milliseconds land{5000};    ///< step 7: how long the consumer may take after the signal
 };
 

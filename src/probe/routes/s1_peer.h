@@ -37,7 +37,7 @@ sync::CopyCheck check_producer_copy(const void* copy);
 /// for consumers in this process. Errors: ask()'s.
 Status release_producer(const ChildContext& ctx);
 
-/// The proof's bounds: held 300 ms, control 200 ms, 5 s for the copy to land.
+/// The proof's bounds: held 300 ms (the control's wait), 5 s for the copy to land.
 sync::ProofConfig proof_config();
 
 /// prove_ordering's StepSink: `user` is the ChildContext; reports each step to the parent.
