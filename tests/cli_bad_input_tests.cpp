@@ -236,12 +236,12 @@ const std::vector<Case> kCases = {
     {{"peek", "--file=@FILE", "12Q"}, {"offset", "accepted"}},
     {{"peek", "--file=@FILE", "--pid=@SELF", "0"}, {"--pid", "--file"}},
     {{"peek", "--pid=@SELF", "--ram-map=0:0:4K", "0"}, {"--ram-map", "--file"}},
-    {{"peek", "--file=@MISSING", "0"}, {"--file", "ENOENT", "accepted"}},
     {{"peek", "--file=@DIR", "0"}, {"--file", "not a regular file", "accepted"}},
     {{"peek", "--file=@FIFO", "0"}, {"--file", "not a regular file", "accepted"}},
     {{"peek", "--file=/dev/zero", "0"}, {"--file", "not a regular file", "accepted"}},
     {{"peek", "--file=", "0"}, {"--file", "empty"}},
-    {{"peek", "--file", "", "0"}, {"--file", "ENOENT", "accepted"}},
+    {{"peek", "--file", "", "0"}, {"--file", "empty", "accepted"}},
+    {{"poke", "--file", "", "0", "1"}, {"--file", "empty", "accepted"}},
     // ---- poke ----
     {{"poke", "--pid=@SELF", "0x1000"}, {"VALUE"}},
     {{"poke", "--pid=@SELF", "0x1000", "0x1g"}, {"value", "accepted"}},
@@ -252,7 +252,6 @@ const std::vector<Case> kCases = {
     {{"poke", "--pid=abc", "0x1000", "1"}, {"--pid", "accepted"}},
     {{"poke", "--file=@DIR", "0", "1"}, {"--file", "EISDIR", "accepted"}},
     {{"poke", "--file=@FIFO", "0", "1"}, {"--file", "not a regular file", "accepted"}},
-    {{"poke", "--file=@MISSING", "0", "1"}, {"--file", "ENOENT", "accepted"}},
     {{"poke", "--pid=@SELF", "--audit=@DIR", "0x1000", "1"}, {"--audit", "EISDIR", "accepted"}},
     {{"poke", "--pid=@SELF", "--audit=@MISSING", "0x1000", "1"}, {"--audit", "ENOENT", "accepted"}},
     {{"poke", "--pid=@SELF", "--audit", "", "0x1000", "1"}, {"--audit", "empty"}},
@@ -365,6 +364,7 @@ const std::vector<Case> kCases = {
     {{"diff", "--pid=abc"}, {"--pid", "accepted"}},
     {{"diff", "--pid=@SELF", "--match=size=4Q"}, {"--match", "accepted"}},
     {{"diff", "--pid=@SELF", "--range=0:4K"}, {"--range", "--file"}},
+    {{"diff", "--file", ""}, {"--file", "empty", "accepted"}},
     {{"diff", "--file=@FILE", "--match=size=4K"}, {"--match", "--pid"}},
     {{"diff", "--file=@FILE", "--range=1000"}, {"--range", "ADDR:SIZE"}},
     {{"diff", "--file=@FILE", "--range=1000:0"}, {"--range", "size is 0"}},
@@ -489,13 +489,19 @@ TEST_F(CliBadInput, ZombiePidIsAnExitedProcess) {
   EXPECT_NE(w.err.find("zombie"), std::string::npos) << w.err;
 }
 
-// What does not exist is exit 5 (the exit-code table) for diff as for scan:
-// a missing --file, a COMMAND after -- that is not there.
+// What does not exist is exit 5 (the exit-code table) for diff, peek and poke as
+// for scan: a missing --file, a COMMAND after -- that is not there.
 TEST_F(CliBadInput, DiffOfAMissingFileOrCommandIsExitFive) {
   const std::string missing = (dir_ / "missing" / "x").string();
-  const Output f = run_extmem({"diff", "--file=" + missing}, dir_);
-  EXPECT_EQ(f.code, 5) << f.err;
-  EXPECT_NE(f.err.find("ENOENT"), std::string::npos) << f.err;
+  for (std::vector<std::string> argv : {std::vector<std::string>{"diff", "--file=" + missing},
+                                        {"peek", "--file=" + missing, "0"},
+                                        {"poke", "--file=" + missing, "0", "1"}}) {
+    const Output f = run_extmem(argv, dir_);
+    EXPECT_EQ(f.code, 5) << argv[0] << ": " << f.err;
+    EXPECT_NE(f.err.find("ENOENT"), std::string::npos) << f.err;
+    EXPECT_NE(f.err.find("accepted"), std::string::npos) << f.err;
+    EXPECT_TRUE(f.out.empty()) << f.out;
+  }
   const Output s = run_extmem({"scan", missing, "--hex=41"}, dir_);
   EXPECT_EQ(s.code, 5) << s.err;
   // A file of one page (the empty fixture holds no word to compare).

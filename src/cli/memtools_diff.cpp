@@ -75,14 +75,9 @@ Runner add_diff(CLI::App& app) {
     } else {
       if (given("--match")) return usage("--match goes with --pid (it selects mappings of a process; use --range)");
       // Opened once here so that a missing, unreadable or wrong kind of file is
-      // an error naming --file: exit 5 when it does not exist and 6 when it
-      // may not be read (as for scan FILE: the exit-code table), else 2.
-      if (auto opened = memtools::WordTarget::open_file(s->file, false); !opened) {
-        std::cerr << "extmem diff: bad --file: " << opened.error().message()
-                  << "\naccepted: an existing readable regular file or block device\n";
-        const int code = memtools::exit_code_for(opened.error());
-        return code == memtools::kExitNoProcess || code == memtools::kExitPermission ? code : memtools::kExitUsage;
-      }
+      // an error naming --file (exit 5, 6 or 2, as for scan FILE).
+      if (auto opened = memtools::WordTarget::open_file(s->file, false); !opened)
+        return memtools::file_option_error(std::cerr, c, "readable", s->file, opened.error());
       o.source.file = s->file;
       if (given("--ram-map")) {
         auto map = memtools::RamMap::parse(s->ram_map, &bad);

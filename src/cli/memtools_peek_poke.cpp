@@ -53,14 +53,10 @@ struct Target {
     }
     o.file = file;
     if (file_option->count() > 0) {
-      // Opened once here so that a missing, unreadable or wrong kind of file is a usage error naming --file.
-      auto opened = memtools::WordTarget::open_file(file, std::string_view(command) == "poke");
-      if (!opened) {
-        std::cerr << "extmem " << command << ": bad --file: " << opened.error().message() << "\naccepted: an existing "
-                  << (std::string_view(command) == "poke" ? "writable" : "readable")
-                  << " regular file or block device\n";
-        return memtools::kExitUsage;
-      }
+      // Opened once here so that a missing, unreadable or wrong kind of file is an error naming --file.
+      const bool poke = std::string_view(command) == "poke";
+      auto opened = memtools::WordTarget::open_file(file, poke);
+      if (!opened) return memtools::file_option_error(std::cerr, command, poke ? "writable" : "readable", file, opened.error());
     }
     auto w = memtools::parse_width(width, &bad);
     if (!w) return memtools::print_syntax_error(std::cerr, command, "--width", bad);

@@ -103,6 +103,14 @@ int exit_code_for(const Error& e) {
   return kExitFailed;
 }
 
+int file_option_error(std::ostream& err, std::string_view command, std::string_view access, std::string_view path,
+                      const Error& e) {
+  err << "extmem " << command << ": bad --file: " << (path.empty() ? "the path is empty" : e.message())
+      << "\naccepted: an existing " << access << " regular file or block device\n";
+  const int code = exit_code_for(e);
+  return !path.empty() && (code == kExitNoProcess || code == kExitPermission) ? code : kExitUsage;
+}
+
 int audit_usage_error(std::ostream& err, std::string_view command, const Error& e) {
   err << "extmem " << command << ": bad --audit: " << e.message()
       << "\naccepted: a file to append to (created if missing) in an existing, writable directory\n";

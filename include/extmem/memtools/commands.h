@@ -38,6 +38,15 @@ enum ExitCode : int {
 /// (kExitUsage for an invalid_argument without a code).
 int exit_code_for(const Error& error);
 
+/// Prints why `--file=path` of `command` could not be opened (`e`, from
+/// WordTarget::open_file) and what is accepted (`access`: "readable" or
+/// "writable"); returns the exit code of the exit-code table (docs/memtools.md):
+/// kExitUsage for an empty path, kExitNoProcess when the file does not exist
+/// (ENOENT), kExitPermission when it may not be opened (EACCES/EPERM), else
+/// kExitUsage (a directory, a FIFO, ...).
+int file_option_error(std::ostream& err, std::string_view command, std::string_view access, std::string_view path,
+                      const Error& e);
+
 /// Prints why the --audit log of `command` could not be opened (`e`) and what
 /// is accepted; returns kExitUsage (a missing directory, a directory given as the file).
 int audit_usage_error(std::ostream& err, std::string_view command, const Error& e);
