@@ -4,7 +4,8 @@
 # and .devbuild/ with extmem-base (built from the reference commit), extmem-new
 # (the build under test), both stripped, and libfmt.so.9. Writes its results under
 # $OUT (or ./nvidia-bench-out): A/B timings (bench/probe_ab.py), --jobs sweep, the
-# JSON of both engine modes with their row-by-row comparison, and a watch plot.
+# JSON of both engine modes with their row-by-row comparison, EXTMEM_PROBE_TRACE
+# traces of a default and a seven-row run (where the time goes), and a watch plot.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$PWD/nvidia-bench-out}"
@@ -24,6 +25,8 @@ seven=--only=T1-opaque-fd,T1-dma-buf,T1-gles-memobj-fd-same-proc,T1-gles-memobj-
   python3 bench/probe_ab.py --a "$base" --b "$new" --runs 9
   python3 bench/probe_ab.py --a "$base" --b "$new" --runs 9 -- "$seven"
   python3 bench/probe_ab.py --a "$new" --b "$new" --runs 5 -- --jobs=2
+  EXTMEM_PROBE_TRACE="$out/trace-default.txt" "$new" probe > /dev/null 2>&1; echo "traced default exit $?"
+  EXTMEM_PROBE_TRACE="$out/trace-seven.txt" "$new" probe "$seven" > /dev/null 2>&1; echo "traced seven rows exit $?"
   "$new" watch --period=10ms --summary="$out/watch-default.json" --plot="$out/watch-default" -- "$new" probe > /dev/null 2>&1
   "$new" watch --period=10ms --summary="$out/watch-base.json" -- "$base" probe > /dev/null 2>&1
   python3 - "$out" <<'PY'
