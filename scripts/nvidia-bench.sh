@@ -25,8 +25,11 @@ seven=--only=T1-opaque-fd,T1-dma-buf,T1-gles-memobj-fd-same-proc,T1-gles-memobj-
   python3 bench/probe_ab.py --a "$base" --b "$new" --runs 9
   python3 bench/probe_ab.py --a "$base" --b "$new" --runs 9 -- "$seven"
   python3 bench/probe_ab.py --a "$new" --b "$new" --runs 5 -- --jobs=2
-  EXTMEM_PROBE_TRACE="$out/trace-default.txt" "$new" probe > /dev/null 2>&1; echo "traced default exit $?"
-  EXTMEM_PROBE_TRACE="$out/trace-seven.txt" "$new" probe "$seven" > /dev/null 2>&1; echo "traced seven rows exit $?"
+  # One file for both traces (the trace appends): the device tool brings back at most 8 files.
+  echo "# default run" > "$out/traces.txt"
+  EXTMEM_PROBE_TRACE="$out/traces.txt" "$new" probe > /dev/null 2>&1; echo "traced default exit $?"
+  echo "# the seven rows" >> "$out/traces.txt"
+  EXTMEM_PROBE_TRACE="$out/traces.txt" "$new" probe "$seven" > /dev/null 2>&1; echo "traced seven rows exit $?"
   "$new" watch --period=10ms --summary="$out/watch-default.json" --plot="$out/watch-default" -- "$new" probe > /dev/null 2>&1
   "$new" watch --period=10ms --summary="$out/watch-base.json" -- "$base" probe > /dev/null 2>&1
   python3 - "$out" <<'PY'
