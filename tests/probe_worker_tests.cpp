@@ -204,6 +204,8 @@ TEST(ProbeWorkers, RetiringRouteRunsLastAndRetiresItsWorker) {
       if (event.rfind("row start ", 0) == 0 && event != "row start T1-opaque-fd-foreign-fd") ++rows_before;
     }
     EXPECT_EQ(rows_before, 3u) << jobs;
+    // Every step a half announces is a trace line too (where a route's time goes).
+    EXPECT_NE(extmem::test::slurp(trace).find(" step T1-opaque-fd server: "), std::string::npos) << jobs;
     ASSERT_FALSE(on_worker.empty()) << jobs << " " << extmem::test::slurp(trace);
     EXPECT_EQ(on_worker.back(), "T1-opaque-fd-foreign-fd server") << jobs << " " << extmem::test::slurp(trace);
     if (std::string(jobs) == "--jobs=1") EXPECT_GE(on_worker.size(), 2u) << extmem::test::slurp(trace);  // it was warm

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "probe/trace.h"
 #include "probe/worker/measure.h"
 
 namespace extmem::probe {
@@ -41,6 +42,8 @@ RouteFacts fd_fetch_failure_facts(const Error& failed) {
 }
 
 void ChildContext::step(std::string_view name) {
+  // With EXTMEM_PROBE_TRACE set, every step is a trace line: where a route's time goes.
+  tracing::event(std::string("step ") + params_.row + " " + to_string(params_.role) + ": " + std::string(name));
   (void)parent_.send(os::MsgType::step, name);
   apply_fault(name);
 }
