@@ -443,14 +443,17 @@ TEST(IpcRecv, EmptyDatagramIsProtocolError) {
   expect_protocol_error_quickly(b);
 }
 
-// When the peer closes its end, recv reports the protocol error "peer closed the socket".
-TEST(IpcRecv, PeerCloseIsProtocolError) {
+// When the peer closes its end, recv reports kind peer_closed ("peer closed the
+// socket"), what the parent branches on; a leg shows it as "protocol", as before.
+TEST(IpcRecv, PeerCloseIsPeerClosed) {
   auto [a, b] = make_pair();
   a.owned_fd().reset();
   auto r = b.recv(kRecvTimeoutMs);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().kind, ErrorKind::protocol);
+  EXPECT_EQ(r.error().kind, ErrorKind::peer_closed);
   EXPECT_EQ(r.error().detail, "peer closed the socket");
+  EXPECT_EQ(r.error().message(), "recv frame (peer closed the socket)");
+  EXPECT_EQ(r.error().shown_code(), "protocol");
 }
 
 // Frames sent before the peer closed are still delivered before the close is reported.
@@ -461,7 +464,7 @@ TEST(IpcRecv, FramesBeforeCloseAreDelivered) {
   EXPECT_EQ(recv_ok(b).payload, "last words");
   auto r = b.recv(kRecvTimeoutMs);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().detail, "peer closed the socket");
+  EXPECT_EQ(r.error().kind, ErrorKind::peer_closed);
 }
 
 // With nothing to read, recv gives ErrorKind::timeout after about the timeout.
