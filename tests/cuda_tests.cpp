@@ -53,7 +53,7 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 TEST(CudaLoader, MissingLibraryIsNoCudaDriver) {
   auto lib = extmem::cuda::DriverLibrary::open(kMissing);
   ASSERT_FALSE(lib);
-  EXPECT_EQ(lib.error().kind, extmem::ErrorKind::unsupported);
+  EXPECT_EQ(lib.error().kind, extmem::ErrorKind::no_driver);
   EXPECT_EQ(lib.error().step, "dlopen(" + kMissing + ")");
   EXPECT_EQ(lib.error().code, "no CUDA driver");
   EXPECT_TRUE(has(lib.error().detail, "No such file or directory")) << lib.error().detail;
@@ -185,8 +185,10 @@ TEST(CudaLoader, CuInitNoUsableCudaIsNoCudaDriver) {
   ::setenv("EXTMEM_FAKE_CUINIT_RESULT", "34", 1);
   auto dev = extmem::cuda::device_for_vulkan_uuid(**api, "00");
   ASSERT_FALSE(dev);
-  EXPECT_EQ(dev.error().kind, extmem::ErrorKind::unsupported);
+  EXPECT_EQ(dev.error().kind, extmem::ErrorKind::no_driver);
   EXPECT_EQ(dev.error().code, "no CUDA driver");
+  EXPECT_EQ(dev.error().space, extmem::CodeSpace::cu_result);
+  EXPECT_EQ(dev.error().native, 34);
   EXPECT_EQ(dev.error().step, "cuInit");
   EXPECT_TRUE(has(dev.error().detail, "CUDA_ERROR_STUB_LIBRARY (34)")) << dev.error().detail;
   ::setenv("EXTMEM_FAKE_CUINIT_RESULT", "2", 1);  // CUDA_ERROR_OUT_OF_MEMORY: a real failure

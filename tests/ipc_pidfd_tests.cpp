@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <future>
 #include <string>
 
@@ -93,6 +94,10 @@ TEST(IpcPidfd, RefusalReachesBothEndsAndFramesStayInStep) {
   EXPECT_EQ(a.log().refused->step, step);
   EXPECT_EQ(a.log().refused->code, "EBADF (9)");
   EXPECT_EQ(a.log().refused->detail, "Bad file descriptor");
+  // The errno crosses as a number too: the sender tells a resource limit from a
+  // refusal by it (fd_fetch_hit_resource_limit), never by the code's text.
+  EXPECT_TRUE(f->fd_refused->is_errno(EBADF));
+  EXPECT_TRUE(a.log().refused->is_errno(EBADF));
   EXPECT_EQ(a.log().crossed, 0u);
   ASSERT_TRUE(a.send(MsgType::request, "next").ok());
   auto next = b.recv(kTimeoutMs);

@@ -437,20 +437,30 @@ TEST(IpcRecv, ManyFdsAreRejectedAndAllClosed) {
 }
 
 // A zero-length datagram gives a protocol error, promptly.
-TEST(IpcRecv, EmptyDatagramIsProtocolError) {
+// SOCK_SEQPACKET's recvmsg returns 0 for an empty datagram as for a closed
+// peer: it is rejected at once, as peer_closed, and the conversation ends.
+TEST(IpcRecv, EmptyDatagramIsRejectedAsPeerClosed) {
   auto [a, b] = make_pair();
   ASSERT_EQ(::send(a.fd(), "", 0, MSG_NOSIGNAL), 0);
-  expect_protocol_error_quickly(b);
+  const auto start = Clock::now();
+  auto r = b.recv(kRecvTimeoutMs);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  ASSERT_FALSE(r.ok()) << "an empty datagram was accepted";
+  EXPECT_EQ(r.error().kind, ErrorKind::peer_closed) << r.error().message();
+  EXPECT_LT(ms, kRecvTimeoutMs / 2) << "recv waited instead of rejecting the datagram";
 }
 
-// When the peer closes its end, recv reports the protocol error "peer closed the socket".
-TEST(IpcRecv, PeerCloseIsProtocolError) {
+// When the peer closes its end, recv reports kind peer_closed ("peer closed the
+// socket"), what the parent branches on; a leg shows it as "protocol", as before.
+TEST(IpcRecv, PeerCloseIsPeerClosed) {
   auto [a, b] = make_pair();
   a.owned_fd().reset();
   auto r = b.recv(kRecvTimeoutMs);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().kind, ErrorKind::protocol);
+  EXPECT_EQ(r.error().kind, ErrorKind::peer_closed);
   EXPECT_EQ(r.error().detail, "peer closed the socket");
+  EXPECT_EQ(r.error().message(), "recv frame: (peer closed the socket)");
+  EXPECT_EQ(r.error().shown_code(), "protocol");
 }
 
 // Frames sent before the peer closed are still delivered before the close is reported.
@@ -461,7 +471,7 @@ TEST(IpcRecv, FramesBeforeCloseAreDelivered) {
   EXPECT_EQ(recv_ok(b).payload, "last words");
   auto r = b.recv(kRecvTimeoutMs);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().detail, "peer closed the socket");
+  EXPECT_EQ(r.error().kind, ErrorKind::peer_closed);
 }
 
 // With nothing to read, recv gives ErrorKind::timeout after about the timeout.

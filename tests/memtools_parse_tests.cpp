@@ -369,12 +369,17 @@ TEST(MemtoolsPagemap, FoldsRuns) {
 TEST(MemtoolsExitCodes, MapErrors) {
   using extmem::Error;
   using extmem::ErrorKind;
-  EXPECT_EQ(exit_code_for(Error{"poke", ErrorKind::invalid_argument, kCodeNotMapped, ""}), kExitRefused);
-  EXPECT_EQ(exit_code_for(Error{"poke", ErrorKind::invalid_argument, kCodeSpecMismatch, ""}), kExitRefused);
-  EXPECT_EQ(exit_code_for(Error{"poke", ErrorKind::invalid_argument, kCodeCrossesMapping, ""}), kExitRefused);
-  EXPECT_EQ(exit_code_for(Error{"poke", ErrorKind::invalid_argument, kCodeNotWritable, ""}), kExitRefused);
-  EXPECT_EQ(exit_code_for(Error{"poke", ErrorKind::mismatch, kCodeExpectMismatch, ""}), kExitExpectMismatch);
-  EXPECT_EQ(exit_code_for(Error{"peek", ErrorKind::invalid_argument, kCodePastEnd, ""}), kExitPastEnd);
+  using extmem::memtools::WordCode;
+  // Our own codes go by their number (word_error), not their name.
+  auto ours = [](const char* step, ErrorKind kind, WordCode code) {
+    return extmem::memtools::word_error(step, kind, code, "");
+  };
+  EXPECT_EQ(exit_code_for(ours("poke", ErrorKind::invalid_argument, WordCode::not_mapped)), kExitRefused);
+  EXPECT_EQ(exit_code_for(ours("poke", ErrorKind::invalid_argument, WordCode::spec_mismatch)), kExitRefused);
+  EXPECT_EQ(exit_code_for(ours("poke", ErrorKind::invalid_argument, WordCode::crosses_mapping)), kExitRefused);
+  EXPECT_EQ(exit_code_for(ours("poke", ErrorKind::invalid_argument, WordCode::not_writable)), kExitRefused);
+  EXPECT_EQ(exit_code_for(ours("poke", ErrorKind::mismatch, WordCode::expect_mismatch)), kExitExpectMismatch);
+  EXPECT_EQ(exit_code_for(ours("peek", ErrorKind::invalid_argument, WordCode::past_end)), kExitPastEnd);
   EXPECT_EQ(exit_code_for(extmem::os_error("open /proc/1/mem", ENOENT)), kExitNoProcess);
   EXPECT_EQ(exit_code_for(extmem::os_error("pread", ESRCH)), kExitNoProcess);
   EXPECT_EQ(exit_code_for(extmem::os_error("open /proc/1/mem", EACCES)), kExitPermission);

@@ -30,8 +30,9 @@ TEST(PhaseAWire, RoundTripKeepsValuesAndErrors) {
   f.gl_driver.served = "zink";
   f.gl_driver.why = "auto: lavapipe";
   f.gl_driver.env = {{"LIBGL_ALWAYS_SOFTWARE", "1"}, {"MESA_LOADER_DRIVER_OVERRIDE", "zink"}};
-  f.gles = extmem::Error{"eglInitialize", extmem::ErrorKind::driver, "EGL_NOT_INITIALIZED", "no display"};
-  f.cuda = extmem::Error{"dlopen(libcuda.so.1)", extmem::ErrorKind::unsupported, "no CUDA driver", "missing"};
+  f.gles = extmem::coded_error("eglInitialize", extmem::ErrorKind::driver, extmem::CodeSpace::egl_error, 0x3001,
+                               "EGL_NOT_INITIALIZED", "no display");
+  f.cuda = extmem::Error{"dlopen(libcuda.so.1)", extmem::ErrorKind::no_driver, "no CUDA driver", "missing"};
   auto back = decode_phase_a(encode_phase_a(f));
   ASSERT_TRUE(back) << back.error().message();
   ASSERT_TRUE(back->vulkan);
@@ -56,8 +57,12 @@ TEST(PhaseAWire, RoundTripKeepsValuesAndErrors) {
   ASSERT_FALSE(back->gles);
   EXPECT_EQ(back->gles.error().code, "EGL_NOT_INITIALIZED");
   EXPECT_EQ(back->gles.error().kind, extmem::ErrorKind::driver);
+  // The native code crosses with its space: the parent branches on it, never on the name.
+  EXPECT_EQ(back->gles.error().space, extmem::CodeSpace::egl_error);
+  EXPECT_EQ(back->gles.error().native, 0x3001);
   ASSERT_FALSE(back->cuda);
   EXPECT_EQ(back->cuda.error().message(), f.cuda.error().message());
+  EXPECT_EQ(back->cuda.error().kind, extmem::ErrorKind::no_driver);
 }
 
 // Text that is not the findings is a protocol error naming what was wrong.

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -90,10 +91,16 @@ TEST(ProbeFdTransport, FaultCanNameTheTwinAlone) {
 // A fetch that hit a resource limit (EMFILE/ENFILE/ENOMEM) could not be tried: not a refusal,
 // in phase A's line and JSON, and a row meeting it FAILs (fatal) rather than UNSUPPORTED.
 TEST(ProbeFdTransport, ResourceLimitIsCouldNotTryNotRefused) {
-  const extmem::Error emfile{"pidfd_open(pid 42)", extmem::ErrorKind::os, "EMFILE (24)", "Too many open files"};
-  const extmem::Error eperm{"pidfd_getfd(pid 42, fd 7)", extmem::ErrorKind::os, "EPERM (1)", "Operation not permitted"};
+  const extmem::Error emfile = extmem::os_error("pidfd_open(pid 42)", EMFILE, "Too many open files");
+  const extmem::Error eperm = extmem::os_error("pidfd_getfd(pid 42, fd 7)", EPERM, "Operation not permitted");
   EXPECT_TRUE(extmem::probe::fd_fetch_hit_resource_limit(emfile));
+  EXPECT_TRUE(extmem::probe::fd_fetch_hit_resource_limit(extmem::os_error("pidfd_getfd", ENFILE)));
+  EXPECT_TRUE(extmem::probe::fd_fetch_hit_resource_limit(extmem::os_error("pidfd_getfd", ENOMEM)));
   EXPECT_FALSE(extmem::probe::fd_fetch_hit_resource_limit(eperm));
+  // Decided by the errno number, not the code's words: a code that reads like
+  // EMFILE without the number is not a resource limit.
+  EXPECT_FALSE(extmem::probe::fd_fetch_hit_resource_limit(
+      extmem::Error{"pidfd_open(pid 42)", extmem::ErrorKind::os, "EMFILE (24)", "Too many open files"}));
   const extmem::RouteFacts limit = extmem::probe::fd_fetch_failure_facts(emfile);
   EXPECT_FALSE(limit.unsupported);
   ASSERT_TRUE(limit.fatal);

@@ -33,7 +33,7 @@ const probe::PlannedRow& row(const std::vector<probe::PlannedRow>& plan, const s
 }
 
 const extmem::Result<extmem::cuda::Enumeration> kNoDriver =
-    extmem::Error{"dlopen(libcuda.so.1)", extmem::ErrorKind::unsupported, "no CUDA driver", "libcuda.so.1: not found"};
+    extmem::Error{"dlopen(libcuda.so.1)", extmem::ErrorKind::no_driver, "no CUDA driver", "libcuda.so.1: not found"};
 
 // A missing extension is UNSUPPORTED in the route's own words; a present one leaves the row to run.
 TEST(ProbePlan, MissingExtensionIsUnsupportedBeforeAnyProcess) {

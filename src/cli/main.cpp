@@ -98,7 +98,8 @@ int main(int argc, char** argv) {
     // received N") is said in plain words.
     const std::string what = e.what();
     const std::string twice = ": At Most 1 required but received ";
-    if (const std::size_t at = what.find(twice); at != std::string::npos) {
+    const std::size_t at = what.find(twice);  // error-text: display only (exit 2 either way)
+    if (at != std::string::npos) {
       std::cerr << "extmem: " << what.substr(0, at) << " given " << what.substr(at + twice.size())
                 << " times; accepted: once\nRun with --help for the accepted options.\n";
       return extmem::probe::kExitUsage;

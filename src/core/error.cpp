@@ -15,6 +15,8 @@ const char* to_string(ErrorKind kind) noexcept {
     case ErrorKind::mismatch: return "mismatch";
     case ErrorKind::protocol: return "protocol";
     case ErrorKind::timeout: return "timeout";
+    case ErrorKind::peer_closed: return "peer_closed";
+    case ErrorKind::no_driver: return "no_driver";
   }
   return "unknown";
 }
@@ -26,6 +28,20 @@ std::string Error::message() const {
   return out;
 }
 
+std::string Error::shown_code() const {
+  if (!code.empty()) return code;
+  switch (kind) {
+    case ErrorKind::peer_closed: return to_string(ErrorKind::protocol);
+    case ErrorKind::no_driver: return to_string(ErrorKind::unsupported);
+    default: return to_string(kind);
+  }
+}
+
+Error coded_error(std::string step, ErrorKind kind, CodeSpace space, std::int64_t native, std::string code,
+                  std::string detail) {
+  return Error{std::move(step), kind, std::move(code), std::move(detail), space, native};
+}
+
 std::string errno_code(int errnum) {
   // strerrorname_np (glibc 2.32+) gives the symbolic name, which is what users grep for.
   const char* name = strerrorname_np(errnum);
@@ -34,7 +50,7 @@ std::string errno_code(int errnum) {
 }
 
 Error os_error(std::string step, int errnum, std::string detail) {
-  return Error{std::move(step), ErrorKind::os, errno_code(errnum), std::move(detail)};
+  return coded_error(std::move(step), ErrorKind::os, CodeSpace::errno_value, errnum, errno_code(errnum), std::move(detail));
 }
 
 }  // namespace extmem

@@ -13,6 +13,26 @@ const char* to_string(RowStatus status) noexcept {
   return "FAIL";
 }
 
+bool is_failure(RowStatus status) noexcept { return status == RowStatus::fail || status == RowStatus::partial; }
+
+bool did_not_run(RowStatus status) noexcept { return status == RowStatus::skip || status == RowStatus::unsupported; }
+
+RowStatus row_status(ErrorKind kind) noexcept {
+  switch (kind) {
+    case ErrorKind::no_driver: return RowStatus::skip;
+    case ErrorKind::unsupported: return RowStatus::unsupported;
+    default: return RowStatus::fail;
+  }
+}
+
+void stop_row(RouteFacts& facts, ErrorKind kind, std::string why) {
+  switch (row_status(kind)) {
+    case RowStatus::skip: facts.skip = std::move(why); break;
+    case RowStatus::unsupported: facts.unsupported = std::move(why); break;
+    default: facts.fatal = std::move(why); break;
+  }
+}
+
 std::string Leg::trace_value() const {
   if (!attempted) return "notrun";
   if (read_ok && write_ok) return "rt";

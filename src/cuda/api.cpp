@@ -65,12 +65,12 @@ Error cuinit_error(const Api& api, CUresult r) {
     case CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE: meaning = "is a forward-compatibility driver this device cannot use"; break;
     default: return cu_error(api, "cuInit", r);
   }
-  return Error{"cuInit", ErrorKind::unsupported, "no CUDA driver",
-               fmt::format("{} ({}): {} {}", error_name(api, r), static_cast<unsigned>(r), api.library->name(), meaning)};
+  return coded_error("cuInit", ErrorKind::no_driver, CodeSpace::cu_result, r, "no CUDA driver",
+                     fmt::format("{} ({}): {} {}", error_name(api, r), static_cast<unsigned>(r), api.library->name(), meaning));
 }
 
 Error cu_error(const Api& api, std::string step, CUresult r) {
-  return Error{std::move(step), ErrorKind::driver, error_name(api, r), {}};
+  return coded_error(std::move(step), ErrorKind::driver, CodeSpace::cu_result, r, error_name(api, r));
 }
 
 std::string uuid_hex(const CUuuid& uuid) {

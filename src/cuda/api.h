@@ -25,7 +25,7 @@ struct Api {
 };
 
 /// Opens driver_library_name() and fills the table. Errors: DriverLibrary::open's
-/// (unsupported: "no CUDA driver" or "missing symbol").
+/// (no_driver "no CUDA driver", unsupported "missing symbol").
 Result<std::shared_ptr<const Api>> load();
 
 /// The name of a common CUresult from the project's own table (the values of
@@ -41,12 +41,12 @@ std::string error_name(const Api& api, CUresult r);
 /// driver (CUDA_ERROR_STUB_LIBRARY, CUDA_ERROR_DEVICE_UNAVAILABLE,
 /// CUDA_ERROR_NO_DEVICE, CUDA_ERROR_SYSTEM_NOT_READY,
 /// CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE):
-/// Error{"cuInit", unsupported, "no CUDA driver", "<NAME> (<N>): <what it means>"},
-/// the same code DriverLibrary::open gives a missing library, so the rows SKIP
-/// (no_cuda_driver_reason). Otherwise cu_error(api, "cuInit", r): a real failure.
+/// Error{"cuInit", no_driver, "no CUDA driver", "<NAME> (<N>): <what it means>"}
+/// with native `r`, the kind DriverLibrary::open gives a missing library, so the
+/// rows SKIP (no_cuda_driver_reason). Otherwise cu_error(api, "cuInit", r): a real failure.
 Error cuinit_error(const Api& api, CUresult r);
 
-/// Error{step, driver, cuGetErrorName(r)}.
+/// Error{step, driver, cuGetErrorName(r)} with native `r`.
 Error cu_error(const Api& api, std::string step, CUresult r);
 
 /// 32 lower-case hex digits, the format of Vulkan's deviceUUID in this project.
@@ -54,7 +54,7 @@ std::string uuid_hex(const CUuuid& uuid);
 
 /// cuInit(0), then the CUDA device whose cuDeviceGetUuid equals `vulkan_uuid`
 /// (VkPhysicalDeviceIDProperties::deviceUUID, hex): the one an fd import is legal on.
-/// Errors: cuinit_error() of cuInit (unsupported "no CUDA driver" when no CUDA
+/// Errors: cuinit_error() of cuInit (no_driver "no CUDA driver" when no CUDA
 /// is usable here); cu_error of cuDeviceGetCount/cuDeviceGet/cuDeviceGetUuid;
 /// unsupported "no CUDA device has the Vulkan deviceUUID" when none matches.
 Result<CUdevice> device_for_vulkan_uuid(const Api& api, const std::string& vulkan_uuid);

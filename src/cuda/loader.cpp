@@ -26,7 +26,7 @@ Result<std::shared_ptr<DriverLibrary>> DriverLibrary::open(const std::string& na
   void* handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = ::dlerror();
-    return Error{"dlopen(" + name + ")", ErrorKind::unsupported, "no CUDA driver", why != nullptr ? why : ""};
+    return Error{"dlopen(" + name + ")", ErrorKind::no_driver, "no CUDA driver", why != nullptr ? why : ""};
   }
   std::shared_ptr<DriverLibrary> lib(new DriverLibrary);
   lib->handle_ = handle;

@@ -20,8 +20,9 @@ std::string driver_library_name();
 class DriverLibrary {
  public:
   /// dlopen(`name`, RTLD_NOW | RTLD_LOCAL), then dlsym() of every listed name.
-  /// Errors: unsupported, step "dlopen(<name>)", code "no CUDA driver", detail
-  /// dlerror()'s text, when the library cannot be opened; unsupported, step
+  /// Errors: no_driver, step "dlopen(<name>)", code "no CUDA driver" (a name
+  /// for people: dlopen has no number), detail dlerror()'s text, when the
+  /// library cannot be opened; unsupported, step
   /// "dlsym(<first missing>)", code "missing symbol", detail naming every
   /// missing entry point, when the library lacks any of them.
   static Result<std::shared_ptr<DriverLibrary>> open(const std::string& name);

@@ -55,7 +55,8 @@ std::string hex(const GLubyte* b, std::size_t n) {
 }
 
 Error egl_error(const EglFns& f, std::string step, std::string detail = {}) {
-  return Error{std::move(step), ErrorKind::driver, egl_error_name(f.get_error()), std::move(detail)};
+  const EGLint e = f.get_error();
+  return coded_error(std::move(step), ErrorKind::driver, CodeSpace::egl_error, e, egl_error_name(e), std::move(detail));
 }
 
 }  // namespace

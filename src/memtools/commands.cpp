@@ -92,14 +92,19 @@ std::string where(const WordOptions& o, std::uint64_t address, std::uint64_t off
 }  // namespace
 
 int exit_code_for(const Error& e) {
-  const std::string& c = e.code;
-  if (c == kCodeNotMapped || c == kCodeCrossesMapping || c == kCodeSpecMismatch || c == kCodeNotWritable)
-    return kExitRefused;
-  if (c == kCodeExpectMismatch) return kExitExpectMismatch;
-  if (c == kCodePastEnd) return kExitPastEnd;
+  if (std::optional<WordCode> code = word_code(e)) {
+    switch (*code) {
+      case WordCode::not_mapped:
+      case WordCode::crosses_mapping:
+      case WordCode::spec_mismatch:
+      case WordCode::not_writable: return kExitRefused;
+      case WordCode::expect_mismatch: return kExitExpectMismatch;
+      case WordCode::past_end: return kExitPastEnd;
+    }
+  }
   if (process_gone(e)) return kExitNoProcess;
-  if (c == errno_code(EACCES) || c == errno_code(EPERM)) return kExitPermission;
-  if (e.kind == ErrorKind::invalid_argument && c.empty()) return kExitUsage;
+  if (e.is_errno(EACCES) || e.is_errno(EPERM)) return kExitPermission;
+  if (e.kind == ErrorKind::invalid_argument && e.code.empty()) return kExitUsage;
   return kExitFailed;
 }
 
@@ -242,11 +247,11 @@ Result<std::uint64_t> file_offset_of(const WordOptions& o, std::uint64_t address
   if (!o.ram_map) return address;
   const std::string step = fmt::format("translate guest-physical {:#x}", address);
   const auto first = o.ram_map->to_file_offset(address);
-  if (!first) return Error{step, ErrorKind::invalid_argument, kCodeNotMapped, "outside every --ram-map range"};
+  if (!first) return word_error(step, ErrorKind::invalid_argument, WordCode::not_mapped, "outside every --ram-map range");
   const auto last = address + (o.width - 1) < address ? std::nullopt : o.ram_map->to_file_offset(address + (o.width - 1));
   if (!last || *last != *first + (o.width - 1))
-    return Error{step, ErrorKind::invalid_argument, kCodeCrossesMapping,
-                 fmt::format("the {}-byte word runs past the end of its --ram-map range", o.width)};
+    return word_error(step, ErrorKind::invalid_argument, WordCode::crosses_mapping,
+                      fmt::format("the {}-byte word runs past the end of its --ram-map range", o.width));
   return *first;
 }
 

@@ -185,9 +185,9 @@ struct Snapshot::State {
     const unsigned w = source.width;
     auto add = [&](std::uint64_t address, std::uint64_t offset, std::uint64_t bytes) -> Status {
       if (offset > size || bytes > size - offset)
-        return Error{"select ranges", ErrorKind::invalid_argument, kCodePastEnd,
-                     fmt::format("{:#x}+{:#x} lies past the end of {} ({} bytes; file offset {:#x})", address, bytes,
-                                 source.file, size, offset)};
+        return word_error("select ranges", ErrorKind::invalid_argument, WordCode::past_end,
+                          fmt::format("{:#x}+{:#x} lies past the end of {} ({} bytes; file offset {:#x})", address, bytes,
+                                      source.file, size, offset));
       regions.push_back({address, bytes - bytes % w, offset, std::nullopt});
       return {};
     };

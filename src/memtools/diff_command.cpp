@@ -26,7 +26,6 @@ constexpr std::string_view kNotStopped =
 
 int report(std::ostream& err, const Error& e) {
   err << "extmem diff: " << e.message() << '\n';
-  if (e.kind == ErrorKind::invalid_argument && e.code.empty() && e.step == "select ranges") return kExitUsage;
   return exit_code_for(e);
 }
 

@@ -122,8 +122,8 @@ Status MappingGuard::check() const {
 }
 
 Error file_shrank(const std::string& path, int fd, std::uint64_t was) {
-  return Error{"read " + path, ErrorKind::invalid_argument, kCodePastEnd,
-               fmt::format("{} shrank while it was read: {} bytes now, was {}", path, stat_size(fd), was)};
+  return word_error("read " + path, ErrorKind::invalid_argument, WordCode::past_end,
+                    fmt::format("{} shrank while it was read: {} bytes now, was {}", path, stat_size(fd), was));
 }
 
 void test_stop_after_map() {

@@ -174,7 +174,7 @@ class Poller {
         auto record = write_checked(*target, &m, address, o_.width, o_.set, *value);
         if (!record) {
           // The word changed between our read and our write: no longer a hit.
-          if (record.error().code == kCodeExpectMismatch || process_gone(record.error())) continue;
+          if (word_code(record.error()) == WordCode::expect_mismatch || process_gone(record.error())) continue;
           ++summary_.failures;
           complain(t, m.start, fmt::format("poll: pid {}: {}", p.pid, record.error().message()));
           continue;

@@ -78,7 +78,7 @@ Result<std::vector<os::MapEntry>> read_live_maps(pid_t pid) {
 }
 
 bool process_gone(const Error& error) {
-  return error.code == errno_code(ENOENT) || error.code == errno_code(ESRCH);
+  return error.is_errno(ENOENT) || error.is_errno(ESRCH);
 }
 
 bool matches(const ProcessFilter& filter, const ProcessInfo& process) {

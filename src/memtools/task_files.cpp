@@ -62,7 +62,7 @@ Result<std::string_view> ProcFile::read() {
   }
 }
 
-bool access_denied(const Error& e) { return e.code == errno_code(EACCES) || e.code == errno_code(EPERM); }
+bool access_denied(const Error& e) { return e.is_errno(EACCES) || e.is_errno(EPERM); }
 
 std::string denial_reason(pid_t pid) {
   struct stat st {};

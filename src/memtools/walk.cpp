@@ -109,10 +109,10 @@ Result<PhysicalImage> PhysicalImage::open(const std::string& path, std::optional
   if (ram_map) {
     for (const RamRange& r : ram_map->ranges())
       if (r.file_offset > image.size_ || image.size_ - r.file_offset < r.size)
-        return Error{"check --ram-map against " + path, ErrorKind::invalid_argument, kCodePastEnd,
-                     fmt::format("the file is shorter than the ram-map says: range {:#x}:{:#x}:{:#x} ends at file "
-                                 "offset {:#x}, the file has {:#x} bytes",
-                                 r.gpa, r.file_offset, r.size, r.file_offset + r.size, image.size_)};
+        return word_error("check --ram-map against " + path, ErrorKind::invalid_argument, WordCode::past_end,
+                          fmt::format("the file is shorter than the ram-map says: range {:#x}:{:#x}:{:#x} ends at file "
+                                      "offset {:#x}, the file has {:#x} bytes",
+                                      r.gpa, r.file_offset, r.size, r.file_offset + r.size, image.size_));
   }
   image.ram_map_ = std::move(ram_map);
   return image;
@@ -128,15 +128,15 @@ Result<std::uint64_t> PhysicalImage::read(std::uint64_t pa, unsigned width, Byte
   std::uint64_t offset = pa;
   if (ram_map_) {
     const auto first = ram_map_->to_file_offset(pa);
-    if (!first) return Error{step, ErrorKind::invalid_argument, kCodeNotMapped, "outside every --ram-map range"};
+    if (!first) return word_error(step, ErrorKind::invalid_argument, WordCode::not_mapped, "outside every --ram-map range");
     const auto last = pa + (width - 1) < pa ? std::nullopt : ram_map_->to_file_offset(pa + (width - 1));
     if (!last || *last != *first + (width - 1))
-      return Error{step, ErrorKind::invalid_argument, kCodeCrossesMapping, "the word runs out of its --ram-map range"};
+      return word_error(step, ErrorKind::invalid_argument, WordCode::crosses_mapping, "the word runs out of its --ram-map range");
     offset = *first;
   }
   if (offset > size_ || size_ - offset < width)
-    return Error{step, ErrorKind::invalid_argument, kCodePastEnd,
-                 fmt::format("file offset {:#x} is past the end of {} ({:#x} bytes)", offset, path_, size_)};
+    return word_error(step, ErrorKind::invalid_argument, WordCode::past_end,
+                      fmt::format("file offset {:#x} is past the end of {} ({:#x} bytes)", offset, path_, size_));
   std::uint8_t buf[8];
   ssize_t n;
   do {
@@ -144,7 +144,7 @@ Result<std::uint64_t> PhysicalImage::read(std::uint64_t pa, unsigned width, Byte
   } while (n < 0 && errno == EINTR);
   if (n < 0) return os_error("pread " + path_, errno, step);
   if (static_cast<unsigned>(n) != width)
-    return Error{step, ErrorKind::invalid_argument, kCodePastEnd, "the file ended before the word (it shrank?)"};
+    return word_error(step, ErrorKind::invalid_argument, WordCode::past_end, "the file ended before the word (it shrank?)");
   return decode_word(buf, width, order);
 }
 
@@ -172,13 +172,13 @@ Result<WalkResult> walk(const WalkFormat& f, const PhysicalImage& image, std::ui
     const std::uint64_t all_ones = ~std::uint64_t{0} >> (f.va_bits - (f.sign_extended ? 1 : 0));
     const bool ok = high == 0 || (f.sign_extended && high == all_ones);
     if (!ok)
-      return Error{step, ErrorKind::invalid_argument, kCodeNotMapped,
-                   f.sign_extended
-                       ? fmt::format("{:#x} is not a canonical {}-bit address of format {} (bits {}..63 must all "
-                                     "equal bit {}); the tables cannot map it",
-                                     va, f.va_bits, f.name, f.va_bits - 1, f.va_bits - 1)
-                       : fmt::format("{:#x} is above the {}-bit range of format {}; the tables cannot map it", va,
-                                     f.va_bits, f.name)};
+      return word_error(step, ErrorKind::invalid_argument, WordCode::not_mapped,
+                        f.sign_extended
+                            ? fmt::format("{:#x} is not a canonical {}-bit address of format {} (bits {}..63 must all "
+                                          "equal bit {}); the tables cannot map it",
+                                          va, f.va_bits, f.name, f.va_bits - 1, f.va_bits - 1)
+                            : fmt::format("{:#x} is above the {}-bit range of format {}; the tables cannot map it", va,
+                                          f.va_bits, f.name));
   }
   WalkResult result;
   result.va = va;

@@ -260,7 +260,8 @@ Result<WalkFormat> WalkFormat::from_json(std::string_view text, SyntaxError* syn
     // e.byte is 1-based: the position of the character that broke the parse.
     const std::size_t column = e.byte == 0 ? 0 : std::min<std::size_t>(e.byte - 1, text.size());
     std::string what = e.what();
-    if (auto p = what.find("syntax error"); p != std::string::npos) what = what.substr(p);
+    const std::size_t p = what.find("syntax error");  // error-text: display only (nlohmann's prefix cut)
+    if (p != std::string::npos) what = what.substr(p);
     return detail::syntax_failure(syntax, "format", text, column, "JSON " + what, kFormatHelp);
   } catch (const json::exception& e) {
     // Not a syntax error but still thrown by parse: a number too large for a

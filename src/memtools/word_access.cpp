@@ -62,6 +62,28 @@ std::string escaped(std::string_view s) {
 
 }  // namespace
 
+const char* to_string(WordCode code) noexcept {
+  switch (code) {
+    case WordCode::not_mapped: return kCodeNotMapped;
+    case WordCode::crosses_mapping: return kCodeCrossesMapping;
+    case WordCode::spec_mismatch: return kCodeSpecMismatch;
+    case WordCode::not_writable: return kCodeNotWritable;
+    case WordCode::expect_mismatch: return kCodeExpectMismatch;
+    case WordCode::past_end: return kCodePastEnd;
+  }
+  return "?";
+}
+
+Error word_error(std::string step, ErrorKind kind, WordCode code, std::string detail) {
+  return coded_error(std::move(step), kind, CodeSpace::extmem, static_cast<std::int64_t>(code), to_string(code),
+                     std::move(detail));
+}
+
+std::optional<WordCode> word_code(const Error& error) noexcept {
+  if (error.space != CodeSpace::extmem) return std::nullopt;
+  return static_cast<WordCode>(error.native);
+}
+
 Result<WordTarget> WordTarget::open_process(pid_t pid, bool writable) {
   WordTarget t;
   t.name_ = fmt::format("/proc/{}/mem", pid);
@@ -97,9 +119,9 @@ Result<std::uint64_t> WordTarget::read(std::uint64_t address, unsigned width) co
   if (!valid_width(width)) return bad_width(width);
   const std::string step = fmt::format("pread {} at {:#x}", name_, address);
   if (pid_ == 0 && (address > size_ || size_ - address < width))
-    return Error{step, ErrorKind::invalid_argument, kCodePastEnd,
-                 fmt::format("the {}-byte word runs past the end of the file ({} bytes){}", width, size_,
-                             decimal_hint(address))};
+    return word_error(step, ErrorKind::invalid_argument, WordCode::past_end,
+                      fmt::format("the {}-byte word runs past the end of the file ({} bytes){}", width, size_,
+                                  decimal_hint(address)));
   unsigned char buf[8];
   ssize_t n;
   do {
@@ -108,7 +130,7 @@ Result<std::uint64_t> WordTarget::read(std::uint64_t address, unsigned width) co
   if (n < 0) return os_error(step, errno);
   if (static_cast<std::size_t>(n) != width) {
     if (pid_ == 0)
-      return Error{step, ErrorKind::invalid_argument, kCodePastEnd, "the file ended before the word (it shrank?)"};
+      return word_error(step, ErrorKind::invalid_argument, WordCode::past_end, "the file ended before the word (it shrank?)");
     // /proc/PID/mem reads 0 bytes once the process's memory is gone (it exited, or is a zombie).
     if (!process_running(pid_)) return os_error(step, ESRCH, "the process ended");
     return os_error(step, EIO, fmt::format("short read: {} of {} bytes", n, width));
@@ -120,9 +142,9 @@ Status WordTarget::write(std::uint64_t address, unsigned width, std::uint64_t va
   if (!valid_width(width)) return bad_width(width);
   const std::string step = fmt::format("pwrite {} at {:#x}", name_, address);
   if (pid_ == 0 && (address > size_ || size_ - address < width))
-    return Error{step, ErrorKind::invalid_argument, kCodePastEnd,
-                 fmt::format("the {}-byte word runs past the end of the file ({} bytes){}", width, size_,
-                             decimal_hint(address))};
+    return word_error(step, ErrorKind::invalid_argument, WordCode::past_end,
+                      fmt::format("the {}-byte word runs past the end of the file ({} bytes){}", width, size_,
+                                  decimal_hint(address)));
   unsigned char buf[8];
   to_bytes(value, width, buf);
   ssize_t n;
@@ -144,19 +166,19 @@ Result<os::MapEntry> find_target_mapping(const std::vector<os::MapEntry>& maps, 
   for (const os::MapEntry& m : maps) {
     if (!m.contains(address)) continue;
     if (m.end - address < width)
-      return Error{step, ErrorKind::invalid_argument, kCodeCrossesMapping,
-                   fmt::format("the {}-byte word at {:#x} runs past the end of mapping {}", width, address,
-                               format_mapping(m))};
+      return word_error(step, ErrorKind::invalid_argument, WordCode::crosses_mapping,
+                        fmt::format("the {}-byte word at {:#x} runs past the end of mapping {}", width, address,
+                                    format_mapping(m)));
     if (spec != nullptr && !spec->matches(m))
-      return Error{step, ErrorKind::invalid_argument, kCodeSpecMismatch,
-                   fmt::format("mapping {} does not match SPEC \"{}\"", format_mapping(m), spec->text())};
+      return word_error(step, ErrorKind::invalid_argument, WordCode::spec_mismatch,
+                        fmt::format("mapping {} does not match SPEC \"{}\"", format_mapping(m), spec->text()));
     if (for_write && (m.perms.size() < 2 || m.perms[1] != 'w'))
-      return Error{step, ErrorKind::invalid_argument, kCodeNotWritable,
-                   fmt::format("mapping {} is not writable", format_mapping(m))};
+      return word_error(step, ErrorKind::invalid_argument, WordCode::not_writable,
+                        fmt::format("mapping {} is not writable", format_mapping(m)));
     return m;
   }
-  return Error{step, ErrorKind::invalid_argument, kCodeNotMapped,
-               fmt::format("{:#x} is outside every mapping", address)};
+  return word_error(step, ErrorKind::invalid_argument, WordCode::not_mapped,
+                    fmt::format("{:#x} is outside every mapping", address));
 }
 
 Result<WriteRecord> write_checked(const WordTarget& target, const os::MapEntry* mapping, std::uint64_t address,
@@ -172,14 +194,14 @@ Result<WriteRecord> write_checked(const WordTarget& target, const os::MapEntry* 
   if (!old) return std::move(old).error();
   r.old_value = *old;
   if (expect && *expect != r.old_value)
-    return Error{fmt::format("compare {} at {:#x}", target.name(), address), ErrorKind::mismatch,
-                 kCodeExpectMismatch,
-                 fmt::format("old value {:#x}, expected {:#x}; nothing written", r.old_value, *expect)};
+    return word_error(fmt::format("compare {} at {:#x}", target.name(), address), ErrorKind::mismatch,
+                      WordCode::expect_mismatch,
+                      fmt::format("old value {:#x}, expected {:#x}; nothing written", r.old_value, *expect));
   if (auto st = target.write(address, width, value); !st) return std::move(st).error();
   auto back = target.read(address, width);
   if (back) {
     r.read_back = *back;
-  } else if (back.error().code != errno_code(ESRCH)) {
+  } else if (!back.error().is_errno(ESRCH)) {
     return std::move(back).error();
   }
   return r;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -37,13 +38,22 @@ bool known_type(std::uint16_t t) { return t >= 1 && t <= 10; }
 
 Error stray(std::string detail) { return Error{"fd transport", ErrorKind::protocol, {}, std::move(detail)}; }
 
-// The ack's payload for a refused fetch, and back: three lines, so the sender
-// keeps the receiver's step, errno code and text verbatim.
-std::string encode_refusal(const Error& e) { return e.step + "\n" + e.code + "\n" + e.detail; }
+// The ack's payload for a refused fetch, and back: four lines, so the sender
+// keeps the receiver's errno number, step, errno code and text verbatim.
+std::string encode_refusal(const Error& e) {
+  return fmt::format("{}\n{}\n{}\n{}", e.space == CodeSpace::errno_value ? e.native : 0, e.step, e.code, e.detail);
+}
 Error decode_refusal(const std::string& text) {
-  const std::size_t a = text.find('\n'), b = a == std::string::npos ? a : text.find('\n', a + 1);
-  if (b == std::string::npos) return Error{"pidfd_getfd", ErrorKind::os, {}, text};
-  return Error{text.substr(0, a), ErrorKind::os, text.substr(a + 1, b - a - 1), text.substr(b + 1)};
+  std::size_t at[3];
+  for (std::size_t i = 0, from = 0; i < 3; from = at[i++] + 1)
+    if ((at[i] = text.find('\n', from)) == std::string::npos) return Error{"pidfd_getfd", ErrorKind::os, {}, text};
+  int errnum = 0;
+  const char* first = text.data();
+  if (std::from_chars(first, first + at[0], errnum).ptr != first + at[0]) errnum = 0;
+  Error e{text.substr(at[0] + 1, at[1] - at[0] - 1), ErrorKind::os, text.substr(at[1] + 1, at[2] - at[1] - 1),
+          text.substr(at[2] + 1)};
+  if (errnum > 0) e.space = CodeSpace::errno_value, e.native = errnum;
+  return e;
 }
 
 // "pid <P> fd <N>", both positive decimal numbers that fit an int.
@@ -151,7 +161,7 @@ Result<Frame> Channel::recv_frame(int timeout_ms) const {
       fds.emplace_back(received);
     }
   }
-  if (n == 0 && fds.empty()) return Error{"recv frame", ErrorKind::protocol, {}, "peer closed the socket"};
+  if (n == 0 && fds.empty()) return Error{"recv frame", ErrorKind::peer_closed, {}, "peer closed the socket"};
   if (msg.msg_flags & MSG_TRUNC) return protocol("datagram larger than the largest frame");
   if (msg.msg_flags & MSG_CTRUNC) return protocol("too many fds attached");
 

@@ -5,7 +5,7 @@
 
 namespace extmem {
 // Field by field, so a renamed member is a compile error here, not a silent gap.
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Error, step, kind, code, detail)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Error, step, kind, code, detail, space, native)
 namespace vk {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MemoryHeapInfo, size, flags, flag_names)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MemoryTypeInfo, index, heap_index, flags, flag_names)
@@ -13,11 +13,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ExternalSemaphoreInfo, handle_type, semaphore
                                    importable, export_from, compatible)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ExternalBufferInfo, handle_type, handle_type_bit, features, exportable, importable,
                                    dedicated_only, export_from, compatible)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ExternalImageInfo, handle_type, tiling, result, features, exportable, importable,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ExternalImageInfo, handle_type, tiling, result, result_code, features, exportable, importable,
                                    dedicated_only, export_from, compatible, max_width, max_height, max_mip_levels,
                                    max_array_layers)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DrmModifierInfo, modifier, plane_count, tiling_features, dma_buf_result,
-                                   dma_buf_exportable, dma_buf_importable)
+                                   dma_buf_result_code, dma_buf_exportable, dma_buf_importable)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceInfo, index, name, vendor_id, device_id, device_type, api_version,
                                    driver_version, driver_name, driver_info, device_uuid, driver_uuid, heaps, types,
                                    extensions, external_buffers, external_semaphores, min_imported_host_pointer_alignment,

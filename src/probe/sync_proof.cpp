@@ -21,7 +21,7 @@ class Walker {
     out.detail = std::move(detail);
     return false;
   }
-  bool fail(const Error& e) { return fail(e.code.empty() ? std::string(to_string(e.kind)) : e.code, e.message()); }
+  bool fail(const Error& e) { return fail(e.shown_code(), e.message()); }
 
   // A look that must find the copy not landed (step 4, after the control's wait).
   bool not_landed(const char* when) {

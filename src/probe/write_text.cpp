@@ -40,8 +40,10 @@ std::string result_line(const RowResult& r) {
   for (const Leg& l : r.legs) {
     std::string text = l.failed_step.empty() ? "" : l.failed_step + (l.code.empty() ? "" : " -> " + l.code);
     if (!l.note.empty()) text += (text.empty() ? "" : " ") + l.note;
-    // Informational legs never reach why:, so their failures are told here.
-    if (!text.empty() && r.verdict.why.find(text) == std::string::npos) detail.push_back(l.name + ": " + text);
+    // Informational legs never reach why:, so their failures are told here; text why: already
+    // holds is not told twice.
+    const bool told = r.verdict.why.find(text) != std::string::npos;  // error-text: display only
+    if (!text.empty() && !told) detail.push_back(l.name + ": " + text);
   }
   if (!detail.empty()) line += fmt::format(" | {}", fmt::join(detail, "; "));
   return line;
@@ -66,7 +68,7 @@ void write_summary(std::ostream& out, const std::vector<RowResult>& rows) {
   const std::array<int, 5> counts = count_statuses(rows);
   for (const RowResult& r : rows) {
     // A row that did not run has only notrun legs; its reason says more than they do.
-    bool not_run = r.verdict.status == RowStatus::skip || r.verdict.status == RowStatus::unsupported;
+    bool not_run = did_not_run(r.verdict.status);
     std::string rest = r.legs.empty() || not_run ? r.verdict.why : trace(r.legs);
     out << fmt::format("{:<{}}  {:<11}  {}\n", r.row, width, to_string(r.verdict.status), rest);
   }

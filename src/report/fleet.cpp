@@ -87,7 +87,8 @@ namespace {
 // nlohmann's what() without its "[json.exception.KIND.ID] " prefix.
 std::string reason(const json::exception& e) {
   std::string what = e.what();
-  if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+  const std::size_t p = what.find("] ");  // error-text: display only
+  if (p != std::string::npos) what = what.substr(p + 2);
   return what;
 }
 

@@ -84,7 +84,7 @@ const char* result_name(VkResult r) {
 }
 
 Error vk_error(std::string step, VkResult r, std::string detail) {
-  return Error{std::move(step), ErrorKind::driver, result_name(r), std::move(detail)};
+  return coded_error(std::move(step), ErrorKind::driver, CodeSpace::vk_result, r, result_name(r), std::move(detail));
 }
 
 }  // namespace extmem::vk

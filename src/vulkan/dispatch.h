@@ -94,7 +94,7 @@ struct DeviceFns {
 /// Name of a VkResult, e.g. "VK_ERROR_INVALID_EXTERNAL_HANDLE"; "VkResult(N)" when unknown.
 const char* result_name(VkResult r);
 
-/// A driver error for `step` with the VkResult name as the code.
+/// A driver error for `step`: code the VkResult name, native `r`.
 Error vk_error(std::string step, VkResult r, std::string detail = {});
 
 }  // namespace extmem::vk

@@ -88,6 +88,7 @@ std::vector<DrmModifierInfo> drm_modifiers(const Instance& inst, VkPhysicalDevic
     ExternalImageSupport s = external_image_support(inst, pd, shape, VK_EXTERNAL_MEMORY_HANDLE_TYPE_DMA_BUF_BIT_EXT,
                                                     static_cast<std::int64_t>(m.drmFormatModifier));
     d.dma_buf_result = result_name(s.result);
+    d.dma_buf_result_code = s.result;
     d.dma_buf_exportable = s.exportable();
     d.dma_buf_importable = s.importable();
     out.push_back(d);
@@ -235,6 +236,7 @@ Result<VulkanEnumeration> enumerate(const Instance& inst) {
           x.handle_type = name;
           x.tiling = tiling_name(tiling);
           x.result = result_name(s.result);
+          x.result_code = s.result;
           x.features = s.external.externalMemoryFeatures;
           x.exportable = s.exportable();
           x.importable = s.importable();

@@ -119,7 +119,9 @@ Result<Image> create_image(const Device& device, const ImageRequest& req, Alloca
   out.dedicated_preferred = dreq.prefersDedicatedAllocation;
 
   const std::uint32_t bits = mreq.memoryRequirements.memoryTypeBits;
-  int type = req.memory_type_index >= 0 ? req.memory_type_index : device.find_memory_type(bits, req.required_flags);
+  int type = req.memory_type_index >= 0 ? req.memory_type_index
+                                        : device.find_memory_type(bits, req.required_flags | req.preferred_flags);
+  if (type < 0 && req.preferred_flags != 0) type = device.find_memory_type(bits, req.required_flags);
   if (type < 0)
     return fail(Error{"choose memory type", ErrorKind::unsupported, {},
                       fmt::format("no memory type in the image's memoryTypeBits 0x{:x} has flags 0x{:x}", bits,

@@ -65,6 +65,9 @@ struct ImageRequest {
   VkDeviceSize allocation_size = 0; ///< bytes; 0: VkMemoryRequirements::size (an importer passes the exporter's)
   int memory_type_index = -1;       ///< -1: the first type of the image's memoryTypeBits with required_flags
   VkMemoryPropertyFlags required_flags = 0;
+  /// Tried first together with required_flags; when no type has both, a type
+  /// with required_flags alone (the caller's fallback, without a second image).
+  VkMemoryPropertyFlags preferred_flags = 0;
   int dedicated = -1;               ///< 1/0 force; -1: when the image requires or prefers it
   bool map = false;                 ///< vkMapMemory the whole allocation (LINEAR images in HOST_VISIBLE memory)
 };
@@ -110,7 +113,7 @@ class Image {
 /// `failure->at_allocate` set when vkAllocateMemory itself declined (the
 /// export/import site): vk_error("vkCreateImage"|"vkAllocateMemory"|
 /// "vkBindImageMemory"|"vkMapMemory"), unsupported "choose memory type" when no
-/// type fits. On failure nothing is left allocated; `failure->memory_allocated`
+/// type has required_flags. On failure nothing is left allocated; `failure->memory_allocated`
 /// says whether an imported fd was already taken by the driver.
 Result<Image> create_image(const Device& device, const ImageRequest& req, AllocationFailure* failure = nullptr);
 

@@ -172,7 +172,7 @@ std::uint64_t count_lines(std::string_view text) noexcept {
 }
 
 namespace {
-bool code_is(const Error& e, int errnum) { return e.kind == ErrorKind::os && e.code == errno_code(errnum); }
+bool code_is(const Error& e, int errnum) { return e.kind == ErrorKind::os && e.is_errno(errnum); }
 }  // namespace
 
 bool is_gone(const Error& e) noexcept { return code_is(e, ENOENT) || code_is(e, ESRCH); }

@@ -171,7 +171,7 @@ int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
     auto started = WatchedCommand::start(o.command, &blocked.old());
     if (!started) {
       err << "extmem watch: cannot start the command: " << started.error().message() << "\n";
-      return started.error().code == errno_code(ENOENT) ? kWatchNotFound : kWatchCannotExecute;
+      return started.error().is_errno(ENOENT) ? kWatchNotFound : kWatchCannotExecute;
     }
     cmd = std::move(*started);
     roots = {cmd.pid()};

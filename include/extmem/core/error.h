@@ -1,38 +1,85 @@
 // Errors as values: the failing step, our kind, and the driver's code verbatim.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <variant>
 
 namespace extmem {
 
-/// What went wrong, in our terms. The driver's own words live in Error::code.
+/// What went wrong, in our terms: what callers branch on. The driver's own
+/// words live in Error::code and its number in Error::native; nobody branches on
+/// an error's text (the ctest lint.error_text_branches fails on such a branch
+/// under src/). The row status a kind gives a probe row it stops before its
+/// legs decide is row_status() in verdict.h, listed here per kind.
 enum class ErrorKind {
-  invalid_argument,  ///< the caller passed something the function does not accept
-  os,                ///< a system call failed; code is "ENAME (number)"
-  driver,            ///< a Vulkan/GL/CUDA call failed; code is the driver's enum name
-  unsupported,       ///< the capability is absent (extension, handle type, platform)
-  mismatch,          ///< bytes compared and differed
-  protocol,          ///< a peer sent a malformed, truncated or unexpected message
-  timeout,           ///< a deadline passed
+  /// The caller passed something the function does not accept (a usage error
+  /// at the command line). Row: FAIL.
+  invalid_argument,
+  /// A system call failed; code is "ENAME (N)", native the errno value. Row: FAIL.
+  os,
+  /// A Vulkan/GL/EGL/CUDA call failed; code is the driver's enum name, native
+  /// its value. Row: FAIL.
+  driver,
+  /// The capability is absent or declined: extension, handle type, platform.
+  /// Row: UNSUPPORTED.
+  unsupported,
+  /// Bytes compared and differed. Row: FAIL.
+  mismatch,
+  /// A peer sent a malformed, truncated or unexpected message. Row: FAIL.
+  protocol,
+  /// A deadline passed. Row: FAIL.
+  timeout,
+  /// The other end closed the socket (end of file, no message): the peer
+  /// exited or crashed. Callers that expect it (a half that finished, a worker
+  /// that ended) branch on this kind. Row: FAIL.
+  peer_closed,
+  /// The driver itself is absent here: its library does not load, or it has
+  /// no usable device (CUDA's stub library, no device). Not a property of the
+  /// driver under test, so the row is SKIP.
+  no_driver,
 };
 
 /// Stable lower-case name of an ErrorKind ("os", "driver", ...).
 const char* to_string(ErrorKind kind) noexcept;
 
+/// Which numbering Error::native is in.
+enum class CodeSpace : std::uint8_t {
+  none,         ///< no native number (code may still name the failure)
+  errno_value,  ///< errno (os_error)
+  vk_result,    ///< VkResult (vk::vk_error)
+  cu_result,    ///< CUresult (cuda::cu_error)
+  gl_enum,      ///< GLenum from glGetError
+  egl_error,    ///< EGLint from eglGetError
+  extmem,       ///< a code of ours, numbered by the module that defines it (memtools::WordCode)
+};
+
 /// One failure: the step being attempted ("vkAllocateMemory(export OPAQUE_FD)"),
 /// the kind, the code as the OS or driver gave it ("VK_ERROR_OUT_OF_DEVICE_MEMORY",
-/// "EBADF (9)"; empty when there is none) and free text.
+/// "EBADF (9)"; empty when there is none), free text, and the code's number.
+/// step, code and detail are for people; kind, space and native for code.
 struct Error {
   std::string step;
   ErrorKind kind = ErrorKind::invalid_argument;
   std::string code;
   std::string detail;
+  CodeSpace space = CodeSpace::none;
+  std::int64_t native = 0;  ///< the code's number in `space` (errno, VkResult, ...)
 
   /// "step: code (detail)" with empty parts left out.
   std::string message() const;
+  /// Whether this error carries errno value `errnum`.
+  bool is_errno(int errnum) const noexcept { return space == CodeSpace::errno_value && native == errnum; }
+  /// The code a probe leg shows: `code`, or the kind's name when there is none,
+  /// where peer_closed reads "protocol" and no_driver "unsupported" (the rows'
+  /// words from before those kinds were split off; the legs' codes are an interface).
+  std::string shown_code() const;
 };
+
+/// An error with a native number: `code` is its name, `native` the number.
+Error coded_error(std::string step, ErrorKind kind, CodeSpace space, std::int64_t native, std::string code,
+                  std::string detail = {});
 
 /// Error from errno: code becomes "ENAME (N)" for the given errno value.
 Error os_error(std::string step, int errnum, std::string detail = {});

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "extmem/core/error.h"
+
 namespace extmem {
 
 /// Row status. SKIP and UNSUPPORTED are not failures; PARTIAL and FAIL are.
@@ -19,6 +21,14 @@ enum class RowStatus {
 
 /// "OK", "PARTIAL", "FAIL", "UNSUPPORTED", "SKIP".
 const char* to_string(RowStatus status) noexcept;
+
+/// Whether a row of this status failed (the exit code, JUnit's failures):
+/// PARTIAL and FAIL. OK passed; SKIP and UNSUPPORTED did not run.
+bool is_failure(RowStatus status) noexcept;
+
+/// Whether a row of this status did not run its legs: SKIP and UNSUPPORTED
+/// (JUnit's skipped). Neither a failure nor a pass.
+bool did_not_run(RowStatus status) noexcept;
 
 /// One way the other side reaches the memory (plain mmap, Vulkan import, GPU access, ...).
 struct Leg {
@@ -55,6 +65,15 @@ struct RouteFacts {
   /// Set when --soak ran; any stale word turns OK into PARTIAL.
   std::optional<SoakCount> soak;
 };
+
+/// The status an error of this kind gives a row it stops before its legs
+/// decide: no_driver SKIP, unsupported UNSUPPORTED, every other kind FAIL
+/// (error.h says when each kind is used).
+RowStatus row_status(ErrorKind kind) noexcept;
+
+/// Records `why` in the fact that gives the row row_status(kind): skip,
+/// unsupported or fatal. The one mapping from an error to a row's facts.
+void stop_row(RouteFacts& facts, ErrorKind kind, std::string why);
 
 /// The verdict of one row.
 struct Verdict {

@@ -37,7 +37,7 @@ struct Enumeration {
   std::vector<DeviceInfo> devices;
 };
 
-/// Loads the driver and lists its devices. Errors: cuda::load()'s (no CUDA driver, missing symbol);
+/// Loads the driver and lists its devices. Errors: cuda::load()'s (no_driver "no CUDA driver", unsupported "missing symbol");
 /// cu_error of cuInit, cuDriverGetVersion, cuDeviceGetCount, cuDeviceGet.
 /// A failed name/UUID/attribute query of one device is recorded, not fatal.
 Result<Enumeration> enumerate();

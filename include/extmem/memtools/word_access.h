@@ -18,14 +18,34 @@
 
 namespace extmem::memtools {
 
-/// Error::code values of our own refusals and checks (there is no OS code for
-/// these). Every refusal happens before anything is written.
+/// Our own refusals and checks (there is no OS code for these): an error's
+/// native number in CodeSpace::extmem, what exit codes are chosen by; the
+/// kCode* names below are its Error::code. Every refusal happens before
+/// anything is written.
+enum class WordCode : std::int64_t {
+  not_mapped = 1,   ///< kCodeNotMapped
+  crosses_mapping,  ///< kCodeCrossesMapping
+  spec_mismatch,    ///< kCodeSpecMismatch
+  not_writable,     ///< kCodeNotWritable
+  expect_mismatch,  ///< kCodeExpectMismatch
+  past_end,         ///< kCodePastEnd
+};
+
 inline constexpr const char* kCodeNotMapped = "NOT_MAPPED";            ///< address outside every mapping
 inline constexpr const char* kCodeCrossesMapping = "CROSSES_MAPPING";  ///< the word runs past the mapping's end
 inline constexpr const char* kCodeSpecMismatch = "SPEC_MISMATCH";      ///< the mapping does not match --match
 inline constexpr const char* kCodeNotWritable = "NOT_WRITABLE";        ///< the mapping lacks 'w' (poke refuses it)
 inline constexpr const char* kCodeExpectMismatch = "EXPECT_MISMATCH";  ///< old value differs from --expect
 inline constexpr const char* kCodePastEnd = "PAST_END";                ///< file mode: the word runs past end of file
+
+/// The kCode* name of `code`.
+const char* to_string(WordCode code) noexcept;
+
+/// An error with our own code: code to_string(`code`), native `code`.
+Error word_error(std::string step, ErrorKind kind, WordCode code, std::string detail);
+
+/// The WordCode an error carries, or nullopt (an OS or driver error, or none).
+std::optional<WordCode> word_code(const Error& error) noexcept;
 
 /// A place words are read from and written to: the memory of a process
 /// (/proc/PID/mem) or a file (regular or block device). Owns its fd; move-only. Words are in

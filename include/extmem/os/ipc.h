@@ -117,8 +117,8 @@ class Channel {
   Status send(MsgType type, std::string_view payload, int fd = -1, int ack_timeout_ms = -1) const;
 
   /// Receives one frame, waiting at most `timeout_ms` (-1: forever; pidfd: for
-  /// the offer and again for the frame after it). Errors: timeout; protocol
-  /// "peer closed the socket" on EOF; the decode errors of decode_frame_header;
+  /// the offer and again for the frame after it). Errors: timeout; peer_closed
+  /// ("peer closed the socket") on EOF or an empty datagram; the decode errors of decode_frame_header;
   /// os_error("recvmsg"|"poll"); protocol on an fd_offer that is malformed or
   /// arrives on an scm channel, or an ack nobody waits for. Any fd that arrived
   /// with a bad frame is closed, never leaked. A pidfd fetch that fails is not

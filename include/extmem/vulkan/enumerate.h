@@ -59,6 +59,7 @@ struct ExternalImageInfo {
   std::string handle_type;          ///< "OPAQUE_FD", "DMA_BUF"
   std::string tiling;               ///< "OPTIMAL", "LINEAR"
   std::string result;               ///< the query's VkResult verbatim ("VK_SUCCESS", "VK_ERROR_FORMAT_NOT_SUPPORTED")
+  std::int32_t result_code = 0;     ///< that VkResult's value: what code branches on
   std::uint32_t features = 0;       ///< VkExternalMemoryFeatureFlags; 0 unless result is VK_SUCCESS
   bool exportable = false;
   bool importable = false;
@@ -67,6 +68,9 @@ struct ExternalImageInfo {
   std::uint32_t compatible = 0;     ///< compatibleHandleTypes
   std::uint32_t max_width = 0, max_height = 0;  ///< maxExtent, texels
   std::uint32_t max_mip_levels = 0, max_array_layers = 0;
+
+  /// Whether the query returned VK_SUCCESS (0).
+  bool succeeded() const noexcept { return result_code == 0; }
 };
 
 /// One DRM format modifier the driver lists for R8G8B8A8_UNORM
@@ -77,8 +81,12 @@ struct DrmModifierInfo {
   std::uint32_t plane_count = 0;    ///< drmFormatModifierPlaneCount
   std::uint32_t tiling_features = 0;///< drmFormatModifierTilingFeatures (VkFormatFeatureFlags)
   std::string dma_buf_result;       ///< VkResult of the DMA_BUF query with this modifier, verbatim
+  std::int32_t dma_buf_result_code = 0;  ///< that VkResult's value: what code branches on
   bool dma_buf_exportable = false;
   bool dma_buf_importable = false;
+
+  /// Whether the DMA_BUF query returned VK_SUCCESS (0).
+  bool dma_buf_succeeded() const noexcept { return dma_buf_result_code == 0; }
 };
 
 struct DeviceInfo {

@@ -18,7 +18,7 @@ void print_cuda(std::ostream& out, const Result<cuda::Enumeration>& r, const std
     if (!cuda::routes_built()) return;
     // The CUDA rows' SKIP reason, word for word, when there is no usable CUDA here.
     const Error& e = r.error();
-    out << "  no CUDA information: " << (e.code == "no CUDA driver" ? no_cuda_driver_reason(e) : e.message()) << "\n";
+    out << "  no CUDA information: " << (e.kind == ErrorKind::no_driver ? no_cuda_driver_reason(e) : e.message()) << "\n";
     return;
   }
   out << fmt::format("  driver {} ({}), {} device(s)\n", r->driver_version, r->library, r->devices.size());

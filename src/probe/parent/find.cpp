@@ -105,7 +105,7 @@ PhaseAFindings local_phase_a(const std::string& device, const std::string& gl_re
 
 int Findings::exit_code() const {
   bool failed = std::any_of(rows.begin(), rows.end(), [](const RowResult& r) {
-    return r.verdict.status == RowStatus::fail || r.verdict.status == RowStatus::partial;
+    return is_failure(r.verdict.status);
   });
   return failed ? kExitFailed : kExitOk;
 }

@@ -12,8 +12,8 @@ std::string junit_xml(const std::vector<RowResult>& rows, const std::string& dev
   double seconds = 0;
   for (const RowResult& r : rows) {
     seconds += r.seconds;
-    if (r.verdict.status == RowStatus::fail || r.verdict.status == RowStatus::partial) ++failures;
-    if (r.verdict.status == RowStatus::skip || r.verdict.status == RowStatus::unsupported) ++skipped;
+    if (is_failure(r.verdict.status)) ++failures;
+    if (did_not_run(r.verdict.status)) ++skipped;
   }
   std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x += fmt::format("<testsuites name=\"extmem probe\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3f}\">\n",
@@ -24,10 +24,10 @@ std::string junit_xml(const std::vector<RowResult>& rows, const std::string& dev
   for (const RowResult& r : rows) {
     const std::string status = to_string(r.verdict.status);
     x += fmt::format("    <testcase classname=\"extmem.probe\" name=\"{}\" time=\"{:.3f}\">\n", xml_text(r.row), r.seconds);
-    if (r.verdict.status == RowStatus::fail || r.verdict.status == RowStatus::partial) {
+    if (is_failure(r.verdict.status)) {
       x += fmt::format("      <failure type=\"{}\" message=\"{}\">{}</failure>\n", status, xml_text(r.verdict.why),
                        xml_text(result_line(r)));
-    } else if (r.verdict.status == RowStatus::skip || r.verdict.status == RowStatus::unsupported) {
+    } else if (did_not_run(r.verdict.status)) {
       x += fmt::format("      <skipped message=\"{}: {}\"/>\n", status, xml_text(r.verdict.why));
     }
     std::string out = result_line(r);

@@ -70,7 +70,7 @@ void print_vulkan(std::ostream& out, const vk::VulkanEnumeration& e, int selecte
                                       x.handle_type, x.semaphore_type));
     out << fmt::format("  maxImageDimension2D={}\n", d.max_image_dimension_2d);
     for (const vk::ExternalImageInfo& x : d.external_images) {
-      if (x.result != "VK_SUCCESS") {
+      if (!x.succeeded()) {
         out << fmt::format("  external image R8G8B8A8_UNORM {} {}: {}\n", x.tiling, x.handle_type, x.result);
         continue;
       }
@@ -88,7 +88,7 @@ void print_vulkan(std::ostream& out, const vk::VulkanEnumeration& e, int selecte
     for (const vk::DrmModifierInfo& m : d.drm_modifiers)
       out << fmt::format("  DRM format modifier 0x{:016x}: planes={} tilingFeatures=0x{:x} DMA_BUF {}{}\n", m.modifier,
                          m.plane_count, m.tiling_features, m.dma_buf_result,
-                         m.dma_buf_result == "VK_SUCCESS"
+                         m.dma_buf_succeeded()
                              ? fmt::format(" export={} import={}", m.dma_buf_exportable ? "yes" : "no", m.dma_buf_importable ? "yes" : "no")
                              : std::string());
   }

@@ -27,20 +27,30 @@ std::optional<std::string> filtered_out(const RouteDef& route, const ProbeOption
   return std::nullopt;
 }
 
-std::optional<Verdict> decided_in_phase_a(const RouteDef& route, const ProbeOptions& o, const PhaseAFacts& found) {
-  if (!route.skip_reason.empty()) return Verdict{RowStatus::skip, std::string(route.skip_reason)};
-  if (route.needs.platform == Platform::android && !kAndroidBuild)
-    return Verdict{RowStatus::skip, std::string(kAndroidOnlyReason)};
-  if (auto why = filtered_out(route, o)) return Verdict{RowStatus::skip, *why};
+namespace {
+
+// What phase A alone says of a row, as the facts decide() reads; nullopt when
+// the row must run to be decided.
+std::optional<RouteFacts> facts_in_phase_a(const RouteDef& route, const ProbeOptions& o, const PhaseAFacts& found) {
+  if (!route.skip_reason.empty()) return RouteFacts{.skip = std::string(route.skip_reason)};
+  if (route.needs.platform == Platform::android && !kAndroidBuild) return RouteFacts{.skip = std::string(kAndroidOnlyReason)};
+  if (auto why = filtered_out(route, o)) return RouteFacts{.skip = *why};
   if (found.device == nullptr) return std::nullopt;  // before phase A
   // Not yet known: decided by redecide(), in this same order, once CUDA has enumerated.
   if (route.needs.cuda && found.cuda == nullptr) return std::nullopt;
-  if (route.needs.cuda && !*found.cuda && found.cuda->error().code == "no CUDA driver")
-    return Verdict{RowStatus::skip, no_cuda_driver_reason(found.cuda->error())};
+  if (route.needs.cuda && !*found.cuda && found.cuda->error().kind == ErrorKind::no_driver)
+    return RouteFacts{.skip = no_cuda_driver_reason(found.cuda->error())};
   for (std::string_view wanted : route.needs.extensions) {
     for (const auto& [name, present] : found.device->extensions)
-      if (name == wanted && !present) return Verdict{RowStatus::unsupported, name + " not exposed by the device"};
+      if (name == wanted && !present) return RouteFacts{.unsupported = name + " not exposed by the device"};
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Verdict> decided_in_phase_a(const RouteDef& route, const ProbeOptions& o, const PhaseAFacts& found) {
+  if (auto facts = facts_in_phase_a(route, o, found)) return decide(*facts, {});
   return std::nullopt;
 }
 

@@ -116,7 +116,7 @@ Result<PhaseAFindings> Engine::phase_a(double timeout_s) {
     auto frame = w->control.recv(static_cast<int>(left * 1000) + 1);
     if (!frame) {
       if (frame.error().kind == ErrorKind::timeout) continue;
-      if (frame.error().kind == ErrorKind::protocol && frame.error().detail == "peer closed the socket") {
+      if (frame.error().kind == ErrorKind::peer_closed) {
         auto info = w->child.wait(2000);
         const std::string how = info ? info->describe() : "no exit seen";
         s.lane[0]->drop(Slot::a);

@@ -66,7 +66,7 @@ Collected collect(std::array<Half, 2>& halves, double deadline) {
       if (!frame) {
         const Error& e = frame.error();
         if (e.kind == ErrorKind::timeout) continue;
-        if (e.kind == ErrorKind::protocol && e.detail == "peer closed the socket") {
+        if (e.kind == ErrorKind::peer_closed) {
           h.open = false;
           h.died = h.warm;
         } else {

@@ -27,10 +27,9 @@ std::optional<CudaSide> open_cuda(ChildContext& ctx, RouteFacts& facts, const st
   auto api = cuda::load();
   if (!api) {
     const Error& e = api.error();
-    if (e.code == "no CUDA driver")
-      facts.skip = no_cuda_driver_reason(e);
-    else
-      facts.unsupported = fmt::format("{}: {} -> {} ({})", who, e.step, e.code, e.detail);
+    stop_row(facts, e.kind,
+             e.kind == ErrorKind::no_driver ? no_cuda_driver_reason(e)
+                                            : fmt::format("{}: {} -> {} ({})", who, e.step, e.code, e.detail));
     return std::nullopt;
   }
   CudaSide side;
@@ -38,10 +37,8 @@ std::optional<CudaSide> open_cuda(ChildContext& ctx, RouteFacts& facts, const st
   ctx.step("cuInit + match the CUDA device by deviceUUID");
   auto dev = cuda::device_for_vulkan_uuid(*side.api, vulkan_uuid);
   if (!dev) {
-    if (dev.error().code == "no CUDA driver")  // cuInit: no usable CUDA here (stub library, no device, ...)
-      facts.skip = no_cuda_driver_reason(dev.error());
-    else
-      (dev.error().kind == ErrorKind::unsupported ? facts.unsupported : facts.fatal) = who + ": " + why_of(dev.error());
+    const Error& e = dev.error();  // no_driver from cuInit: no usable CUDA here (stub library, no device, ...)
+    stop_row(facts, e.kind, e.kind == ErrorKind::no_driver ? no_cuda_driver_reason(e) : who + ": " + why_of(e));
     return std::nullopt;
   }
   side.device = *dev;

@@ -6,7 +6,9 @@
 
 namespace extmem::probe::glsem {
 
-Error gl_error(const std::string& step, GLenum e) { return Error{step, ErrorKind::driver, gles::gl_error_name(e), {}}; }
+Error gl_error(const std::string& step, GLenum e) {
+  return coded_error(step, ErrorKind::driver, CodeSpace::gl_enum, e, gles::gl_error_name(e));
+}
 
 Status gl_check(const gles::EglContext& gl, const std::string& step) {
   const GLenum e = gl.take_error();

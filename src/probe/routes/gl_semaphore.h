@@ -16,7 +16,7 @@
 
 namespace extmem::probe::glsem {
 
-/// Error{step, driver, the GL error's name (GL_INVALID_OPERATION, ...)}.
+/// Error{step, driver, the GL error's name (GL_INVALID_OPERATION, ...)}, native `e`.
 Error gl_error(const std::string& step, GLenum e);
 
 /// Drains glGetError; an error there is gl_error(step, it), else success.

@@ -12,7 +12,7 @@ namespace extmem::probe {
 std::shared_ptr<vk::Device> open_host_import_device(ChildContext& ctx, RouteReport& rep) {
   auto dev = open_device(ctx, {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME});
   if (!dev) {
-    (dev.error().kind == ErrorKind::unsupported ? rep.facts.unsupported : rep.facts.fatal) = "server: " + why_of(dev.error());
+    stop_row(rep.facts, dev.error().kind, "server: " + why_of(dev.error()));
     return nullptr;
   }
   if (!(*dev)->has(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {

@@ -40,7 +40,7 @@ using vksync::SemaphoreKind;
 
 // The import failure a driver gives for a handle type it does not do; any other
 // code at an import site is FAIL (the Vulkan side advertised the export).
-bool not_supported(const Error& e) { return e.code == "CUDA_ERROR_NOT_SUPPORTED"; }
+bool not_supported(const Error& e) { return e.space == CodeSpace::cu_result && e.native == CUDA_ERROR_NOT_SUPPORTED; }
 
 // A stream, pinned host memory, an imported semaphore: one CUDA side of one proof.
 class CudaStreamSide {

@@ -282,7 +282,7 @@ int gl_client(ChildContext& ctx) {
   if (!setup) return 0;
   auto egl = drivers::egl_context();
   if (!egl) {
-    (egl.error().kind == ErrorKind::unsupported ? rep.facts.unsupported : rep.facts.fatal) = "client: " + why_of(egl.error());
+    stop_row(rep.facts, egl.error().kind, "client: " + why_of(egl.error()));
     return finish();
   }
   const EglContext& gl = **egl;

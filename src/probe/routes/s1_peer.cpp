@@ -50,7 +50,7 @@ Result<json> ask(const ChildContext& ctx, const json& req, os::UniqueFd* fd) {
 }
 
 Error site_error(const Error& e, const SiteFailure& site) {
-  return Error{e.step, site.unsupported ? ErrorKind::unsupported : ErrorKind::driver, e.code, site.why};
+  return Error{e.step, site.kind(), e.code, site.why, e.space, e.native};
 }
 
 void record_proof(const sync::ProofOutcome& o, Leg& order) {

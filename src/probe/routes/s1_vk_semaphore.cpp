@@ -258,7 +258,7 @@ int consumer(ChildContext& ctx, const SemaphoreKind& kind) {
   if (!setup) return 0;
   auto dev = open_device(ctx, vksync::wanted_extensions());
   if (!dev) {
-    (dev.error().kind == ErrorKind::unsupported ? rep.facts.unsupported : rep.facts.fatal) = "client: " + why_of(dev.error());
+    stop_row(rep.facts, dev.error().kind, "client: " + why_of(dev.error()));
     return finish();
   }
   if (auto m = vksync::missing_extension(**dev)) {
@@ -301,7 +301,7 @@ int consumer(ChildContext& ctx, const SemaphoreKind& kind) {
   if (!shared) {
     SiteFailure s = classify_site(af.error, advertised(**dev, VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
                                                         VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT), "OPAQUE_FD import");
-    (s.unsupported ? rep.facts.unsupported : rep.facts.fatal) = "client: " + s.why;
+    stop_row(rep.facts, s.kind(), "client: " + s.why);
     return finish();
   }
   auto sd = vksync::SyncDevice::create(*dev);

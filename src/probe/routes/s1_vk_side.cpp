@@ -154,7 +154,7 @@ namespace {
 
 RouteFacts server_facts(const Error& e) {
   RouteFacts f;
-  (e.kind == ErrorKind::unsupported ? f.unsupported : f.fatal) = "server: " + why_of(e);
+  stop_row(f, e.kind, "server: " + why_of(e));
   return f;
 }
 

@@ -78,7 +78,7 @@ void run_gl_legs(ChildContext& ctx, int fd, const nlohmann::json& info, Region r
   ctx.step("create EGL context");
   auto created = drivers::egl_context();
   if (!created) {
-    (created.error().kind == ErrorKind::unsupported ? rep.facts.unsupported : rep.facts.fatal) = why_of(created.error());
+    stop_row(rep.facts, created.error().kind, why_of(created.error()));
     return;
   }
   egl = std::move(*created);

@@ -129,7 +129,7 @@ int drive(ChildContext& ctx) {
   };
   auto d = open_device(ctx, {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME});
   if (!d) {
-    (d.error().kind == ErrorKind::unsupported ? rep.facts.unsupported : rep.facts.fatal) = why_of(d.error());
+    stop_row(rep.facts, d.error().kind, why_of(d.error()));
     return finish();
   }
   const vk::Device& dev = **d;

@@ -390,7 +390,7 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
   ctx.step("create EGL context");
   auto created = drivers::egl_context();
   if (!created) {
-    (created.error().kind == ErrorKind::unsupported ? rep.facts.unsupported : rep.facts.fatal) = why_of(created.error());
+    stop_row(rep.facts, created.error().kind, why_of(created.error()));
     return;
   }
   const gles::EglContext& egl = **created;

@@ -29,7 +29,7 @@ int modifier_check(ChildContext& ctx) {
   };
   auto dev = open_device(ctx, export_extensions(kDmaBuf));
   if (!dev) {
-    (dev.error().kind == ErrorKind::unsupported ? rep.facts.unsupported : rep.facts.fatal) = why_of(dev.error());
+    stop_row(rep.facts, dev.error().kind, why_of(dev.error()));
     return finish();
   }
   const vk::Device& d = **dev;
@@ -48,7 +48,7 @@ int modifier_check(ChildContext& ctx) {
              "DMA_BUF image query per modifier");
     for (const vk::DrmModifierInfo& m : vk::drm_modifiers(d.instance(), d.physical())) {
       modifiers += fmt::format("{}0x{:016x}: {}", modifiers.empty() ? "" : ", ", m.modifier, m.dma_buf_result);
-      if (m.dma_buf_result == "VK_SUCCESS")
+      if (m.dma_buf_succeeded())
         modifiers += fmt::format(" export={} import={}", m.dma_buf_exportable ? "yes" : "no",
                                  m.dma_buf_importable ? "yes" : "no");
       if (m.dma_buf_exportable && m.dma_buf_importable) usable.push_back(fmt::format("0x{:016x}", m.modifier));

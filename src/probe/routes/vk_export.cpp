@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
@@ -39,13 +41,13 @@ std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const Ha
   RouteFacts facts;
   auto site = [&](const Error& e, bool advertised) {
     SiteFailure s = classify_site(e, advertised, std::string(h.name) + " export");
-    (s.unsupported ? facts.unsupported : facts.fatal) = "server: " + s.why;
+    stop_row(facts, s.kind(), "server: " + s.why);
     return facts;
   };
   Exported ex;
   auto dev = open_device(ctx, export_extensions(h));
   if (!dev) {
-    (dev.error().kind == ErrorKind::unsupported ? facts.unsupported : facts.fatal) = "server: " + why_of(dev.error());
+    stop_row(facts, dev.error().kind, "server: " + why_of(dev.error()));
     return facts;
   }
   ex.device = std::move(*dev);
@@ -102,7 +104,7 @@ std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const Ha
     ex.fd.release();  // nothing left to close
   } else if (auto size = os::fd_size(raw_fd); !size) {
     // An opaque fd need not be a file: NVIDIA's is not seekable. No size is not a broken fd.
-    if (size.error().code.rfind("ESPIPE", 0) != 0) insane = why_of(size.error());
+    if (!size.error().is_errno(ESPIPE)) insane = why_of(size.error());
   } else if (*size < ex.buffer.allocation_size) {
     insane = fmt::format("fd size {} < allocation size {}", *size, ex.buffer.allocation_size);
   } else {

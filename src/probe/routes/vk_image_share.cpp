@@ -517,7 +517,7 @@ std::variant<ExportedImage, RouteFacts> export_image(ChildContext& ctx, VkImageT
   ExportedImage ex;
   auto dev = open_device(ctx, export_extensions(kOpaqueFd));
   if (!dev) {
-    (dev.error().kind == ErrorKind::unsupported ? facts.unsupported : facts.fatal) = "server: " + why_of(dev.error());
+    stop_row(facts, dev.error().kind, "server: " + why_of(dev.error()));
     return facts;
   }
   ex.device = std::move(*dev);
@@ -563,18 +563,14 @@ std::variant<ExportedImage, RouteFacts> export_image(ChildContext& ctx, VkImageT
   // A LINEAR image goes to host-visible memory where the image allows it, so the importer can also read it by
   // CPU; an OPTIMAL one to device-local memory, where render targets live (NVIDIA 580 lists a host-heap type
   // without flags first, and the first allowed type put the image behind PCIe: docs/results/nvidia-h200-580.md).
-  req.required_flags = tiling == VK_IMAGE_TILING_LINEAR ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
-                                                        : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+  req.preferred_flags = tiling == VK_IMAGE_TILING_LINEAR ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
+                                                         : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
   vk::AllocationFailure af;
   auto img = vk::create_image(d, req, &af);
-  if (!img && af.error.step == "choose memory type") {
-    req.required_flags = 0;
-    img = vk::create_image(d, req, &af);
-  }
   if (!img) {
     if (af.at_allocate) {
       SiteFailure s = classify_site(af.error, support.exportable(), "OPAQUE_FD image export");
-      (s.unsupported ? facts.unsupported : facts.fatal) = "server: " + s.why;
+      stop_row(facts, s.kind(), "server: " + s.why);
     } else {
       facts.fatal = "server: " + why_of(af.error);
     }
@@ -612,7 +608,7 @@ std::variant<ExportedImage, RouteFacts> export_image(ChildContext& ctx, VkImageT
   VkResult r = d.fn().vkGetMemoryFdKHR(d.handle(), &gi, &raw_fd);
   if (r != VK_SUCCESS) {
     SiteFailure s = classify_site(vk::vk_error("vkGetMemoryFdKHR", r), support.exportable(), "OPAQUE_FD image export");
-    (s.unsupported ? facts.unsupported : facts.fatal) = "server: " + s.why;
+    stop_row(facts, s.kind(), "server: " + s.why);
     return facts;
   }
   ex.fd.reset(raw_fd);

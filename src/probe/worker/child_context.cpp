@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 
@@ -29,9 +30,7 @@ std::string fd_refusal_reason(const Error& refused) {
 }
 
 bool fd_fetch_hit_resource_limit(const Error& failed) {
-  for (const char* limit : {"EMFILE (", "ENFILE (", "ENOMEM ("})
-    if (failed.code.rfind(limit, 0) == 0) return true;
-  return false;
+  return failed.is_errno(EMFILE) || failed.is_errno(ENFILE) || failed.is_errno(ENOMEM);
 }
 
 RouteFacts fd_fetch_failure_facts(const Error& failed) {

@@ -23,7 +23,7 @@ void fail_leg(Leg& leg, const Error& error) {
   leg.attempted = true;
   if (!leg.failed_step.empty()) return;  // keep the first failure
   leg.failed_step = error.step;
-  leg.code = error.code.empty() ? to_string(error.kind) : error.code;
+  leg.code = error.shown_code();
   if (!error.detail.empty()) leg.note += (leg.note.empty() ? "" : " ") + error.detail;
 }
 

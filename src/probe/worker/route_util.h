@@ -68,6 +68,8 @@ bool advertised(const vk::Device& device, VkExternalMemoryHandleTypeFlagBits typ
 struct SiteFailure {
   bool unsupported = false;
   std::string why;
+  /// The kind of error this failure is: unsupported, or driver (advertised and declined).
+  ErrorKind kind() const noexcept { return unsupported ? ErrorKind::unsupported : ErrorKind::driver; }
 };
 SiteFailure classify_site(const Error& error, bool was_advertised, const std::string& handle_type);
 
