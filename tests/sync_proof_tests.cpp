@@ -21,6 +21,7 @@ using extmem::Error;
 using extmem::ErrorKind;
 using extmem::Result;
 using extmem::Status;
+using extmem::SyncHold;
 using namespace extmem::probe::sync;
 
 // A consumer that lands `copy_time` after its copy may start: after release()
