@@ -11,7 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!report) return 0;
   auto again = extmem::probe::decode_report(extmem::probe::encode(*report));
   if (!again || again->legs.size() != report->legs.size() || again->detail != report->detail ||
-      again->measure != report->measure)
+      again->measure != report->measure || again->facts.sync_holds.size() != report->facts.sync_holds.size())
     __builtin_trap();
   return 0;
 }

@@ -58,6 +58,8 @@ EXTMEM_SAME_TYPE(CUextMemory_st)
 EXTMEM_SAME_TYPE(CUevent_st)
 EXTMEM_SAME_TYPE(CUstream_st)
 EXTMEM_SAME_TYPE(CUextSemaphore_st)
+EXTMEM_SAME_TYPE(CUmod_st)
+EXTMEM_SAME_TYPE(CUfunc_st)
 EXTMEM_SAME_TYPE(CUexternalSemaphoreHandleType)
 EXTMEM_SAME_TYPE(CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC)
 EXTMEM_SAME_TYPE(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS)
@@ -96,6 +98,8 @@ static_assert(std::is_same_v<theirs_t<ours::CUexternalSemaphore>, ::CUexternalSe
 static_assert(std::is_same_v<theirs_t<ours::CUstream>, ::CUstream>);
 static_assert(std::is_same_v<theirs_t<ours::CUarray>, ::CUarray>);
 static_assert(std::is_same_v<theirs_t<ours::CUmipmappedArray>, ::CUmipmappedArray>);
+static_assert(std::is_same_v<theirs_t<ours::CUmodule>, ::CUmodule>);
+static_assert(std::is_same_v<theirs_t<ours::CUfunction>, ::CUfunction>);
 
 // Enums: same size and underlying type, and every enumerator we declare has cuda.h's value.
 #define EXTMEM_SAME_ENUM(name)                                                                   \

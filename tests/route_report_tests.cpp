@@ -135,6 +135,70 @@ TEST(RouteReportRoundTrip, InvalidUtf8IsEncodable) {
   EXPECT_EQ(out->legs.at(0).name, "gpu");
 }
 
+// The S1 rows' calibrated holds survive the round trip, field by field.
+TEST(RouteReportRoundTrip, SyncHolds) {
+  RouteReport in;
+  extmem::SyncHold h;
+  h.leg = "order";
+  h.ungated_us = 412.5;
+  h.samples = 3;
+  h.factor = 20;
+  h.floor_ms = 20;
+  h.ceiling_ms = 3000;
+  h.wanted_ms = 20;
+  h.hold_ms = 20;
+  in.facts.sync_holds.push_back(h);
+  h.leg = "cudawait-timeline";
+  h.wanted_ms = 4000;
+  h.hold_ms = 3000;
+  h.over_ceiling = true;
+  in.facts.sync_holds.push_back(h);
+  auto out = decode_report(encode(in));
+  ASSERT_TRUE(out.ok()) << out.error().message();
+  ASSERT_EQ(out->facts.sync_holds.size(), 2u);
+  const extmem::SyncHold& b = out->facts.sync_holds[1];
+  EXPECT_EQ(b.leg, "cudawait-timeline");
+  EXPECT_DOUBLE_EQ(b.ungated_us, 412.5);
+  EXPECT_EQ(b.samples, 3u);
+  EXPECT_EQ(b.factor, 20u);
+  EXPECT_EQ(b.floor_ms, 20u);
+  EXPECT_EQ(b.ceiling_ms, 3000u);
+  EXPECT_EQ(b.wanted_ms, 4000u);
+  EXPECT_EQ(b.hold_ms, 3000u);
+  EXPECT_TRUE(b.over_ceiling);
+  EXPECT_EQ(out->facts.sync_holds[0].leg, "order");
+  EXPECT_FALSE(out->facts.sync_holds[0].over_ceiling);
+}
+
+// A hold entry that is mistyped, or whose numbers contradict each other, is rejected.
+TEST(RouteReportLimits, BadSyncHoldsRejected) {
+  RouteReport in;
+  extmem::SyncHold h;
+  h.leg = "order";
+  h.samples = 3;
+  h.factor = 20;
+  h.floor_ms = h.wanted_ms = h.hold_ms = 20;
+  h.ceiling_ms = 3000;
+  in.facts.sync_holds.push_back(h);
+  const json good = json::parse(encode(in));
+  expect_accepted(good.dump());
+  auto damaged = [&](auto&& change) {
+    json j = good;
+    change(j["sync_holds"][0]);
+    return j.dump();
+  };
+  expect_rejected(damaged([](json& e) { e["hold_ms"] = 30; }));           // above wanted_ms
+  expect_rejected(damaged([](json& e) { e["over_ceiling"] = true; }));    // wanted is not over the ceiling
+  expect_rejected(damaged([](json& e) { e["ungated_us"] = -1.0; }));
+  expect_rejected(damaged([](json& e) { e["floor_ms"] = "20"; }));
+  expect_rejected(damaged([](json& e) { e.erase("factor"); }));
+  expect_rejected(damaged([](json& e) { e["leg"] = std::string(33, 'l'); }));
+  expect_rejected(damaged([](json& e) { e = json::array(); }));
+  json not_array = good;
+  not_array["sync_holds"] = json::object();
+  expect_rejected(not_array.dump());
+}
+
 // Exactly 16 legs is accepted.
 TEST(RouteReportLimits, SixteenLegsAccepted) {
   RouteReport in;

@@ -16,6 +16,7 @@
 #include "probe/worker/route_util.h"
 #include "probe/worker/whole_alloc.h"
 #include "support/run_shell.h"
+#include "support/temp_files.h"
 
 namespace {
 
@@ -288,6 +289,31 @@ TEST(WholeAllocProbe, GlGpuLegCoversEveryPage) {
               std::string::npos) << line;
   }
   EXPECT_EQ(r.out.find("unaliasedAt"), std::string::npos) << r.out;
+}
+
+// At 16 MiB (4096 stamps) the Vulkan and GL GPU legs move their words with the sweep shaders
+// (one dispatch a pass, probe/worker/sweep_shader.h and its GL twin) instead of one copy per
+// stamp: every row stays OK and still reports a stamp on every page. The shaders' own
+// correctness, word by word, is tests/sweep_shader_tests.cpp.
+TEST(WholeAllocProbe, ShaderSweepAtSixteenMiBCoversEveryPage) {
+  extmem::test::TempDir dir;
+  const std::string trace = dir.file("trace");
+  auto r = extmem::test::run_extmem("probe --only=T1-opaque-fd,T1-gles-memobj-fd-cross-proc --size=16777216",
+                                    "EXTMEM_PROBE_TRACE=" + trace);
+  const std::string steps = extmem::test::slurp(trace);
+  EXPECT_NE(steps.find("whole-allocation sweep through gpu: one dispatch a pass (sweep shader)"), std::string::npos)
+      << steps;
+  EXPECT_NE(steps.find("whole-allocation sweep through glgpu: one dispatch a pass (sweep shader)"), std::string::npos)
+      << steps;
+  const std::string vk = line_of(r.out, "T1-opaque-fd");
+  EXPECT_NE(vk.find(" OK "), std::string::npos) << r.out;
+  EXPECT_NE(vk.find("gpu[D]=rt"), std::string::npos) << vk;
+  const std::string gl = line_of(r.out, "T1-gles-memobj-fd-cross-proc");
+  EXPECT_NE(gl.find(" OK "), std::string::npos) << r.out;
+  EXPECT_NE(gl.find("glgpu whole-allocation: 4096 of 4096 pages stamped (every page), both directions"),
+            std::string::npos) << gl;
+  EXPECT_EQ(r.out.find("unaliasedAt"), std::string::npos) << r.out;
+  EXPECT_EQ(r.code, 0) << r.out;
 }
 
 // The GL negative control: the sweep's GL copies reach a private GL buffer from the middle of

@@ -65,6 +65,10 @@ using CUstream = CUstream_st*;
 inline constexpr unsigned int CU_EVENT_DEFAULT = 0x0;
 struct CUextSemaphore_st;  ///< opaque, owned by the driver (cuImportExternalSemaphore)
 using CUexternalSemaphore = CUextSemaphore_st*;
+struct CUmod_st;  ///< opaque, owned by the driver (cuModuleLoadData/cuModuleUnload)
+using CUmodule = CUmod_st*;
+struct CUfunc_st;  ///< opaque, owned by its module (cuModuleGetFunction)
+using CUfunction = CUfunc_st*;
 
 /// cuEventCreate flags (cuda.h, CUevent_flags): an event another process may
 /// open must be created with both (cuIpcGetEventHandle refuses it otherwise).
@@ -413,6 +417,15 @@ using cuStreamWriteValue32_v2 = CUresult(CUstream stream, CUdeviceptr addr, unsi
 using cuStreamSynchronize = CUresult(CUstream stream);
 /// The allocation holding `ptr`: its base address and size in bytes.
 using cuMemGetAddressRange_v2 = CUresult(CUdeviceptr* base, std::size_t* bytes, CUdeviceptr ptr);
+/// Loads a module from `image` (here: NUL-terminated PTX text, compiled by the driver's JIT).
+using cuModuleLoadData = CUresult(CUmodule* module, const void* image);
+using cuModuleUnload = CUresult(CUmodule module);
+using cuModuleGetFunction = CUresult(CUfunction* function, CUmodule module, const char* name);
+/// Launches `f` on `stream` with a grid and block of (x, y, z) sizes; `params`
+/// holds one pointer per kernel parameter, pointing at its value.
+using cuLaunchKernel = CUresult(CUfunction f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
+                                unsigned int block_x, unsigned int block_y, unsigned int block_z,
+                                unsigned int shared_bytes, CUstream stream, void** params, void** extra);
 }  // namespace fn
 
 }  // namespace extmem::cudrv

@@ -80,4 +80,8 @@
   X(cuStreamWaitValue32, cuStreamWaitValue32_v2)                      \
   X(cuStreamWriteValue32, cuStreamWriteValue32_v2)                    \
   X(cuStreamSynchronize, cuStreamSynchronize)                         \
-  X(cuMemGetAddressRange, cuMemGetAddressRange_v2)
+  X(cuMemGetAddressRange, cuMemGetAddressRange_v2)                    \
+  X(cuModuleLoadData, cuModuleLoadData)                               \
+  X(cuModuleUnload, cuModuleUnload)                                   \
+  X(cuModuleGetFunction, cuModuleGetFunction)                         \
+  X(cuLaunchKernel, cuLaunchKernel)

@@ -38,6 +38,38 @@ bool get_bool(const json& j, const char* key, bool& out) {
 
 }  // namespace
 
+json sync_hold_json(const SyncHold& h) {
+  return {{"leg", h.leg},           {"ungated_us", h.ungated_us}, {"samples", h.samples},
+          {"factor", h.factor},     {"floor_ms", h.floor_ms},     {"ceiling_ms", h.ceiling_ms},
+          {"wanted_ms", h.wanted_ms}, {"hold_ms", h.hold_ms},     {"over_ceiling", h.over_ceiling}};
+}
+
+Result<SyncHold> sync_hold_from_json(const json& j) {
+  auto no = [](const char* what) { return Error{"decode report", ErrorKind::protocol, {}, what}; };
+  if (!j.is_object()) return no("not an object");
+  SyncHold h;
+  if (!get_string(j, "leg", h.leg) || h.leg.size() > 32) return no("leg missing, mistyped or longer than 32");
+  auto num = j.find("ungated_us");
+  if (num == j.end() || !num->is_number() || !(num->get<double>() >= 0)) return no("ungated_us missing or negative");
+  h.ungated_us = num->get<double>();
+  for (auto [key, field] : {std::pair{"floor_ms", &h.floor_ms}, std::pair{"ceiling_ms", &h.ceiling_ms},
+                            std::pair{"wanted_ms", &h.wanted_ms}, std::pair{"hold_ms", &h.hold_ms}}) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number_unsigned()) return no("a milliseconds field missing or not unsigned");
+    *field = it->get<std::uint64_t>();
+  }
+  for (auto [key, field] : {std::pair{"samples", &h.samples}, std::pair{"factor", &h.factor}}) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number_unsigned() || it->get<std::uint64_t>() > 1'000'000)
+      return no("samples or factor missing or out of range");
+    *field = it->get<std::uint32_t>();
+  }
+  if (!get_bool(j, "over_ceiling", h.over_ceiling)) return no("over_ceiling missing or not a boolean");
+  if (h.hold_ms > h.wanted_ms || h.hold_ms > h.ceiling_ms || h.over_ceiling != (h.wanted_ms > h.ceiling_ms))
+    return no("hold_ms, wanted_ms, ceiling_ms and over_ceiling disagree");
+  return h;
+}
+
 std::string encode(const RouteReport& r) {
   json legs = json::array();
   for (const Leg& l : r.legs) {
@@ -48,6 +80,11 @@ std::string encode(const RouteReport& r) {
             {"legs", legs}, {"detail", r.detail}};
   if (r.facts.soak)
     j["soak"] = {{"stale", r.facts.soak->stale}, {"words", r.facts.soak->words}, {"rounds", r.facts.soak->rounds}};
+  if (!r.facts.sync_holds.empty()) {
+    json holds = json::array();
+    for (const SyncHold& h : r.facts.sync_holds) holds.push_back(sync_hold_json(h));
+    j["sync_holds"] = std::move(holds);
+  }
   if (r.measure.is_object()) j["measure"] = r.measure;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -83,6 +120,14 @@ Result<RouteReport> decode_report(const std::string& payload) {
     }
     if (c.stale > c.words) return bad("soak counts more stale words than words");
     r.facts.soak = c;
+  }
+  if (auto holds = j.find("sync_holds"); holds != j.end()) {
+    if (!holds->is_array() || holds->size() > kMaxLegs) return bad("sync_holds is not an array of <= 16");
+    for (const json& h : *holds) {
+      auto parsed = sync_hold_from_json(h);
+      if (!parsed) return bad("sync_holds entry: " + parsed.error().detail);
+      r.facts.sync_holds.push_back(std::move(*parsed));
+    }
   }
   if (auto m = j.find("measure"); m != j.end() && !m->is_null()) {
     if (!m->is_object()) return bad("measure is not an object");

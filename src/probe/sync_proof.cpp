@@ -1,5 +1,9 @@
 #include "probe/sync_proof.h"
 
+#include <algorithm>
+#include <array>
+#include <cmath>
+
 #include <fmt/format.h>
 
 namespace extmem::probe::sync {
@@ -35,7 +39,32 @@ class Walker {
     return true;
   }
 
+  // Step 0: times the consumer's un-gated copy kCalibrationSamples times; sets out.hold.
+  bool calibrate(const ProofConfig& c) {
+    step(kStepCalibrate);
+    std::array<double, kCalibrationSamples> us{};
+    for (double& sample : us) {
+      armed = true;  // until the copy is seen complete, drain() is owed
+      const auto t0 = std::chrono::steady_clock::now();
+      auto w = s_.ungated_copy(c.land);
+      const auto t1 = std::chrono::steady_clock::now();
+      if (!w) return fail(w.error());
+      if (w->result == WaitResult::timed_out)
+        return fail(w->code, fmt::format("the consumer's copy without the wait did not complete within {} ms",
+                                         c.land.count()));
+      armed = false;
+      sample = std::chrono::duration<double, std::micro>(t1 - t0).count();
+    }
+    std::sort(us.begin(), us.end());
+    out.hold = hold_for(c.hold, us[us.size() / 2], kCalibrationSamples);
+    pass();
+    return true;
+  }
+
   bool run(const ProofConfig& c) {
+    if (!calibrate(c)) return false;
+    const std::chrono::milliseconds hold{out.hold->hold_ms};
+
     step(kStepHold);
     if (auto st = s_.hold(); !st) return fail(st.error());
     pass();
@@ -52,16 +81,16 @@ class Walker {
     // withheld, which must time out. Until 2026-12-04 the probe slept `hold` and then ran a
     // separate 200 ms control wait; one wait proves the same and holds the signal 200 ms less.
     step(kStepNotLanded);
-    auto w = s_.wait_consumer(c.hold);
+    auto w = s_.wait_consumer(hold);
     if (!w) return fail(w.error());
-    if (!not_landed(fmt::format("{} ms after the consumer's submit", c.hold.count()).c_str())) return false;
+    if (!not_landed(fmt::format("{} ms after the consumer's submit", hold.count()).c_str())) return false;
     pass();
 
     step(kStepControl);
     out.control_code = w->code;
     if (w->result == WaitResult::signalled)
       return fail(w->code, fmt::format("the consumer's wait returned {} within {} ms although no signal was sent; "
-                                       "it must time out", w->code, c.hold.count()));
+                                       "it must time out", w->code, hold.count()));
     if (counter_before != last_counter_)
       return fail("counter-changed", fmt::format("the semaphore's counter went from {} to {} with no signal",
                                                  counter_before ? counter_before->value : 0,
@@ -109,6 +138,20 @@ class Walker {
 };
 
 }  // namespace
+
+SyncHold hold_for(const HoldRule& rule, double ungated_us, unsigned samples) {
+  SyncHold h;
+  h.ungated_us = ungated_us;
+  h.samples = samples;
+  h.factor = rule.factor;
+  h.floor_ms = static_cast<std::uint64_t>(rule.floor.count());
+  h.ceiling_ms = static_cast<std::uint64_t>(rule.ceiling.count());
+  const double scaled_ms = std::ceil(ungated_us * rule.factor / 1000.0);
+  h.wanted_ms = std::max(h.floor_ms, scaled_ms > 0 ? static_cast<std::uint64_t>(scaled_ms) : 0);
+  h.over_ceiling = h.wanted_ms > h.ceiling_ms;
+  h.hold_ms = std::min(h.wanted_ms, h.ceiling_ms);
+  return h;
+}
 
 ProofOutcome prove_ordering(OrderingSubject& subject, const ProofConfig& config, StepSink sink, void* user) {
   Walker w(subject, sink, user);

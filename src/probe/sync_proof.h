@@ -5,11 +5,16 @@
 // and the routes only supply the driver calls.
 //
 // The steps, in order:
+//   0. calibrate     the consumer's same work without the wait (copy + marker),
+//                    timed from submit to seen complete, kCalibrationSamples
+//                    times; the hold of step 3 is max(floor, factor x median),
+//                    so a consumer whose wait does not wait lands well inside it
+//                    on any GPU, fast or slow (HoldRule)
 //   1. hold          the producer arms a signal that its host keeps back
 //   2. arm           the consumer submits GPU work that waits on the imported
 //                    semaphore, then copies the region out and writes a marker
-//   3. sit           a bounded wait of `hold` (some hundreds of ms) on the
-//                    consumer, with the signal withheld: the control of step 5
+//   3. sit           a bounded wait of the calibrated hold on the consumer,
+//                    with the signal withheld: the control of step 5
 //   4. not-landed    the consumer's copy must not have landed: fence unsignalled,
 //                    marker absent (a consumer that went ahead is FAIL here)
 //   5. control       the wait of step 3 must have timed out, and the semaphore's
@@ -30,6 +35,7 @@
 #include <vector>
 
 #include "extmem/core/error.h"
+#include "extmem/core/verdict.h"
 
 namespace extmem::probe::sync {
 
@@ -77,6 +83,11 @@ class OrderingSubject {
   /// Step 1: the producer arms the held signal (binary: submits write + signal
   /// gated behind a local timeline semaphore its host has not signalled).
   virtual Status hold() = 0;
+  /// Step 0: the consumer submits the same copy -> marker as arm() without the
+  /// semaphore wait, on the same queue or stream, and waits for it at most
+  /// `bound`; before returning it clears the marker (and the copy) so that
+  /// arm() starts from an empty destination. prove_ordering() times the call.
+  virtual Result<Waited> ungated_copy(std::chrono::milliseconds bound) = 0;
   /// Step 2: the consumer submits wait -> copy -> marker. Must not block.
   virtual Status arm() = 0;
   /// Steps 4, 5 and 7: a look at the consumer that does not wait.
@@ -94,16 +105,36 @@ class OrderingSubject {
   virtual bool drain() = 0;
 };
 
-/// The bounds of one proof, in milliseconds.
-struct ProofConfig {
-  /// Steps 3-5: the bounded wait on the consumer, signal withheld, that must time out
-  /// before step 4 looks.
-  std::chrono::milliseconds hold{300};
-  std::chrono::milliseconds land{5000};    ///< step 7: how long the consumer may take after the signal
+/// How long the signal is withheld (steps 3-5), from the consumer's own speed:
+/// hold = max(floor, factor x the median un-gated copy), at most `ceiling`.
+/// A consumer whose wait does not wait lands about one un-gated copy after its
+/// submit, so `factor` is the margin by which the hold outlasts it. The floor
+/// covers scheduling noise of the host (a preempted thread, a busy machine),
+/// which the GPU's speed does not predict. Until 2026-12-05 the hold was a fixed
+/// 300 ms: 2.1 s of an H200 default run, where an un-gated copy lands in 0.2-0.8 ms,
+/// and too short on a GPU slower than 300 ms.
+struct HoldRule {
+  std::chrono::milliseconds floor{20};
+  unsigned factor = 20;
+  std::chrono::milliseconds ceiling{3000};
 };
+
+/// How many un-gated copies step 0 times (the first also warms the path up; the median is used).
+inline constexpr unsigned kCalibrationSamples = 3;
+
+/// The bounds of one proof.
+struct ProofConfig {
+  HoldRule hold;                           ///< steps 3-5: the withheld signal's bounded wait
+  std::chrono::milliseconds land{5000};    ///< step 7 (and each step-0 copy): how long the consumer may take
+};
+
+/// The hold `rule` gives for a median un-gated copy of `ungated_us` microseconds
+/// (`samples` of them): every field of SyncHold. Pure, for the tests.
+SyncHold hold_for(const HoldRule& rule, double ungated_us, unsigned samples);
 
 /// The step names prove_ordering() reports, in order: a stable interface (they
 /// appear in why: texts and in the tests).
+inline constexpr std::string_view kStepCalibrate = "time the consumer's un-gated copy";
 inline constexpr std::string_view kStepHold = "hold the producer's signal";
 inline constexpr std::string_view kStepArm = "consumer submits wait + copy + marker";
 inline constexpr std::string_view kStepNotLanded = "check the consumer's copy has not landed";
@@ -121,6 +152,7 @@ struct ProofOutcome {
   bool control_timed_out = false;     ///< step 5 timed out as it must
   std::string control_code;           ///< the code the control's wait returned ("VK_TIMEOUT")
   bool drained = true;           ///< drain() succeeded (or arm() never ran)
+  std::optional<SyncHold> hold;  ///< the calibrated hold; nullopt when step 0 failed
   std::vector<std::string> passed;    ///< the steps that passed, in order
 };
 

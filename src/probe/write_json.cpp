@@ -7,6 +7,7 @@
 
 #include "extmem/probe/write.h"
 #include "probe/parent/cuda_phase_a.h"
+#include "probe/route_report.h"
 #include "probe/parent/fd_check.h"
 #include "probe/parent/junit.h"
 #include "probe/parent/phase_a.h"
@@ -29,6 +30,11 @@ json row_json(const RowResult& r) {
           {"legs", legs}, {"detail", r.detail}, {"seconds", r.seconds},
           {"soak", r.soak ? json{{"stale", r.soak->stale}, {"words", r.soak->words}, {"rounds", r.soak->rounds}} : json(nullptr)},
           {"last_step", {{"server", r.server_step}, {"client", r.client_step}}}};
+  if (!r.sync_holds.empty()) {
+    json holds = json::array();
+    for (const SyncHold& h : r.sync_holds) holds.push_back(sync_hold_json(h));
+    j["sync_holds"] = std::move(holds);
+  }
   if (!r.measure.is_null()) j["measure"] = r.measure;
   if (!r.worker_hygiene.is_null()) j["worker_hygiene"] = r.worker_hygiene;
   return j;

@@ -52,6 +52,21 @@ struct SoakCount {
   std::uint64_t rounds = 0;  ///< full round trips
 };
 
+/// How long an S1 ordering proof withheld its signal, and why (docs/probe.md,
+/// "S1"): hold = max(floor, factor x the median of the consumer's un-gated
+/// copies, each timed by the host from submit to seen complete), at most ceiling.
+struct SyncHold {
+  std::string leg;                 ///< the leg whose proof this was ("order", "cudawait-binary", ...)
+  double ungated_us = 0;           ///< median un-gated copy, microseconds
+  std::uint32_t samples = 0;       ///< un-gated copies timed
+  std::uint32_t factor = 0;        ///< the rule's factor
+  std::uint64_t floor_ms = 0;      ///< the rule's floor, milliseconds
+  std::uint64_t ceiling_ms = 0;    ///< the rule's ceiling, milliseconds
+  std::uint64_t wanted_ms = 0;     ///< max(floor, factor x ungated), rounded up, before the ceiling
+  std::uint64_t hold_ms = 0;       ///< the hold applied: min(wanted, ceiling)
+  bool over_ceiling = false;       ///< wanted_ms > ceiling_ms: the hold was capped, and the row says so
+};
+
 /// What a route reported besides its legs.
 struct RouteFacts {
   /// Set when the route's capability is absent: extension missing, handle type
@@ -64,6 +79,8 @@ struct RouteFacts {
   std::optional<std::string> fatal;
   /// Set when --soak ran; any stale word turns OK into PARTIAL.
   std::optional<SoakCount> soak;
+  /// The S1 rows: one entry per ordering proof that calibrated its hold.
+  std::vector<SyncHold> sync_holds;
 };
 
 /// The status an error of this kind gives a row it stops before its legs

@@ -88,6 +88,7 @@ struct RowResult {
   std::string server_step, client_step;   ///< last step each half reported
   double seconds = 0;                     ///< wall time of the route, seconds; 0 when decided in phase A
   std::optional<SoakCount> soak;          ///< --soak counts, when the route soaked
+  std::vector<SyncHold> sync_holds;       ///< S1 rows: each ordering proof's calibrated hold
   nlohmann::json measure;                 ///< --measure figures; null when not measured
   /// Warm workers only: what each half left in its worker, {"server": ..., "client": ...}
   /// (the per-route hygiene check); null with --isolate=route and for rows decided in phase A.

@@ -139,6 +139,7 @@ RowResult conclude(const RouteDef& route, const std::array<Half, 2>& halves, Col
   result.legs = c.report->legs;
   result.detail = c.report->detail;
   result.soak = c.report->facts.soak;
+  result.sync_holds = c.report->facts.sync_holds;
   result.measure = c.report->measure;
   for (const Half& h : halves) {
     if (h.exit && h.exit->exited && h.exit->code != 0)

@@ -1,5 +1,7 @@
 #include "probe/routes/cuda_route_util.h"
 
+#include "cuda/sweep_kernels.h"
+
 #include <cstring>
 #include <vector>
 
@@ -163,8 +165,13 @@ class PinnedWords {
 
 }  // namespace
 
+// Allocations with at least this many stamps (16 MiB and up) move their words with
+// the sweep kernels: below it, a module load (a PTX JIT, milliseconds) costs more
+// than the per-word copies it saves.
+constexpr std::size_t kKernelStamps = 4096;
+
 void cuda_whole(ChildContext& ctx, const CudaSide& side, CUdeviceptr base, std::size_t size, const whole::Far& far,
-                Leg& leg, RouteReport& rep) {
+                Leg& leg, RouteReport& rep, const Handover& handover) {
   if (!(leg.read_ok && leg.write_ok)) return;
   const whole::Plan plan = whole::plan_for(size);
   const std::size_t n = plan.count;
@@ -172,13 +179,29 @@ void cuda_whole(ChildContext& ctx, const CudaSide& side, CUdeviceptr base, std::
   const cuda::Api& api = *side.api;
   constexpr std::size_t kWord = sizeof(std::uint64_t);
   ctx.step(fmt::format("whole-allocation sweep through {}: cuMemAllocHost(pinned words)", leg.name));
-  PinnedWords host(api);
+  PinnedWords host(api), offsets(api);
   if (auto st = host.allocate(n); !st) {
     fail_leg(leg, st.error());
     leg.write_ok = false;
     return;
   }
   std::uint64_t* words = host.data();
+  // The kernels, where they load; otherwise (or for a small plan) one copy per stamp.
+  std::unique_ptr<cuda::SweepKernels> kernels;
+  if (n >= kKernelStamps) {
+    ctx.step(fmt::format("whole-allocation sweep through {}: load the sweep kernels", leg.name));
+    auto loaded = cuda::SweepKernels::load(api);
+    Status listed = loaded ? offsets.allocate(n) : Status{};
+    if (loaded && listed) {
+      for (std::size_t i = 0; i < n; ++i) offsets.data()[i] = plan.offset(i);
+      kernels = std::move(*loaded);
+    } else {
+      rep.detail.push_back(fmt::format("{} whole-allocation: one copy per stamp ({})", leg.name,
+                                       why_of(loaded ? listed.error() : loaded.error())));
+    }
+  }
+  // Under unified addressing a pinned host pointer is also its device address (cuda.h, cuMemAllocHost).
+  auto device_address = [](const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p)); };
   CUstream stream = nullptr;  // the default stream; cuCtxSynchronize waits for it
   auto synchronize = [&](const char* what) -> Status {
     if (CUresult r = api.cuCtxSynchronize(); r != CUDA_SUCCESS)
@@ -187,11 +210,18 @@ void cuda_whole(ChildContext& ctx, const CudaSide& side, CUdeviceptr base, std::
   };
   GpuWords access;
   access.gather = [&](std::span<std::uint64_t> out) -> Status {
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t at = plan.offset(i);
-      if (CUresult r = api.cuMemcpyDtoHAsync(words + i, base + at, kWord, stream); r != CUDA_SUCCESS) {
-        (void)api.cuCtxSynchronize();  // nothing of ours left in flight before the error returns
-        return cuda::cu_error(api, fmt::format("whole-allocation sweep: cuMemcpyDtoHAsync(8 bytes at {})", at), r);
+    if (handover.acquire)
+      if (auto st = handover.acquire(); !st) return st;
+    if (kernels) {
+      if (auto st = kernels->gather(device_address(words), base, device_address(offsets.data()), n, stream); !st)
+        return st;
+    } else {
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t at = plan.offset(i);
+        if (CUresult r = api.cuMemcpyDtoHAsync(words + i, base + at, kWord, stream); r != CUDA_SUCCESS) {
+          (void)api.cuCtxSynchronize();  // nothing of ours left in flight before the error returns
+          return cuda::cu_error(api, fmt::format("whole-allocation sweep: cuMemcpyDtoHAsync(8 bytes at {})", at), r);
+        }
       }
     }
     if (auto st = synchronize("the gather"); !st) return st;
@@ -200,16 +230,22 @@ void cuda_whole(ChildContext& ctx, const CudaSide& side, CUdeviceptr base, std::
   };
   access.scatter = [&](std::span<const std::uint64_t> in) -> Status {
     std::memcpy(words, in.data(), n * kWord);
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t at = plan.offset(i);
-      if (CUresult r = api.cuMemcpyHtoDAsync(base + at, words + i, kWord, stream); r != CUDA_SUCCESS) {
-        (void)api.cuCtxSynchronize();
-        return cuda::cu_error(api, fmt::format("whole-allocation sweep: cuMemcpyHtoDAsync(8 bytes at {})", at), r);
+    if (kernels) {
+      if (auto st = kernels->scatter(base, device_address(words), device_address(offsets.data()), n, stream); !st)
+        return st;
+    } else {
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t at = plan.offset(i);
+        if (CUresult r = api.cuMemcpyHtoDAsync(base + at, words + i, kWord, stream); r != CUDA_SUCCESS) {
+          (void)api.cuCtxSynchronize();
+          return cuda::cu_error(api, fmt::format("whole-allocation sweep: cuMemcpyHtoDAsync(8 bytes at {})", at), r);
+        }
       }
     }
-    return synchronize("the scatter");
+    if (auto st = synchronize("the scatter"); !st) return st;
+    return handover.release ? handover.release() : Status{};
   };
-  gpu_sweep([&](const std::string& s) { ctx.step(s); }, "CUDA", plan, access, far, leg);
+  gpu_sweep([&](const std::string& s) { ctx.step(s); }, "CUDA", plan, access, far, leg, handover.salt);
   if (leg.read_ok && leg.write_ok) rep.detail.push_back(whole_coverage_text(leg.name, size));
 }
 

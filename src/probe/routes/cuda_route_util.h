@@ -2,6 +2,8 @@
 // and GPU reads/writes of a region through a device-local staging buffer.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +71,16 @@ void cuda_read_region(ChildContext& ctx, const CudaSide& side, CUdeviceptr base,
 /// with the error in `leg`, on a CUDA error.
 bool cuda_write_region(ChildContext& ctx, const CudaSide& side, CUdeviceptr base, Region region, Leg& leg);
 
+/// Ordering around this GPU's accesses to the shared memory, for a leg that
+/// hands over as the APIs specify (T1-opaque-fd-cuda's cudasync): `acquire`
+/// before every GPU read (the other side's writes become visible to CUDA),
+/// `release` after every GPU write (the other side may then read). Empty: none.
+struct Handover {
+  std::function<Status()> acquire;
+  std::function<Status()> release;
+  std::uint64_t salt = 0;  ///< gpu_sweep's: a second sweep of the same memory uses other stamps
+};
+
 /// The whole-allocation sweep through CUDA (docs/probe.md, "The whole
 /// allocation") for a leg that round-tripped its regions: gpu_sweep with CUDA
 /// copies of one 8-byte word per stamped page, between the shared memory at
@@ -78,8 +90,9 @@ bool cuda_write_region(ChildContext& ctx, const CudaSide& side, CUdeviceptr base
 /// cuMemcpyHtoDAsync per stamp, each followed by cuCtxSynchronize. Every
 /// CUresult is checked; the first failing one is the leg's failing step and
 /// code. `far` is the other side's view (the peer, peer_far()). When the leg
-/// still round-trips afterwards, `rep` gets whole_coverage_text.
+/// still round-trips afterwards, `rep` gets whole_coverage_text. With `handover`,
+/// every gather starts with its acquire and every scatter ends with its release.
 void cuda_whole(ChildContext& ctx, const CudaSide& side, CUdeviceptr base, std::size_t size, const whole::Far& far,
-                Leg& leg, RouteReport& rep);
+                Leg& leg, RouteReport& rep, const Handover& handover = {});
 
 }  // namespace extmem::probe

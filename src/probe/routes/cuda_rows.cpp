@@ -4,6 +4,7 @@
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
 #include "probe/routes/vk_export.h"
+#include "probe/routes/vk_handover.h"
 
 namespace extmem::probe {
 
@@ -13,7 +14,7 @@ int cuda_vmm_fd_client(ChildContext& ctx);
 int cuda_host_register_server(ChildContext& ctx);
 namespace {
 constexpr std::string_view kNotBuilt = {};
-constexpr RoleMain kOpaqueFdServer = [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); };
+constexpr RoleMain kOpaqueFdServer = [](ChildContext& c) { return export_and_serve_with_handover(c, kOpaqueFd); };
 constexpr RoleMain kOpaqueFdClient = cuda_opaque_fd_client, kVmmServer = cuda_vmm_fd_server,
                    kVmmClient = cuda_vmm_fd_client, kHostRegisterServer = cuda_host_register_server,
                    kMemfdOwner = memfd_owner_serve;
@@ -23,7 +24,12 @@ namespace {
 constexpr std::string_view kFdExtensions[] = {"VK_KHR_external_memory_fd"};
 constexpr HandleNeed kOpaqueFdExport[] = {{"OPAQUE_FD", HandleFeature::exportable}};
 constexpr LegDef kOpaqueFdCudaLegs[] = {
-    {"cudaimport", true, "the Vulkan export imported into CUDA: the GPU reads and writes it, seen by the exporter"},
+    {"cudaimport", false,
+     "the Vulkan export imported into CUDA, used with no synchronisation between the APIs: the GPU reads and writes "
+     "it, seen by the exporter, whole allocation"},
+    {"cudasync", true,
+     "the same import used as the APIs specify: every handover ordered by the exporter's timeline semaphore imported "
+     "into CUDA; the GPU reads and writes it, seen by the exporter, whole allocation"},
     {"cudaoffset", true,
      "a second CUDA view at region D's offset reads and writes the bytes at that offset, not at the base"},
 };

@@ -76,7 +76,9 @@ class StreamAndHost {
   }
   StreamAndHost(const StreamAndHost&) = delete;
   StreamAndHost& operator=(const StreamAndHost&) = delete;
+  // Idempotent: the proof's calibration may have created them already.
   Status create(ChildContext& ctx, std::size_t bytes) {
+    if (stream != nullptr) return {};
     ctx.step("cuStreamCreate(CU_STREAM_NON_BLOCKING) + cuMemAllocHost");
     if (CUresult r = api_.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS) {
       stream = nullptr;
@@ -244,7 +246,7 @@ int cuda_ipc_server(ChildContext& ctx) {
   };
   sync.publish = [&] { return cuda::gpu_write(api, base, *side->staging, mirror); };
   bool drained = true;
-  sync.extra = [&](const std::string& op, const nlohmann::json&) -> std::optional<Result<nlohmann::json>> {
+  sync.extra = [&](const std::string& op, const nlohmann::json&, os::UniqueFd&) -> std::optional<Result<nlohmann::json>> {
     if (op == "hold") {
       auto r = producer.hold(ctx);
       if (!r) return Result<nlohmann::json>(nlohmann::json{{"error", why_of(r.error())}, {"step", r.error().step},
@@ -274,14 +276,25 @@ namespace {
 // The client's consumer of the ordering proof.
 class IpcEventConsumer final : public sync::OrderingSubject {
  public:
+  static constexpr std::size_t kHostBytes = kRegionSize + 256;
   IpcEventConsumer(ChildContext& ctx, const cuda::Api& api, CUevent event, CUdeviceptr region, CUdeviceptr marker)
       : ctx_(ctx), side_(api), event_(event), region_(region), marker_(marker) {}
 
   Status hold() override {
-    if (auto s = side_.create(ctx_, kRegionSize + 256); !s) return s;
+    if (auto s = side_.create(ctx_, kHostBytes); !s) return s;
     auto r = s1::ask(ctx_, {{"op", "hold"}}, nullptr);
     if (!r) return std::move(r).error();
     return {};
+  }
+  Result<sync::Waited> ungated_copy(std::chrono::milliseconds bound) override {
+    if (auto s = side_.create(ctx_, kHostBytes); !s) return std::move(s).error();
+    ctx_.step("cuMemcpyDtoHAsync(region E) + marker, no wait");
+    armed_ = true;
+    if (auto s = cuda_sync::copy_out_with_marker(side_.api_, side_.stream, side_.host, region_, marker_); !s)
+      return std::move(s).error();
+    auto w = cuda_sync::poll_stream(side_.api_, side_.stream, bound);
+    if (w && w->result == sync::WaitResult::signalled) std::memset(side_.host, 0, kHostBytes);
+    return w;
   }
   Status arm() override {
     const cuda::Api& api = side_.api_;
@@ -418,7 +431,7 @@ int cuda_ipc_client(ChildContext& ctx) {
     } else {
       IpcEventConsumer subject(ctx, api, event, ptr + layout.offset(s1::kRegion), (*marker)->ptr());
       sync::ProofOutcome o = sync::prove_ordering(subject, s1::proof_config(), s1::step_sink, &ctx);
-      s1::record_proof(o, order);
+      s1::record_proof(o, order, rep.facts);
       rep.detail.push_back("ipcevent: " + s1::proof_detail(o, false, 0));
       keep = !o.drained;
       if (keep) (void)marker->release();

@@ -1,8 +1,18 @@
 // T1-opaque-fd-cuda: the server's Vulkan OPAQUE_FD export (as in T1-opaque-fd)
 // imported by the client into CUDA (cuImportExternalMemory +
-// cuExternalMemoryGetMappedBuffer). The client's GPU reads region A and writes
-// region E through a staging buffer; the server checks E through its Vulkan
-// mapping. Issue #4; docs/probe.md, "T1".
+// cuExternalMemoryGetMappedBuffer). Two readings of the same import:
+//   cudaimport (informational)  no synchronisation between the APIs: the
+//       client's GPU reads region A and writes region E through a staging
+//       buffer, the server checks E through its Vulkan mapping, then the whole
+//       allocation is swept. CUDA defines its view of imported memory only after
+//       an external-semaphore wait, so this is what a user who skips it sees.
+//   cudasync (decisive)  the same checks on regions B and C, and a sweep with
+//       other stamps, every handover ordered as the APIs define: the server's
+//       timeline semaphore (vk_handover.h) imported into CUDA, signalled by
+//       Vulkan after the server's CPU writes and waited on by CUDA's stream
+//       before its reads; signalled by CUDA after its writes and waited on by
+//       Vulkan before the server's CPU reads.
+// Issue #4, #34; docs/probe.md, "T1".
 #include <fmt/format.h>
 
 #include "extmem/os/clock.h"
@@ -14,6 +24,7 @@
 #include "probe/routes/cuda_measure.h"
 #include "probe/routes/cuda_route_util.h"
 #include "probe/routes/vk_export.h"
+#include "probe/worker/peer.h"
 
 namespace extmem::probe {
 namespace {
@@ -42,11 +53,92 @@ Result<double> import_once(const cuda::Api& api, int fd, const CUDA_EXTERNAL_MEM
   return (t1 - t0) * 1e6;
 }
 
+// The importer's half of the handover (vk_handover.h): the exporter's timeline
+// imported into CUDA. Every CUDA access of these legs runs on the legacy default
+// stream (cuda::gpu_read/gpu_write, cuda_whole), so a wait or signal queued there
+// orders them. Values increase by one per handover, chosen here.
+class CudaHandover {
+ public:
+  CudaHandover(ChildContext& ctx, const cuda::Api& api) : ctx_(ctx), api_(api) {}
+  ~CudaHandover() {
+    if (sem_ != nullptr && !pending_) (void)api_.cuDestroyExternalSemaphore(sem_);
+  }
+  CudaHandover(const CudaHandover&) = delete;
+  CudaHandover& operator=(const CudaHandover&) = delete;
+
+  // Asks the exporter for its timeline's fd and imports it. An exporter that cannot
+  // offer one answers unsupported (the error's kind).
+  Status open() {
+    ctx_.step("handover: receive the exporter's timeline semaphore");
+    os::UniqueFd fd;
+    if (auto r = ask({{"op", "handover-export"}}, &fd); !r) return std::move(r).error();
+    if (!fd.valid()) return Error{"handover: receive the semaphore fd", ErrorKind::protocol, {}, "no fd with the reply"};
+    auto dup = ImportDup::of(fd.get());
+    if (!dup) return std::move(dup).error();
+    ctx_.step("cuImportExternalSemaphore(TIMELINE_SEMAPHORE_FD)");
+    CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC desc{};
+    desc.type = CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD;
+    desc.handle.fd = dup->number();
+    CUresult r = api_.cuImportExternalSemaphore(&sem_, &desc);
+    (void)dup->settle(r == CUDA_SUCCESS);  // a successful import owns the fd (cuda.h)
+    if (r != CUDA_SUCCESS) {
+      sem_ = nullptr;
+      return cuda::cu_error(api_, "cuImportExternalSemaphore(TIMELINE_SEMAPHORE_FD)", r);
+    }
+    return {};
+  }
+  // The exporter signals after its CPU writes; CUDA's stream waits for that value.
+  Status acquire() {
+    const std::uint64_t v = ++value_;
+    if (auto r = ask({{"op", "handover-signal"}, {"value", v}}, nullptr); !r) return std::move(r).error();
+    CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS wp{};
+    wp.params.fence.value = v;
+    if (CUresult r = api_.cuWaitExternalSemaphoresAsync(&sem_, &wp, 1, nullptr); r != CUDA_SUCCESS)
+      return cuda::cu_error(api_, fmt::format("cuWaitExternalSemaphoresAsync(value {})", v), r);
+    return {};
+  }
+  // CUDA signals after its writes; the exporter waits for that value before its CPU reads.
+  Status release() {
+    const std::uint64_t v = ++value_;
+    CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS sp{};
+    sp.params.fence.value = v;
+    if (CUresult r = api_.cuSignalExternalSemaphoresAsync(&sem_, &sp, 1, nullptr); r != CUDA_SUCCESS)
+      return cuda::cu_error(api_, fmt::format("cuSignalExternalSemaphoresAsync(value {})", v), r);
+    if (auto r = ask({{"op", "handover-wait"}, {"value", v}}, nullptr); !r) {
+      pending_ = true;  // the exporter may still wait on it
+      return std::move(r).error();
+    }
+    return {};
+  }
+  Handover hooks() {
+    // Other stamps than cudaimport's sweep: a stale cache line cannot pass this one.
+    return Handover{[this] { return acquire(); }, [this] { return release(); }, 0x73796e63ull};
+  }
+
+ private:
+  Result<nlohmann::json> ask(const nlohmann::json& req, os::UniqueFd* fd) {
+    auto r = peer_request(ctx_, req, fd);
+    if (!r) return r;
+    if (auto f = r->find("failed"); f != r->end() && f->is_object())
+      return Error{f->value("step", std::string("handover")),
+                   f->value("unsupported", false) ? ErrorKind::unsupported : ErrorKind::driver,
+                   f->value("code", std::string()), "server: " + f->value("detail", std::string())};
+    return r;
+  }
+  ChildContext& ctx_;
+  const cuda::Api& api_;
+  CUexternalSemaphore sem_ = nullptr;
+  std::uint64_t value_ = 0;
+  bool pending_ = false;
+};
+
 // The offset view (docs/probe.md, "CUDA views at an offset"): a second mapped buffer whose
 // offset is region D's, not 0. A driver that maps the allocation's base whatever the offset
 // passes every check made at offset 0; here the view's first bytes must be region D's and its
 // bytes further in must be the server's region F, both at their offsets in the allocation.
-void offset_view(ChildContext& ctx, const CudaSide& side, CUexternalMemory ext, Leg& leg, RouteReport& rep) {
+// Each handover is ordered by `h`, as in the cudasync leg.
+void offset_view(ChildContext& ctx, const CudaSide& side, CUexternalMemory ext, CudaHandover& h, Leg& leg,
+                 RouteReport& rep) {
   const Layout& layout = ctx.layout();
   const cuda::Api& api = *side.api;
   const std::size_t off = layout.offset(Region::D);
@@ -67,12 +159,19 @@ void offset_view(ChildContext& ctx, const CudaSide& side, CUexternalMemory ext, 
   // makes them address the view at (region offset - off), i.e. the same allocation offset.
   const CUdeviceptr base = view - off;
   if (cuda_write_region(ctx, side, base, Region::D, leg)) {
+    if (auto s = h.release(); !s) {
+      fail_leg(leg, s.error());
+      (void)api.cuMemFree(view);
+      return;
+    }
     ctx.step("server checks region D (written through the offset view)");
     confirm_remote(ctx, Region::D, leg);
   }
   ctx.step("server writes region F");
   if (auto s = peer_write(ctx, Region::F); !s) {
     fail_leg(leg, s.error());
+  } else if (auto acquired = h.acquire(); !acquired) {
+    fail_leg(leg, acquired.error());
   } else {
     cuda_read_region(ctx, side, base, Region::F, leg);
   }
@@ -80,15 +179,45 @@ void offset_view(ChildContext& ctx, const CudaSide& side, CUexternalMemory ext, 
   (void)api.cuMemFree(view);
 }
 
+// The cudasync leg (see the file comment) on the import mapped at `ptr`.
+bool handover_leg(ChildContext& ctx, const CudaSide& side, CUdeviceptr ptr, CudaHandover& h, Leg& leg, RouteReport& rep) {
+  leg.attempted = true;
+  if (auto st = h.open(); !st) {
+    if (st.error().kind == ErrorKind::unsupported)
+      rep.facts.unsupported = "the ordering the APIs define is not available: " + why_of(st.error());
+    fail_leg(leg, st.error());
+    return false;
+  }
+  // Region B: the exporter's CPU writes it now; CUDA reads it after the exporter's signal.
+  ctx.step("server writes region B");
+  auto failed = [&](const Error& e) {
+    fail_leg(leg, e);
+    return false;
+  };
+  if (auto s = peer_write(ctx, Region::B); !s) return failed(s.error());
+  if (auto s = h.acquire(); !s) return failed(s.error());
+  cuda_read_region(ctx, side, ptr, Region::B, leg);
+  // Region C: CUDA writes it; the exporter checks it after waiting for CUDA's signal.
+  if (cuda_write_region(ctx, side, ptr, Region::C, leg)) {
+    if (auto s = h.release(); !s) return failed(s.error());
+    ctx.step("server checks region C through its Vulkan mapping");
+    confirm_remote(ctx, Region::C, leg);
+  }
+  const std::size_t size = ctx.layout().size;
+  cuda_whole(ctx, side, ptr, size, peer_far(ctx, size), leg, rep, h.hooks());
+  return true;
+}
+
 }  // namespace
 
 int cuda_opaque_fd_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
-  Leg cu{"cudaimport", true};
+  Leg cu{"cudaimport", false};
+  Leg hs{"cudasync", true};
   Leg offv{"cudaoffset", true};
   auto finish = [&] {
-    rep.legs = {cu, offv};
+    rep.legs = {cu, hs, offv};
     return end_half(ctx, rep);
   };
   auto setup = await_setup(ctx, rep, "the server's export");
@@ -136,13 +265,15 @@ int cuda_opaque_fd_client(ChildContext& ctx) {
       confirm_remote(ctx, Region::E, cu);
     }
     cuda_whole(ctx, *side, ptr, layout.size, peer_far(ctx, layout.size), cu, rep);
-    if (cu.read_ok && cu.write_ok && measure::enabled()) {
-      cuda_copy_leg(ctx, api, cu.name, ptr, layout.size);
-      ctx.step("measure import latency (cudaimport)");
-      measure::import_latency(cu.name, [&] { return import_once(api, setup->fd.get(), desc, layout.size); });
+    CudaHandover h(ctx, api);
+    const bool opened = handover_leg(ctx, *side, ptr, h, hs, rep);
+    if (hs.read_ok && hs.write_ok && measure::enabled()) {
+      cuda_copy_leg(ctx, api, hs.name, ptr, layout.size);
+      ctx.step("measure import latency (cudasync)");
+      measure::import_latency(hs.name, [&] { return import_once(api, setup->fd.get(), desc, layout.size); });
     }
     (void)api.cuMemFree(ptr);  // a mapped buffer is freed with cuMemFree (cuda.h)
-    if (cu.read_ok) offset_view(ctx, *side, ext, offv, rep);
+    if (opened && hs.read_ok) offset_view(ctx, *side, ext, h, offv, rep);
   }
   (void)api.cuDestroyExternalMemory(ext);
   return finish();

@@ -159,7 +159,7 @@ int cuda_vmm_multichunk_server(ChildContext& ctx) {
   sync.refresh = [&] { return cuda::gpu_read(api, range.va(), **staging, mirror); };
   sync.publish = [&] { return cuda::gpu_write(api, range.va(), **staging, mirror); };
   // "fill": the client asks for a seeded pattern at a boundary window, written through this side's GPU.
-  sync.extra = [&](const std::string& op, const nlohmann::json& req) -> std::optional<Result<nlohmann::json>> {
+  sync.extra = [&](const std::string& op, const nlohmann::json& req, os::UniqueFd&) -> std::optional<Result<nlohmann::json>> {
     if (op != "fill") return std::nullopt;
     const auto off = req.value("offset", std::size_t{0}), len = req.value("length", std::size_t{0});
     const auto seed = req.value("seed", std::uint64_t{0});

@@ -5,12 +5,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
+#include "gles/program.h"
 #include "probe/worker/gpu_access.h"
 #include "probe/worker/import_dup.h"
 #include "probe/worker/route_util.h"
@@ -166,14 +169,40 @@ void gl_gpu_access(const gles::EglContext& ctx, GLuint shared, const Layout& lay
 
 namespace {
 
+// The GL twin of probe/worker/sweep_words.comp: the sweep's word moves in one dispatch.
+constexpr const char* kSweepWordsCompute = R"(#version 310 es
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) buffer Shared { uvec2 words[]; } shared_words;
+layout(std430, binding = 1) buffer Private { uvec2 words[]; } private_words;
+layout(std430, binding = 2) readonly buffer Index { uint at[]; } index;
+uniform uint count;
+uniform uint scatter;
+void main() {
+  uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint i = gl_GlobalInvocationID.x; i < count; i += stride) {
+    if (scatter != 0u) shared_words.words[index.at[i]] = private_words.words[i];
+    else private_words.words[i] = shared_words.words[index.at[i]];
+  }
+}
+)";
+// Plans with at least this many stamps (16 MiB and up) use the shader: below it, a
+// program build costs more than the copies it saves (one glCopyBufferSubData per stamp).
+constexpr std::size_t kShaderStamps = 4096;
+constexpr GLuint kSweepLocalSize = 256;
+constexpr GLuint kSweepMaxGroups = 1024;
+
 // The GL side of one gpu_sweep: a private buffer of one word per stamp, and
-// the copies between it and the shared buffer (or the test-only private tail).
+// the word moves between it and the shared buffer: one dispatch of the sweep
+// shader where the context has compute and the shared buffer fits one storage
+// block, else one glCopyBufferSubData per stamp (always with the test-only
+// private tail, whose words live in a second buffer).
 class GlWords {
  public:
   GlWords(const gles::EglContext& ctx, GLuint shared, const whole::Plan& plan, GlPrivateTail tail)
       : ctx_(ctx), gl_(ctx.gl()), shared_(shared), plan_(plan), tail_(tail) {}
   ~GlWords() {
     if (priv_ != 0) gl_.glDeleteBuffers(1, &priv_);
+    if (index_ != 0) gl_.glDeleteBuffers(1, &index_);
     ctx_.take_error();
   }
   GlWords(const GlWords&) = delete;
@@ -184,11 +213,19 @@ class GlWords {
     gl_.glGenBuffers(1, &priv_);
     gl_.glBindBuffer(GL_COPY_WRITE_BUFFER, priv_);
     gl_.glBufferData(GL_COPY_WRITE_BUFFER, bytes(), nullptr, GL_DYNAMIC_READ);
-    return checked("whole-allocation sweep: glBufferData(private, one word per stamp)");
+    if (auto st = checked("whole-allocation sweep: glBufferData(private, one word per stamp)"); !st) return st;
+    if (plan_.count >= kShaderStamps && tail_.buffer == 0) try_shader();
+    return {};
   }
+
+  bool uses_shader() const { return program_.has_value(); }
 
   Status gather(std::span<std::uint64_t> out) {
     ctx_.take_error();
+    if (program_) {
+      if (auto st = dispatch(false); !st) return st;
+      return read_back(out);
+    }
     gl_.glBindBuffer(GL_COPY_WRITE_BUFFER, priv_);
     for (std::size_t i = 0; i < plan_.count; ++i) {
       gl_.glBindBuffer(GL_COPY_READ_BUFFER, source_of(i));
@@ -198,6 +235,11 @@ class GlWords {
     if (auto st = checked("whole-allocation sweep: glCopyBufferSubData(shared -> private, one word per stamp)"); !st)
       return st;
     if (auto st = wait(); !st) return st;
+    return read_back(out);
+  }
+
+  // The private buffer's words, mapped for reading once the work that wrote them completed.
+  Status read_back(std::span<std::uint64_t> out) {
     gl_.glBindBuffer(GL_COPY_READ_BUFFER, priv_);
     void* p = gl_.glMapBufferRange(GL_COPY_READ_BUFFER, 0, bytes(), GL_MAP_READ_BIT);
     if (p == nullptr) {
@@ -215,6 +257,7 @@ class GlWords {
     gl_.glBindBuffer(GL_COPY_READ_BUFFER, priv_);
     gl_.glBufferSubData(GL_COPY_READ_BUFFER, 0, bytes(), in.data());
     if (auto st = checked("whole-allocation sweep: glBufferSubData(private)"); !st) return st;
+    if (program_) return dispatch(true);
     for (std::size_t i = 0; i < plan_.count; ++i) {
       gl_.glBindBuffer(GL_COPY_WRITE_BUFFER, source_of(i));
       gl_.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, static_cast<GLintptr>(i * kWord),
@@ -233,6 +276,49 @@ class GlWords {
  private:
   static constexpr std::size_t kWord = sizeof(std::uint64_t);
   GLsizeiptr bytes() const { return static_cast<GLsizeiptr>(plan_.count * kWord); }
+
+  // Builds the shader and the index buffer; on any refusal the copies stay (program_ empty).
+  void try_shader() {
+    if (gl_.glDispatchCompute == nullptr) return;  // a GLES 3.0 context
+    GLint max_block = 0;
+    gl_.glGetIntegerv(GL_MAX_SHADER_STORAGE_BLOCK_SIZE, &max_block);
+    if (ctx_.take_error() != GL_NO_ERROR || max_block <= 0 || plan_.size > static_cast<std::size_t>(max_block)) return;
+    auto program = gles::Program::build(ctx_, {{GL_COMPUTE_SHADER, kSweepWordsCompute}});
+    if (!program) return;
+    std::vector<GLuint> at(plan_.count);
+    for (std::size_t i = 0; i < plan_.count; ++i) at[i] = static_cast<GLuint>(plan_.offset(i) / kWord);
+    gl_.glGenBuffers(1, &index_);
+    gl_.glBindBuffer(GL_COPY_WRITE_BUFFER, index_);
+    gl_.glBufferData(GL_COPY_WRITE_BUFFER, static_cast<GLsizeiptr>(at.size() * sizeof(GLuint)), at.data(), GL_STATIC_DRAW);
+    if (ctx_.take_error() != GL_NO_ERROR) return;
+    count_at_ = gl_.glGetUniformLocation(program->id(), "count");
+    scatter_at_ = gl_.glGetUniformLocation(program->id(), "scatter");
+    if (count_at_ < 0 || scatter_at_ < 0) return;
+    program_.emplace(std::move(*program));
+  }
+
+  // One dispatch of the sweep shader, its writes made visible to mappings and copies, completed.
+  Status dispatch(bool scatter) {
+    gl_.glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT | GL_BUFFER_UPDATE_BARRIER_BIT);
+    gl_.glUseProgram(program_->id());
+    gl_.glUniform1ui(count_at_, static_cast<GLuint>(plan_.count));
+    gl_.glUniform1ui(scatter_at_, scatter ? 1u : 0u);
+    gl_.glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 0, shared_);
+    gl_.glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 1, priv_);
+    gl_.glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 2, index_);
+    const auto groups = static_cast<GLuint>(
+        std::clamp<std::size_t>((plan_.count + kSweepLocalSize - 1) / kSweepLocalSize, 1, kSweepMaxGroups));
+    gl_.glDispatchCompute(groups, 1, 1);
+    gl_.glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT | GL_BUFFER_UPDATE_BARRIER_BIT |
+                        GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT_EXT);
+    for (GLuint b = 0; b < 3; ++b) gl_.glBindBufferBase(GL_SHADER_STORAGE_BUFFER, b, 0);
+    gl_.glUseProgram(0);
+    if (auto st = checked(scatter ? "whole-allocation sweep: glDispatchCompute(scatter)"
+                                  : "whole-allocation sweep: glDispatchCompute(gather)");
+        !st)
+      return st;
+    return wait();
+  }
   GLuint source_of(std::size_t i) const {
     return tail_.buffer != 0 && plan_.offset(i) >= tail_.from ? tail_.buffer : shared_;
   }
@@ -257,6 +343,9 @@ class GlWords {
   const whole::Plan& plan_;
   GlPrivateTail tail_;
   GLuint priv_ = 0;
+  GLuint index_ = 0;
+  std::optional<gles::Program> program_;
+  GLint count_at_ = -1, scatter_at_ = -1;
 };
 
 }  // namespace
@@ -273,6 +362,9 @@ void gl_whole(const gles::EglContext& ctx, const std::function<void(const std::s
     gpu.write_ok = false;
     return;
   }
+  if (step)
+    step(fmt::format("whole-allocation sweep through {}: {}", gpu.name,
+                     words.uses_shader() ? "one dispatch a pass (sweep shader)" : "one copy a stamp"));
   GpuWords access;
   access.gather = [&](std::span<std::uint64_t> out) { return words.gather(out); };
   access.scatter = [&](std::span<const std::uint64_t> in) { return words.scatter(in); };

@@ -55,7 +55,9 @@ class CudaStreamSide {
   CudaStreamSide(const CudaStreamSide&) = delete;
   CudaStreamSide& operator=(const CudaStreamSide&) = delete;
 
+  // Idempotent: the proof's calibration may have created the side already.
   Status create(ChildContext& ctx) {
+    if (stream_ != nullptr) return {};
     ctx.step("cuStreamCreate(CU_STREAM_NON_BLOCKING)");
     if (CUresult r = api_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS)
       return cuda::cu_error(api_, "cuStreamCreate", r);
@@ -126,6 +128,17 @@ class CudaConsumer final : public sync::OrderingSubject {
     return s;
   }
 
+  Result<sync::Waited> ungated_copy(std::chrono::milliseconds bound) override {
+    if (auto s = side_.create(ctx_); !s) return std::move(s).error();
+    ctx_.step("cuMemcpyDtoHAsync(region E) + marker, no wait");
+    armed_ = true;
+    if (auto s = cuda_sync::copy_out_with_marker(side_.api_, side_.stream_, side_.host_, shared_, marker_); !s)
+      return std::move(s).error();
+    auto w = side_.wait(bound);
+    if (w && w->result == sync::WaitResult::signalled) std::memset(side_.host_, 0, CudaStreamSide::kHostBytes);
+    return w;
+  }
+
   Status arm() override {
     const cuda::Api& api = side_.api_;
     ctx_.step("cuWaitExternalSemaphoresAsync + cuMemcpyDtoHAsync(region E) + marker");
@@ -169,7 +182,7 @@ class CudaConsumer final : public sync::OrderingSubject {
 bool run_proof(ChildContext& ctx, sync::OrderingSubject& subject, Leg& leg, RouteReport& rep, const std::string& label,
                const std::string& fd_text) {
   sync::ProofOutcome o = sync::prove_ordering(subject, s1::proof_config(), s1::step_sink, &ctx);
-  s1::record_proof(o, leg);
+  s1::record_proof(o, leg, rep.facts);
   // CUDA imports an fd for the object's life (permanent); OPAQUE_FD's transference is by reference.
   rep.detail.push_back(fmt::format("{}: {} import=permanent transference=reference semaphore {}", label,
                                    s1::proof_detail(o, false, 0),

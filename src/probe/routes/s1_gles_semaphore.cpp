@@ -14,6 +14,7 @@
 // docs/probe.md, "S1".
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -97,8 +98,9 @@ Result<sync::Waited> client_wait(const EglContext& gl, GLsync sync, std::uint64_
 // GL waits, the Vulkan peer produces (glwait).
 class GlConsumer final : public sync::OrderingSubject {
  public:
-  GlConsumer(ChildContext& ctx, const EglContext& gl, GLuint shared, GlBuffer& copy, GLuint marker)
-      : ctx_(ctx), gl_(gl), shared_(shared), copy_(copy), marker_(marker), sem_{gl}, fence_{gl} {}
+  /// `zero_word`: a GL buffer of 4 zero bytes, which clears the marker after the calibration.
+  GlConsumer(ChildContext& ctx, const EglContext& gl, GLuint shared, GlBuffer& copy, GLuint marker, GLuint zero_word)
+      : ctx_(ctx), gl_(gl), shared_(shared), copy_(copy), marker_(marker), zero_word_(zero_word), sem_{gl}, fence_{gl} {}
 
   Status hold() override {
     os::UniqueFd fd;
@@ -111,13 +113,35 @@ class GlConsumer final : public sync::OrderingSubject {
     return import_semaphore(ctx_, gl_, sem_, fd.get(), fd_text);
   }
 
+  Result<sync::Waited> ungated_copy(std::chrono::milliseconds bound) override {
+    ctx_.step("glCopyBufferSubData(region E) + marker + glFenceSync, no wait");
+    if (auto s = submit(false); !s) return std::move(s).error();
+    auto w = wait_consumer(bound);
+    if (!w || w->result != sync::WaitResult::signalled) return w;
+    // The copy buffer is mapped for reading only: GL clears the marker, so arm() starts without one.
+    const auto& f = gl_.gl();
+    f.glBindBuffer(GL_COPY_READ_BUFFER, zero_word_);
+    f.glBindBuffer(GL_COPY_WRITE_BUFFER, copy_.id);
+    f.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0, kRegionSize, 4);
+    if (auto s = gl_check(gl_, "glCopyBufferSubData(clear the marker)"); !s) return std::move(s).error();
+    if (auto s = fence(); !s) return std::move(s).error();
+    return wait_consumer(bound);
+  }
+
   Status arm() override {
+    ctx_.step("glWaitSemaphoreEXT(shared buffer) + glCopyBufferSubData(region E) + marker + glFenceSync");
+    return submit(true);
+  }
+
+  // The consumer's work: (the semaphore wait,) region E and the marker copied, a fence.
+  Status submit(bool wait_on_semaphore) {
     const auto& f = gl_.gl();
     const Layout& layout = ctx_.layout();
-    ctx_.step("glWaitSemaphoreEXT(shared buffer) + glCopyBufferSubData(region E) + marker + glFenceSync");
-    f.glWaitSemaphoreEXT(sem_.id, 1, &shared_, 0, nullptr, nullptr);
-    if (auto s = gl_check(gl_, "glWaitSemaphoreEXT"); !s) return s;
     armed_ = true;
+    if (wait_on_semaphore) {
+      f.glWaitSemaphoreEXT(sem_.id, 1, &shared_, 0, nullptr, nullptr);
+      if (auto s = gl_check(gl_, "glWaitSemaphoreEXT"); !s) return s;
+    }
     f.glBindBuffer(GL_COPY_READ_BUFFER, shared_);
     f.glBindBuffer(GL_COPY_WRITE_BUFFER, copy_.id);
     f.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, static_cast<GLintptr>(layout.offset(s1::kRegion)), 0,
@@ -125,7 +149,14 @@ class GlConsumer final : public sync::OrderingSubject {
     f.glBindBuffer(GL_COPY_READ_BUFFER, marker_);
     f.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0, kRegionSize, 4);
     if (auto s = gl_check(gl_, "glCopyBufferSubData(region E, marker)"); !s) return s;
+    return fence();
+  }
+
+  // Makes the copies visible to the mapping and fences them (replacing an earlier fence), flushed.
+  Status fence() {
+    const auto& f = gl_.gl();
     f.glMemoryBarrier(GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT_EXT);
+    if (fence_.sync != nullptr) f.glDeleteSync(std::exchange(fence_.sync, nullptr));
     fence_.sync = f.glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
     if (auto s = gl_check(gl_, "glFenceSync"); !s) return s;
     f.glFlush();
@@ -173,6 +204,7 @@ class GlConsumer final : public sync::OrderingSubject {
   GLuint shared_;
   GlBuffer& copy_;
   GLuint marker_;
+  GLuint zero_word_;
   GlSemaphore sem_;
   GlSync fence_;
   bool armed_ = false;
@@ -307,13 +339,14 @@ int gl_client(ChildContext& ctx) {
   std::memcpy(marker_bytes.data(), &s1::kMarker, 4);
   pattern::fill(data, s1::kProducerSeed);
   pattern::fill(stale, s1::kStaleSeed);
-  GlBuffer copy{gl}, marker{gl}, producer_data{gl}, stale_data{gl};
+  GlBuffer copy{gl}, marker{gl}, producer_data{gl}, stale_data{gl}, zero_word{gl};
   ctx.step("create the GL copy, marker and producer buffers");
   (void)gl.take_error();  // the ladder's refused rungs leave errors that are not ours
   Status made = make_buffer(gl, copy, zeros, true, "copy");
   if (made) made = make_buffer(gl, marker, marker_bytes, false, "marker");
   if (made) made = make_buffer(gl, producer_data, data, false, "producer data");
   if (made) made = make_buffer(gl, stale_data, stale, false, "stale data");
+  if (made) made = make_buffer(gl, zero_word, std::span(zeros).first(4), false, "zero word");
   if (!made) {
     rep.facts.fatal = "client: " + why_of(made.error());
     return finish();
@@ -321,9 +354,9 @@ int gl_client(ChildContext& ctx) {
   bool keep = false;  // work that could not drain still uses the GL objects
 
   {  // glwait
-    GlConsumer subject(ctx, gl, shared, copy, marker.id);
+    GlConsumer subject(ctx, gl, shared, copy, marker.id, zero_word.id);
     sync::ProofOutcome o = sync::prove_ordering(subject, s1::proof_config(), s1::step_sink, &ctx);
-    s1::record_proof(o, glwait);
+    s1::record_proof(o, glwait, rep.facts);
     if (subject.unsupported) rep.facts.unsupported = *subject.unsupported;
     keep = keep || !o.drained;
     // GL's import replaces the semaphore's payload for good (permanent); OPAQUE_FD: by reference.
@@ -382,7 +415,7 @@ int gl_client(ChildContext& ctx) {
       if (!fd && fd.error().kind == ErrorKind::unsupported) rep.facts.unsupported = fd.error().detail;
     } else {
       sync::ProofOutcome o = sync::prove_ordering(subject, s1::proof_config(), s1::step_sink, &ctx);
-      s1::record_proof(o, glsignal);
+      s1::record_proof(o, glsignal, rep.facts);
       if (gl_submitted && o.drained) {  // undrained, GL's wait may never end: no glFinish then
         ctx.step("glFinish (GL's held write + signal)");
         f.glFinish();

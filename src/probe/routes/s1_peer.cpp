@@ -53,7 +53,12 @@ Error site_error(const Error& e, const SiteFailure& site) {
   return Error{e.step, site.kind(), e.code, site.why, e.space, e.native};
 }
 
-void record_proof(const sync::ProofOutcome& o, Leg& order) {
+void record_proof(const sync::ProofOutcome& o, Leg& order, RouteFacts& facts) {
+  if (o.hold) {
+    SyncHold h = *o.hold;
+    h.leg = order.name;
+    facts.sync_holds.push_back(std::move(h));
+  }
   order.attempted = true;
   order.write_ok = o.control_timed_out;
   order.read_ok = o.ordered;
@@ -65,9 +70,14 @@ void record_proof(const sync::ProofOutcome& o, Leg& order) {
 }
 
 std::string proof_detail(const sync::ProofOutcome& o, bool timeline, std::uint64_t last_counter) {
-  std::string out = fmt::format("order={} control={} held={}ms", o.ordered ? "ordered" : "not-proven",
-                                o.control_code.empty() ? "notrun" : o.control_code,
-                                proof_config().hold.count());
+  std::string held = "notrun";
+  if (o.hold) {
+    const SyncHold& h = *o.hold;
+    held = fmt::format("{}ms(ungated {:.0f}us x{}, floor {}ms)", h.hold_ms, h.ungated_us, h.factor, h.floor_ms);
+    if (h.over_ceiling) held += fmt::format(" over-ceiling(wanted {}ms)", h.wanted_ms);
+  }
+  std::string out = fmt::format("order={} control={} held={}", o.ordered ? "ordered" : "not-proven",
+                                o.control_code.empty() ? "notrun" : o.control_code, held);
   if (timeline) out += fmt::format(" counter={}", last_counter);
   if (!o.drained) out += " drained=no";
   return out;

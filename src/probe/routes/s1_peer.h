@@ -37,7 +37,7 @@ sync::CopyCheck check_producer_copy(const void* copy);
 /// for consumers in this process. Errors: ask()'s.
 Status release_producer(const ChildContext& ctx);
 
-/// The proof's bounds: held 300 ms (the control's wait), 5 s for the copy to land.
+/// The proof's bounds: the hold rule's defaults (sync::HoldRule), 5 s for the copy to land.
 sync::ProofConfig proof_config();
 
 /// prove_ordering's StepSink: `user` is the ChildContext; reports each step to the parent.
@@ -57,10 +57,12 @@ Error site_error(const Error& e, const SiteFailure& site);
 /// The "order" leg from a proof: attempted; write_ok when the wait held (the
 /// copy had not landed and the no-signal control timed out); read_ok when the
 /// copy then held exactly the producer's data; the failing step and code otherwise.
-void record_proof(const sync::ProofOutcome& o, Leg& order);
+/// The calibrated hold, when there was one, joins `facts.sync_holds` under the leg's name.
+void record_proof(const sync::ProofOutcome& o, Leg& order, RouteFacts& facts);
 
-/// "order=ordered control=VK_TIMEOUT held=300ms counter=0->1" or the failure,
-/// for the row's detail.
+/// "order=ordered control=VK_TIMEOUT held=20ms(ungated 412us x20, floor 20ms) counter=1"
+/// or the failure, for the row's detail; "held=notrun" when the calibration failed,
+/// and "over-ceiling(wanted Nms)" when the hold was capped.
 std::string proof_detail(const sync::ProofOutcome& o, bool timeline, std::uint64_t last_counter);
 
 }  // namespace extmem::probe::s1

@@ -71,6 +71,7 @@ class VkConsumer final : public sync::OrderingSubject {
     waiter_.set_semaphore(std::move(*sem), kind_.type);
     return {};
   }
+  Result<sync::Waited> ungated_copy(std::chrono::milliseconds bound) override { return waiter_.ungated(bound); }
   Status arm() override {
     // Test-only negative control on a real driver: EXTMEM_TEST_FAULT=ROW:client:consumer submits:nowait
     // submits the copy without the semaphore wait, which the proof must catch at the not-landed step.
@@ -317,7 +318,7 @@ int consumer(ChildContext& ctx, const SemaphoreKind& kind) {
 
   VkConsumer subject(ctx, kind, **sd, **waiter, adv.importable());
   sync::ProofOutcome o = sync::prove_ordering(subject, s1::proof_config(), s1::step_sink, &ctx);
-  s1::record_proof(o, order);
+  s1::record_proof(o, order, rep.facts);
   if (subject.unsupported) rep.facts.unsupported = *subject.unsupported;
   rep.detail.push_back(fmt::format("import={} transference={} semaphore {}", kind.temporary ? "temporary" : "permanent",
                                    kind.transference, subject.fd_text.empty() ? "fd-consumed=notrun" : subject.fd_text));

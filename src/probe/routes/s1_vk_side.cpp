@@ -94,6 +94,13 @@ Status VkWaiter::arm(bool wait_on_semaphore) {
   return {};
 }
 
+Result<sync::Waited> VkWaiter::ungated(std::chrono::milliseconds bound) {
+  if (auto st = arm(false); !st) return std::move(st).error();
+  auto w = wait(bound);
+  if (w && w->result == sync::WaitResult::signalled) std::memset(copy_.mapped, 0, kRegionSize + sizeof kMarker);
+  return w;
+}
+
 Result<sync::Observation> VkWaiter::observe() {
   sync::Observation o;
   if (fence_.get() != VK_NULL_HANDLE) {
@@ -383,6 +390,13 @@ struct Server {
       if (auto st = waiter->arm(); !st) return std::move(st).error();
       return json{{"ok", true}};
     }
+    if (op == "wait-ungated") {
+      const auto ms = std::chrono::milliseconds(std::min<std::int64_t>(req.value("ms", std::int64_t{0}), 5000));
+      ctx.step(fmt::format("vkQueueSubmit(waiter: copy + marker, no wait) + vkWaitForFences({} ms)", ms.count()));
+      auto w = waiter->ungated(ms);
+      if (!w) return std::move(w).error();
+      return json{{"signalled", w->result == sync::WaitResult::signalled}, {"code", w->code}};
+    }
     if (op == "wait-observe") {
       auto o = waiter->observe();
       if (!o) return std::move(o).error();
@@ -513,6 +527,13 @@ Status PeerVkWaiter::arm() {
   auto r = ask(ctx_, {{"op", "wait-arm"}}, nullptr);
   if (!r) return std::move(r).error();
   return {};
+}
+
+Result<sync::Waited> PeerVkWaiter::ungated_copy(std::chrono::milliseconds bound) {
+  auto r = ask(ctx_, {{"op", "wait-ungated"}, {"ms", bound.count()}}, nullptr);
+  if (!r) return std::move(r).error();
+  return sync::Waited{r->value("signalled", false) ? sync::WaitResult::signalled : sync::WaitResult::timed_out,
+                      r->value("code", std::string("?"))};
 }
 
 Result<sync::Observation> PeerVkWaiter::observe() {

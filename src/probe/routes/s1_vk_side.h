@@ -55,6 +55,10 @@ class VkWaiter {
   /// Submits wait (value kTimelineValue for a timeline) -> acquire from
   /// VK_QUEUE_FAMILY_EXTERNAL -> copy -> marker, with a fence. Errors: the failing call's.
   Status arm(bool wait_on_semaphore = true);
+  /// The proof's calibration (sync::OrderingSubject::ungated_copy): arm(false),
+  /// a wait of at most `bound`, then the copy and the marker cleared once it
+  /// completed. Errors: arm()'s and wait()'s.
+  Result<sync::Waited> ungated(std::chrono::milliseconds bound);
   /// vkGetFenceStatus, the marker, vkGetSemaphoreCounterValueKHR (timeline). Never waits.
   Result<sync::Observation> observe();
   /// vkWaitForFences for at most `bound`.
@@ -112,6 +116,7 @@ class VkWaiter {
 ///   wait-export {kind}  creates an exportable semaphore (OPAQUE_FD, binary or timeline)
 ///                   for a waiter, replies with its fd
 ///   wait-arm        the waiter submits (see VkWaiter::arm)
+///   wait-ungated {ms}  the waiter's copy without the wait, waited for (VkWaiter::ungated)
 ///   wait-observe / wait-wait {ms} / wait-check   the waiter's observe / wait / check
 ///   done
 /// Returns the exit code (0).
@@ -137,6 +142,7 @@ class PeerVkWaiter final : public sync::OrderingSubject {
   /// wait on; returns its fd (owned by the caller, who imports it).
   Result<os::UniqueFd> prepare(const vksync::SemaphoreKind& kind);
   Status hold() override { return p_.hold(); }
+  Result<sync::Waited> ungated_copy(std::chrono::milliseconds bound) override;
   Status arm() override;
   Result<sync::Observation> observe() override;
   Result<sync::Waited> wait_consumer(std::chrono::milliseconds bound) override;

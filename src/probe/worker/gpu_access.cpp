@@ -1,5 +1,7 @@
 #include "probe/worker/gpu_access.h"
 
+#include "probe/worker/sweep_shader.h"
+
 #include <cstring>
 #include <vector>
 
@@ -10,6 +12,11 @@
 #include "probe/worker/measure.h"
 
 namespace extmem::probe {
+namespace {
+// Plans with at least this many stamps (16 MiB and up) move their words with the
+// sweep shader: below it, building a pipeline costs more than the copy regions.
+constexpr std::size_t kShaderStamps = 4096;
+}  // namespace
 
 Result<std::size_t> gpu_round(const vk::Device& device, VkBuffer shared, const Layout& layout, Region read_region,
                               std::uint64_t read_seed, Region write_region, std::uint64_t write_seed) {
@@ -96,7 +103,7 @@ std::optional<std::size_t> first_wrong(std::span<const std::uint64_t> words, con
 }  // namespace
 
 void gpu_sweep(const std::function<void(const std::string&)>& step, const char* api, const whole::Plan& plan,
-               const GpuWords& gpu, const whole::Far& far, Leg& leg) {
+               const GpuWords& gpu, const whole::Far& far, Leg& leg, std::uint64_t salt) {
   if (!(leg.read_ok && leg.write_ok)) return;
   const std::size_t n = plan.count;
   if (n == 0) return;
@@ -113,7 +120,7 @@ void gpu_sweep(const std::function<void(const std::string&)>& step, const char* 
     leg.note += fmt::format("{}unaliasedAt={} ({})", leg.note.empty() ? "" : " ", at, what);
   };
   // Fixed seeds, distinct per direction ("gpu-read", "gpu-writ").
-  const std::uint64_t read_seed = 0x6770752d72656164ull, write_seed = 0x6770752d77726974ull;
+  const std::uint64_t read_seed = 0x6770752d72656164ull ^ salt, write_seed = 0x6770752d77726974ull ^ salt;
   std::vector<std::uint64_t> words(n), saved(n);
 
   // Read direction: the far side's stamps, gathered by the GPU.
@@ -160,10 +167,12 @@ void gpu_whole(ChildContext& ctx, const vk::Device& device, VkBuffer shared, std
   const std::size_t n = plan.count;
   if (n == 0) return;
   constexpr std::size_t kWord = sizeof(std::uint64_t);
-  // Private buffer: [0, n) words gathered from the shared memory, [n, 2n) the words the GPU scatters.
+  // Private buffer: [0, n) the words gathered from, or scattered to, the shared memory, then
+  // (for the shader) one 32-bit word index per stamp, 256-aligned.
+  const VkDeviceSize index_offset = (n * kWord + 255) / 256 * 256;
   ctx.step(fmt::format("whole-allocation sweep through {}: private buffer", gpu.name));
   vk::AllocationRequest req;
-  req.size = 2 * n * kWord;
+  req.size = index_offset + n * sizeof(std::uint32_t);
   req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   auto priv = device.create_buffer(req);
   if (!priv) {
@@ -174,16 +183,31 @@ void gpu_whole(ChildContext& ctx, const vk::Device& device, VkBuffer shared, std
     return;
   }
   std::byte* mapped = priv->mapped;
-  std::vector<VkBufferCopy> gather(n), scatter(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    gather[i] = {plan.offset(i), i * kWord, kWord};
-    scatter[i] = {(n + i) * kWord, plan.offset(i), kWord};
+  VkBuffer p = priv->buffer;
+  // One dispatch per pass where the shared range fits a storage binding; else one copy region per stamp.
+  std::unique_ptr<SweepShader> shader;
+  std::vector<VkBufferCopy> gather, scatter;
+  if (n >= kShaderStamps) {
+    auto* index = reinterpret_cast<std::uint32_t*>(mapped + index_offset);
+    for (std::size_t i = 0; i < n; ++i) index[i] = static_cast<std::uint32_t>(plan.offset(i) / kWord);
+    auto made = SweepShader::create(device, {shared, plan.size, p, 0, index_offset, static_cast<std::uint32_t>(n)});
+    if (made) shader = std::move(*made);
+  }
+  ctx.step(fmt::format("whole-allocation sweep through {}: {}", gpu.name,
+                       shader ? "one dispatch a pass (sweep shader)" : "one copy region a stamp"));
+  if (!shader) {
+    gather.resize(n);
+    scatter.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      gather[i] = {plan.offset(i), i * kWord, kWord};
+      scatter[i] = {i * kWord, plan.offset(i), kWord};
+    }
   }
   const vk::DeviceFns& f = device.fn();
-  VkBuffer p = priv->buffer;
   GpuWords words;
   words.gather = [&](std::span<std::uint64_t> out) -> Status {
     auto done = device.submit_and_wait([&](VkCommandBuffer cmd) {
+      if (shader) return shader->record(cmd, false);
       host_to_transfer(f, cmd);
       f.vkCmdCopyBuffer(cmd, shared, p, static_cast<std::uint32_t>(n), gather.data());
       transfer_to(f, cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
@@ -193,8 +217,9 @@ void gpu_whole(ChildContext& ctx, const vk::Device& device, VkBuffer shared, std
     return {};
   };
   words.scatter = [&](std::span<const std::uint64_t> in) -> Status {
-    std::memcpy(mapped + n * kWord, in.data(), n * kWord);
+    std::memcpy(mapped, in.data(), n * kWord);
     auto done = device.submit_and_wait([&](VkCommandBuffer cmd) {
+      if (shader) return shader->record(cmd, true);
       host_to_transfer(f, cmd);
       f.vkCmdCopyBuffer(cmd, p, shared, static_cast<std::uint32_t>(n), scatter.data());
       transfer_to(f, cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT);

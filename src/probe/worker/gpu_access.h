@@ -61,8 +61,10 @@ struct GpuWords {
 /// note ("GPU", "GL", "CUDA"). A GPU or far-side error is the leg's failing step
 /// and code and clears the direction's flag. `step` is told each stage (the
 /// worker's ctx.step; may be empty).
+/// `salt` varies both directions' stamps: a second sweep of the same memory in
+/// the same process (another leg) cannot pass on words a cache kept from the first.
 void gpu_sweep(const std::function<void(const std::string&)>& step, const char* api, const whole::Plan& plan,
-               const GpuWords& gpu, const whole::Far& far, Leg& leg);
+               const GpuWords& gpu, const whole::Far& far, Leg& leg, std::uint64_t salt = 0);
 
 /// The detail line of a GPU leg whose sweep passed, e.g. "glgpu whole-allocation:
 /// 256 of 256 pages stamped (every page), both directions" for `size` bytes.

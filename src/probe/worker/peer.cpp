@@ -26,9 +26,9 @@ Result<json> recv_json(const ChildContext& ctx, os::MsgType want, os::UniqueFd* 
   return j;
 }
 
-Result<json> request(const ChildContext& ctx, const json& req) {
+Result<json> request(const ChildContext& ctx, const json& req, os::UniqueFd* fd = nullptr) {
   if (auto s = ctx.peer().send(os::MsgType::request, req.dump()); !s) return std::move(s).error();
-  auto reply = recv_json(ctx, os::MsgType::reply);
+  auto reply = recv_json(ctx, os::MsgType::reply, fd);
   if (!reply) return reply;
   if (auto e = reply->find("error"); e != reply->end() && e->is_string()) return protocol("peer: " + e->get<std::string>());
   return reply;
@@ -152,6 +152,8 @@ Result<std::optional<std::size_t>> peer_first_missing(const ChildContext& ctx, s
   return std::optional<std::size_t>{it->get<std::size_t>()};
 }
 
+Result<json> peer_request(const ChildContext& ctx, const json& req, os::UniqueFd* fd) { return request(ctx, req, fd); }
+
 whole::Far peer_far(const ChildContext& ctx, std::size_t size) {
   return whole::Far{[&ctx, size](std::uint64_t seed) { return peer_stamp(ctx, size, seed); },
                     [&ctx] { return peer_unstamp(ctx); },
@@ -224,6 +226,7 @@ Status serve(ChildContext& ctx, std::span<std::byte> view, const ServeSync& sync
       continue;
     }
     json reply;
+    os::UniqueFd reply_fd;
     auto region = region_from(*j);
     std::optional<std::uint64_t> seed;
     if (auto it = j->find("seed"); it != j->end() && it->is_number_unsigned()) seed = it->get<std::uint64_t>();
@@ -245,7 +248,7 @@ Status serve(ChildContext& ctx, std::span<std::byte> view, const ServeSync& sync
       std::size_t stale = in_view ? pattern::count_stale_words(layout.region(view, *region), seed.value_or(seed_of(*region)))
                                   : kRegionSize / 4;
       reply = {{"stale", stale}};
-    } else if (auto handled = sync.extra ? sync.extra(op, *j) : std::nullopt) {
+    } else if (auto handled = sync.extra ? sync.extra(op, *j, reply_fd) : std::nullopt) {
       if (!*handled) return std::move(*handled).error();
       reply = std::move(**handled);
       if (reply.is_object() && reply.value("publish", false)) {
@@ -256,7 +259,7 @@ Status serve(ChildContext& ctx, std::span<std::byte> view, const ServeSync& sync
     } else {
       reply = {{"error", "unknown op \"" + op + "\""}};
     }
-    if (auto s = ctx.peer().send(os::MsgType::reply, reply.dump()); !s) return s;
+    if (auto s = ctx.peer().send(os::MsgType::reply, reply.dump(), reply_fd.get()); !s) return s;
   }
 }
 

@@ -67,6 +67,11 @@ Result<std::optional<std::size_t>> peer_first_missing(const ChildContext& ctx, s
 /// The peer as a sweep's far side.
 whole::Far peer_far(const ChildContext& ctx, std::size_t size);
 
+/// One request to the serving peer and its reply (a JSON object), with the fd
+/// that came with the reply in `*fd` when `fd` is set. Errors: the channel's; a
+/// reply that is not an object, or carries "error" (protocol, with the text).
+Result<nlohmann::json> peer_request(const ChildContext& ctx, const nlohmann::json& req, os::UniqueFd* fd = nullptr);
+
 /// Serves requests on `view` until "done" or the peer goes away. Returns the
 /// error that ended it, if any (peer closing after "done" is not one).
 Status serve(ChildContext& ctx, std::span<std::byte> view);
@@ -83,8 +88,11 @@ struct ServeSync {
   /// every op serve() does not know; returns the reply to send, or nullopt when
   /// the op is unknown to it too (answered with an "unknown op" error). An
   /// error ends serving. serve() runs publish after it when the reply carries
-  /// "publish": true (and strips that field).
-  std::function<std::optional<Result<nlohmann::json>>(const std::string& op, const nlohmann::json& req)> extra;
+  /// "publish": true (and strips that field). An fd the op leaves in `fd_out`
+  /// goes with the reply (the reply's frame owns a dup; serve() closes this one).
+  std::function<std::optional<Result<nlohmann::json>>(const std::string& op, const nlohmann::json& req,
+                                                      os::UniqueFd& fd_out)>
+      extra;
 };
 /// serve() on a mirrored view (T1-cuda-vmm-fd's exporter).
 Status serve(ChildContext& ctx, std::span<std::byte> view, const ServeSync& sync);
