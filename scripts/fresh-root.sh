@@ -28,9 +28,14 @@ rev=$(git -C "$src" rev-parse HEAD)
 [ -z "$(git -C "$src" status --porcelain --untracked-files=no)" ] ||
   echo "fresh-root: note: uncommitted changes in $src are not in the clone (HEAD $rev is)" >&2
 
-sources=(/etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources)
-mirror=${EXTMEM_MIRROR:-$(cat "${sources[@]}" 2>/dev/null | grep -oE '^(URIs:|deb) +https?://[^ ]+/debian/?( |$)' |
-  awk '{print $2; exit}')}
+mirror=${EXTMEM_MIRROR:-}
+if [ -z "$mirror" ]; then
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    mirror=$(awk '/^(URIs:|deb) / && $2 ~ /^https?:\/\/.*\/debian\/?$/ {print $2; exit}' "$f")
+    [ -z "$mirror" ] || break
+  done
+fi
 mirror=${mirror:-http://deb.debian.org/debian}
 
 stamp() { date +%s; }
