@@ -2,7 +2,7 @@
 # with everything cmake/install.cmake installs, under /usr.
 #
 # Depends: the shared libraries the binaries link (libc6, libstdc++6,
-# libgcc-s1, libfmt9), read off the ELF files by dpkg-shlibdeps, and the
+# libgcc-s1, libfmt9 on bookworm, libfmt10 on trixie), read off the ELF files by dpkg-shlibdeps, and the
 # libraries extmem dlopen()s at run time, which dpkg-shlibdeps cannot see:
 # the Vulkan loader, EGL and GLES dispatch (libvulkan1, libegl1, libgles2).
 # Recommends: Mesa's CPU drivers, so that `extmem probe` has a device on a

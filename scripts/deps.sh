@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages extmem needs to build, run on lavapipe/llvmpipe, and test.
-# Run as root on Debian bookworm. Does nothing when everything is already installed.
+# Run as root on Debian 12 bookworm or Debian 13 trixie. Does nothing when everything is already installed.
+# No package name carries a version the release decides: libclang-rt-dev (llvm-defaults) is the
+# sanitizer runtime of the release's default clang (14 on bookworm, 19 on trixie).
 # lld: the "fuzz" preset (CI) links its instrumented executables with it.
 # libdrm-dev (only with --tests): its drm.h is what tests/memtools_ioctl_drm_header_tests.cpp checks the built-in DRM ioctl names against (headers only; nothing links it).
 # file: CPack's DEB generator reads the shared-library dependencies with it (package.deb test; missing on a minbase bookworm, found there).
@@ -10,7 +12,7 @@
 set -euo pipefail
 
 packages=(
-  g++ make cmake pkg-config clang libclang-rt-14-dev lld
+  g++ make cmake pkg-config clang libclang-rt-dev lld
   libvulkan-dev libvulkan1 mesa-vulkan-drivers glslang-tools
   libegl-dev libgles-dev libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri
   libcli11-dev nlohmann-json3-dev libfmt-dev

@@ -79,7 +79,8 @@ TEST(GlDriver, MesaVendorFileNamedWhenSettingADriver) {
 // The renderer check: zink's GL_RENDERER starts with "zink", llvmpipe's with "llvmpipe".
 TEST(GlDriver, RendererMatches) {
   auto zink = choose_gl_driver("zink", kLavapipe, nullptr, "");
-  EXPECT_TRUE(extmem::probe::renderer_matches(zink, "zink (llvmpipe (LLVM 15.0.6, 256 bits))"));
+  EXPECT_TRUE(extmem::probe::renderer_matches(zink, "zink (llvmpipe (LLVM 15.0.6, 256 bits))"));  // Mesa 22.3
+  EXPECT_TRUE(extmem::probe::renderer_matches(zink, "zink Vulkan 1.4(llvmpipe (LLVM 19.1.7, 256 bits) (MESA_LLVMPIPE))"));
   EXPECT_FALSE(extmem::probe::renderer_matches(zink, "llvmpipe (LLVM 15.0.6, 256 bits)"));
   EXPECT_TRUE(extmem::probe::renderer_matches(choose_gl_driver("system", kNvidia, nullptr, ""), "NVIDIA H200/PCIe/SSE2"));
 }

@@ -45,6 +45,13 @@ std::uint64_t load(const std::uint8_t* p, unsigned width) {
   return v;
 }
 
+}  // namespace
+
+// Named, not anonymous: Snapshot::State (external linkage) holds Mappings, and a
+// member of internal-linkage type is an ODR hazard GCC reports (-Wsubobject-linkage)
+// once this file is part of a unity unit.
+namespace diff_detail {
+
 // An anonymous or file mapping, unmapped on destruction.
 struct Mapping {
   void* addr = MAP_FAILED;
@@ -61,6 +68,12 @@ struct Mapping {
   }
   std::uint8_t* bytes() const { return static_cast<std::uint8_t*>(addr); }
 };
+
+}  // namespace diff_detail
+
+namespace {
+
+using diff_detail::Mapping;
 
 Error select_error(std::string detail) {
   return Error{"select ranges", ErrorKind::invalid_argument, {}, std::move(detail)};

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "extmem/watch/procfs.h"
 #include "memtools/scan.h"
 
 namespace extmem::memtools {
@@ -20,6 +21,7 @@ using Clock = std::chrono::steady_clock;
 struct Tracked {
   bool given_up = false;                 // its maps or memory could not be read (reported once)
   bool left_out = false;                 // beyond --max-processes: never written (reported once)
+  pid_t same_memory_as = 0;              // a task in that known process's address space: never served itself
   std::set<std::uint64_t> reported;      // mapping starts whose problem was reported already
   std::set<std::uint64_t> dry_pending;   // dry run: mapping starts whose hit was shown and still holds
 };
@@ -39,8 +41,24 @@ class Poller {
     for (const ProcessInfo& p : *procs) {
       live.insert(p.pid);
       if (known_.count(p.pid) > 0) continue;
-      // The bound is on the run, not on one moment: a process served and gone still counts.
       Tracked t;
+      // A task with its own pid in another's address space (CLONE_VM without
+      // CLONE_THREAD: a vfork child before its exec, LeakSanitizer's tracer while the
+      // process exits) holds that process's memory, not more of it: it is neither
+      // written again nor counted against --max-processes.
+      for (const auto& [pid, other] : known_) {
+        if (other.same_memory_as == 0 && watch::shares_address_space(p.pid, pid)) {
+          t.same_memory_as = pid;
+          break;
+        }
+      }
+      if (t.same_memory_as != 0) {
+        known_.emplace(p.pid, t);
+        say(fmt::format("poll: = pid {} comm={} shares the address space of pid {}: the same memory, not served again",
+                        p.pid, p.comm, t.same_memory_as));
+        continue;
+      }
+      // The bound is on the run, not on one moment: a process served and gone still counts.
       t.left_out = o_.max_processes && served_ >= *o_.max_processes;
       if (!t.left_out) ++served_;
       known_.emplace(p.pid, t);
@@ -92,7 +110,7 @@ class Poller {
     std::vector<std::string> lines;
     std::size_t served = 0;
     for (const ProcessInfo& p : procs) {
-      if (known_.at(p.pid).left_out) continue;
+      if (known_.at(p.pid).left_out || known_.at(p.pid).same_memory_as != 0) continue;
       ++served;
       auto maps = os::read_maps(p.pid);
       if (!maps) continue;
@@ -116,7 +134,7 @@ class Poller {
 
   // Every matching mapping of one process: read the word, write when the condition holds.
   Status serve(const ProcessInfo& p, Tracked& t) {
-    if (t.given_up || t.left_out) return {};
+    if (t.given_up || t.left_out || t.same_memory_as != 0) return {};
     auto maps = os::read_maps(p.pid);
     if (!maps) {
       if (!process_gone(maps.error())) {

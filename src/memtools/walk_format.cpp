@@ -43,9 +43,12 @@ void only_keys(const json& j, const std::string& path, const std::vector<std::st
   }
 }
 
-const json& required(const json& j, const std::string& path, const char* key) {
+// `path` by value as a view: a std::string temporary bound to a reference
+// parameter of a function returning a reference is what GCC 13+ reads as a
+// possibly dangling result (-Wdangling-reference); the result refers into `j` alone.
+const json& required(const json& j, std::string_view path, const char* key) {
   auto it = j.find(key);
-  if (it == j.end()) problem(path, fmt::format("missing key \"{}\"", key));
+  if (it == j.end()) problem(std::string(path), fmt::format("missing key \"{}\"", key));
   return *it;
 }
 

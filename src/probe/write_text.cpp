@@ -3,6 +3,7 @@
 #include <ostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "extmem/probe/write.h"
 #include "probe/parent/cuda_phase_a.h"
@@ -60,18 +61,32 @@ std::array<int, 5> count_statuses(const std::vector<RowResult>& rows) {
   return counts;
 }
 
-void write_summary(std::ostream& out, const std::vector<RowResult>& rows) {
+std::string not_selected_line(const std::vector<RowResult>& rows, const ProbeOptions& o) {
+  const auto n = std::count_if(rows.begin(), rows.end(), [&](const RowResult& r) { return !selected(o, r.row); });
+  if (n == 0) return {};
+  std::vector<std::string> by;
+  if (!o.only.empty()) by.emplace_back("--only");
+  if (!o.groups.empty()) by.push_back(fmt::format("--only-{}", fmt::join(o.groups, "/--only-")));
+  return fmt::format("{} row{} not selected by {} (SKIP; the JSON lists them)", n, n == 1 ? "" : "s",
+                     fmt::join(by, " and "));
+}
+
+void write_summary(std::ostream& out, const std::vector<RowResult>& rows) { write_summary(out, rows, ProbeOptions{}); }
+
+void write_summary(std::ostream& out, const std::vector<RowResult>& rows, const ProbeOptions& o) {
   out << "\n== summary\n";
   std::size_t width = 4;
   for (const RowResult& r : rows) width = std::max(width, r.row.size());
   out << fmt::format("{:<{}}  {:<11}  {}\n", "row", width, "status", "legs / reason");
   const std::array<int, 5> counts = count_statuses(rows);
   for (const RowResult& r : rows) {
+    if (!selected(o, r.row)) continue;
     // A row that did not run has only notrun legs; its reason says more than they do.
     bool not_run = did_not_run(r.verdict.status);
     std::string rest = r.legs.empty() || not_run ? r.verdict.why : trace(r.legs);
     out << fmt::format("{:<{}}  {:<11}  {}\n", r.row, width, to_string(r.verdict.status), rest);
   }
+  if (std::string rest = not_selected_line(rows, o); !rest.empty()) out << rest << "\n";
   out << fmt::format("{} OK, {} PARTIAL, {} FAIL, {} UNSUPPORTED, {} SKIP\n", counts[0], counts[1], counts[2],
                      counts[3], counts[4]);
 }

@@ -18,9 +18,10 @@ std::uint64_t LifoHandleSource::acquire(std::uint64_t) {
 
 void LifoHandleSource::release(std::uint64_t handle) { free_.push_back(handle); }
 
-namespace {
-
-constexpr std::uint64_t kMaxStoreBytes = 1ull << 30;
+// Named, not anonymous: VulkanBuffers::Impl (external linkage) holds Stores, and a
+// member of internal-linkage type is an ODR hazard GCC reports (-Wsubobject-linkage)
+// once this file is part of a unity unit.
+namespace vk_buffers_detail {
 
 /// One backing store: the buffer, its size, the frame serial of its last GPU use, its memo handle.
 struct Store {
@@ -29,6 +30,14 @@ struct Store {
   FrameSerial last_use{};
   std::uint64_t handle = 0;
 };
+
+}  // namespace vk_buffers_detail
+
+namespace {
+
+using vk_buffers_detail::Store;
+
+constexpr std::uint64_t kMaxStoreBytes = 1ull << 30;
 
 StoreToken token_of(Store* s) { return reinterpret_cast<StoreToken>(s); }
 Store* store_of(StoreToken t) { return reinterpret_cast<Store*>(t); }

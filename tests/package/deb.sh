@@ -30,8 +30,16 @@ names() { tr ',' '\n' <<<"$1" | awk '{print $1}'; }
 [ "$(field Version)" = "$version" ] || fail "Version: $(field Version)"
 [ "$(field Architecture)" = amd64 ] || fail "Architecture: $(field Architecture)"
 depends=$(field Depends)
+# The package that ships the libfmt the command links: its name carries fmt's soname, which
+# the release decides (bookworm libfmt9, trixie libfmt10), so it is read off this machine.
+fmt_soname=$(readelf -d "$build/extmem" | sed -n 's/.*NEEDED.*\[\(libfmt\.so\.[0-9]*\)\].*/\1/p')
+[ -n "$fmt_soname" ] || fail "$build/extmem does not link a shared libfmt"
+fmt_path=$(ldconfig -p | awk -v so="$fmt_soname" '$1 == so && /x86-64/ {print $NF; exit}')
+[ -n "$fmt_path" ] || fail "ldconfig does not know $fmt_soname"
+fmt_package=$(dpkg -S "$(readlink -f "$fmt_path")" | cut -d: -f1)
+[ -n "$fmt_package" ] || fail "no Debian package ships $fmt_path"
 # Read off the ELF files (dpkg-shlibdeps), and the dlopen()ed ones declared by hand.
-for d in libc6 libstdc++6 libfmt9 libvulkan1 libegl1 libgles2; do
+for d in libc6 libstdc++6 "$fmt_package" libvulkan1 libegl1 libgles2; do
   names "$depends" | grep -qxF "$d" || fail "Depends lacks $d: $depends"
 done
 recommends=$(field Recommends)

@@ -127,7 +127,12 @@ int main(int argc, char** argv) {
     threads.emplace_back([i] {
       named(("spinner-" + std::to_string(i)).c_str());
       ++g_started;
-      for (volatile unsigned long n = 0;; n = n + 1) {
+      // A volatile store in a statement of its own: the value of an assignment to a
+      // volatile (the for-increment's) is deprecated in C++20 (GCC 14 -Wvolatile).
+      volatile unsigned long n = 0;
+      for (;;) {
+        const unsigned long next = n + 1;
+        n = next;
       }
     });
   while (g_started.load() < static_cast<int>(threads.size())) {

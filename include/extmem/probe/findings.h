@@ -32,6 +32,12 @@ struct RunContext {
   /// DRM render nodes present (/dev/dri/renderD*, sorted paths); empty when none. The
   /// dma-buf image routes of a real display stack (GBM, scanout) need one.
   std::vector<std::string> drm_render_nodes;
+  /// Set when XDG_RUNTIME_DIR was unset or not an absolute path to a directory: the
+  /// private directory (mode 0700, removed when find() returns) that the probe's own
+  /// processes were given instead, so the drivers' libwayland-client does not complain.
+  std::string private_runtime_dir;
+  /// What XDG_RUNTIME_DIR was then: "unset", or the rejected value.
+  std::string runtime_dir_was;
 };
 
 /// Which GL implementation the GLES rows run on, and why (--gl-driver; docs/probe.md,

@@ -26,6 +26,18 @@ void write_row(std::ostream& out, const RowResult& row);
 /// The summary table and the status counts.
 void write_summary(std::ostream& out, const std::vector<RowResult>& rows);
 
+/// Whether `row` (a printed name, twins included) is one --only / --only-GROUP
+/// asked for; every row is when neither is given. --no-GROUP does not unselect.
+bool selected(const ProbeOptions& options, std::string_view row);
+
+/// "26 rows not selected by --only" for the rows of `rows` that `options` did not
+/// select, or "" when it selected them all.
+std::string not_selected_line(const std::vector<RowResult>& rows, const ProbeOptions& options);
+
+/// As above, with only the selected rows in the table and not_selected_line()
+/// for the rest; the counts still cover every row (as the JSON and the verdict do).
+void write_summary(std::ostream& out, const std::vector<RowResult>& rows, const ProbeOptions& options);
+
 /// How many rows have each status, indexed by RowStatus (OK, PARTIAL, FAIL, UNSUPPORTED, SKIP).
 std::array<int, 5> count_statuses(const std::vector<RowResult>& rows);
 

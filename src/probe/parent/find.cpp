@@ -1,6 +1,7 @@
 // extmem::probe::find(): phase A, the plan, the rows; nothing printed.
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <optional>
 
@@ -20,6 +21,11 @@
 
 namespace extmem::probe {
 namespace {
+
+// Phase A is the drivers' start-up in the first worker, not a route: --timeout, the
+// per-route limit, may be shorter than a slow start (a sanitizer build, a busy
+// machine, --timeout=1), which must not end the run. It still ends a hung start.
+constexpr double kPhaseAMinTimeoutS = 60;
 
 Error plan_usage(std::string option, std::string detail) {
   return Error{std::move(option), ErrorKind::invalid_argument, {}, std::move(detail)};
@@ -101,6 +107,45 @@ PhaseAFindings local_phase_a(const std::string& device, const std::string& gl_re
   return f;
 }
 
+// libwayland-client, which the drivers' EGL and Vulkan WSI load, prints "error:
+// XDG_RUNTIME_DIR is invalid or not set in the environment." when the variable is
+// unset or not absolute (a fresh root shell, a service). That is not an error of
+// the probe, so its processes get a private directory for the run: set in this
+// process's environment before any child starts (children inherit it), put back
+// and removed when find() returns, after the workers are reaped.
+class PrivateRuntimeDir {
+ public:
+  PrivateRuntimeDir() {
+    const char* value = std::getenv("XDG_RUNTIME_DIR");
+    std::error_code ec;
+    if (value != nullptr && value[0] == '/' && std::filesystem::is_directory(value, ec)) return;
+    if (value != nullptr) was_ = value;
+    std::string path = (std::filesystem::temp_directory_path(ec) / "extmem-runtime-XXXXXX").string();
+    if (ec || ::mkdtemp(path.data()) == nullptr) return;  // then the drivers complain as before; nothing depends on it
+    dir_ = path;
+    ::setenv("XDG_RUNTIME_DIR", dir_.c_str(), 1);
+  }
+  ~PrivateRuntimeDir() {
+    if (dir_.empty()) return;
+    if (was_) ::setenv("XDG_RUNTIME_DIR", was_->c_str(), 1);
+    else ::unsetenv("XDG_RUNTIME_DIR");
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  PrivateRuntimeDir(const PrivateRuntimeDir&) = delete;
+  PrivateRuntimeDir& operator=(const PrivateRuntimeDir&) = delete;
+
+  void describe(RunContext& c) const {
+    if (dir_.empty()) return;
+    c.private_runtime_dir = dir_;
+    c.runtime_dir_was = was_ ? fmt::format("\"{}\" is not an absolute path to a directory", *was_) : "unset";
+  }
+
+ private:
+  std::string dir_;
+  std::optional<std::string> was_;
+};
+
 }  // namespace
 
 int Findings::exit_code() const {
@@ -117,8 +162,11 @@ int exit_code_for(const Error& error) {
 Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   const double start = os::monotonic_seconds();
   if (auto v = validate(o); !v) return std::move(v).error();
+  // First, so that it outlives every child this call starts.
+  const PrivateRuntimeDir runtime_dir;
   Findings f;
   f.phase_a.context = read_run_context();
+  runtime_dir.describe(f.phase_a.context);
   // One short-lived child, beside the workers' driver start-up rather than after it.
   std::future<FdTransportFinding> fd_check;
   if (!o.list_devices) fd_check = std::async(std::launch::async, [exe = o.self_exe] { return check_fd_transport(exe); });
@@ -153,7 +201,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
     early.select_device = o.device;
     warm.emplace(early, early_plan);
     if (warm->finds_phase_a()) {
-      auto a = warm->phase_a(o.timeout_s);
+      auto a = warm->phase_a(std::max(o.timeout_s, kPhaseAMinTimeoutS));
       tracing::event("phase A received");
       if (!a) return Error{"cannot run", ErrorKind::unsupported, {}, a.error().message()};
       found = std::move(*a);

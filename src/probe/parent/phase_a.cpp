@@ -39,6 +39,9 @@ void print_context(std::ostream& out, const RunContext& c) {
   out << fmt::format("== phase A: run context\nuid={} pid={} selinux={} kernel={}\n", c.uid, c.pid, c.selinux, c.kernel);
   out << fmt::format("  DRM render nodes: {}\n",
                      c.drm_render_nodes.empty() ? std::string("none (no /dev/dri/renderD*)") : fmt::format("{}", fmt::join(c.drm_render_nodes, " ")));
+  if (!c.private_runtime_dir.empty())
+    out << fmt::format("  XDG_RUNTIME_DIR: {}; the probe's processes use a private {} (0700, removed at exit)\n",
+                       c.runtime_dir_was, c.private_runtime_dir);
 }
 
 void print_vulkan(std::ostream& out, const vk::VulkanEnumeration& e, int selected, bool brief) {

@@ -19,6 +19,18 @@ bool contains(const std::vector<std::string>& list, std::string_view item) {
 
 }  // namespace
 
+bool selected(const ProbeOptions& o, std::string_view row) {
+  // A twin ("T1-opaque-fd@mt2@pidfd") is selected with its row; some rows have an
+  // '@' of their own ("T4-image-opaque-fd@linear"), so suffixes go one at a time.
+  const RouteDef* route = find_route(row);
+  while (route == nullptr && row.find('@') != std::string_view::npos) {
+    row = row.substr(0, row.rfind('@'));
+    route = find_route(row);
+  }
+  if (route == nullptr) return true;  // not a row of the table: nothing decides it away
+  return (o.only.empty() || contains(o.only, route->row)) && (o.groups.empty() || contains(o.groups, route->group));
+}
+
 std::optional<std::string> filtered_out(const RouteDef& route, const ProbeOptions& o) {
   if (!o.only.empty() && !contains(o.only, route.row)) return "not selected by --only";
   if (!o.groups.empty() && !contains(o.groups, route.group))

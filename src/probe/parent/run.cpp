@@ -28,7 +28,9 @@ int run_text(const ProbeOptions& o, std::ostream& out, std::vector<RowResult>& r
     write_phase_a(out, a, o);
     out.flush();
   };
+  // Only the rows asked for are printed as they come; the rest are one line at the end.
   stream.row = [&](const RowResult& r) {
+    if (!selected(o, r.row)) return;
     write_row(out, r);
     out.flush();
   };
@@ -44,7 +46,8 @@ int run_text(const ProbeOptions& o, std::ostream& out, std::vector<RowResult>& r
     return kExitOk;
   }
   rows = found->rows;
-  write_summary(out, found->rows);
+  if (std::string rest = not_selected_line(found->rows, o); !rest.empty()) out << rest << "\n";
+  write_summary(out, found->rows, o);
   out.flush();
   if (!o.json_path.empty()) {
     if (auto s = os::write_file_atomically(o.json_path, json_document(*found, o)); !s) {
