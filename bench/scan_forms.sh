@@ -107,11 +107,13 @@ if baseline:
 
 walls = {label: [] for label, _ in rows}
 cpus = {label: [] for label, _ in rows}
-for _ in range(runs):
+for rnd in range(runs):
+    print(f"  round {rnd + 1} of {runs}", file=sys.stderr, flush=True)
     for label, cmd in rows:
         t = time.monotonic()
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        p.stdout.read()
+        while p.stdout.read(1 << 20):
+            pass
         _, _, usage = os.wait4(p.pid, 0)
         walls[label].append(time.monotonic() - t)
         cpus[label].append(usage.ru_utime + usage.ru_stime)
