@@ -1,6 +1,9 @@
 #include "memtools/byte_search.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -68,9 +71,118 @@ const std::uint8_t* find_sse2(const std::uint8_t* begin, const std::uint8_t* lim
 }
 #endif
 
+// Word-aligned search: positions begin + k * W. Vector loads start at such
+// positions, so each lane of W bytes is one candidate word; every load ends
+// at or before `end`.
+template <class Word>
+const std::uint8_t* find_words_scalar(const std::uint8_t* s, const std::uint8_t* end, Word word) {
+  for (; end - s >= static_cast<std::ptrdiff_t>(sizeof(Word)); s += sizeof(Word)) {
+    Word w;
+    std::memcpy(&w, s, sizeof w);
+    if (w == word) return s;
+  }
+  return nullptr;
+}
+
+#if defined(__x86_64__)
+// The first bytes of the W-byte words of a 16-byte comparison mask (a bit per
+// byte) whose W bytes all matched.
+template <std::size_t W>
+std::uint32_t whole_words(std::uint32_t m) {
+  if constexpr (W >= 2) m &= m >> 1;
+  if constexpr (W >= 4) m &= m >> 2;
+  if constexpr (W >= 8) m &= m >> 4;
+  constexpr std::uint32_t starts = W == 2 ? 0x5555u : W == 4 ? 0x1111u : 0x0101u;
+  return m & starts;
+}
+
+template <class Word>
+const std::uint8_t* find_words_sse2(const std::uint8_t* s, const std::uint8_t* end, Word word) {
+  __m128i v;
+  if constexpr (sizeof(Word) == 2) v = _mm_set1_epi16(static_cast<short>(word));
+  else if constexpr (sizeof(Word) == 4) v = _mm_set1_epi32(static_cast<int>(word));
+  else v = _mm_set1_epi64x(static_cast<long long>(word));
+  for (; end - s >= 16; s += 16) {
+    const auto m = static_cast<std::uint32_t>(
+        _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s)))));
+    if (m == 0) continue;
+    if (const std::uint32_t w = whole_words<sizeof(Word)>(m); w != 0) return s + __builtin_ctz(w);
+  }
+  return find_words_scalar(s, end, word);
+}
+
+template <class Word>
+__attribute__((target("avx2"))) const std::uint8_t* find_words_avx2(const std::uint8_t* s, const std::uint8_t* end,
+                                                                   Word word) {
+  __m256i v;
+  if constexpr (sizeof(Word) == 2) v = _mm256_set1_epi16(static_cast<short>(word));
+  else if constexpr (sizeof(Word) == 4) v = _mm256_set1_epi32(static_cast<int>(word));
+  else v = _mm256_set1_epi64x(static_cast<long long>(word));
+  // Two vectors a step, one branch for both.
+  for (; end - s >= 64; s += 64) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32));
+    __m256i ea, eb;
+    if constexpr (sizeof(Word) == 2) ea = _mm256_cmpeq_epi16(v, a), eb = _mm256_cmpeq_epi16(v, b);
+    else if constexpr (sizeof(Word) == 4) ea = _mm256_cmpeq_epi32(v, a), eb = _mm256_cmpeq_epi32(v, b);
+    else ea = _mm256_cmpeq_epi64(v, a), eb = _mm256_cmpeq_epi64(v, b);
+    const __m256i any = _mm256_or_si256(ea, eb);
+    if (_mm256_testz_si256(any, any)) continue;
+    const auto ma = static_cast<std::uint32_t>(_mm256_movemask_epi8(ea));
+    if (ma != 0) return s + __builtin_ctz(ma);
+    return s + 32 + __builtin_ctz(static_cast<std::uint32_t>(_mm256_movemask_epi8(eb)));
+  }
+  return find_words_sse2(s, end, word);
+}
+#endif
+
+template <class Word>
+const std::uint8_t* find_words(const std::uint8_t* s, const std::uint8_t* end, Word word, bool avx2) {
+#if defined(__x86_64__)
+  return avx2 ? find_words_avx2(s, end, word) : find_words_sse2(s, end, word);
+#else
+  (void)avx2;
+  return find_words_scalar(s, end, word);
+#endif
+}
+
 }  // namespace
 
-ByteSearcher::ByteSearcher(std::span<const std::uint8_t> needle) : needle_(needle.begin(), needle.end()) {
+WordSearcher::WordSearcher(std::span<const std::uint8_t> word, ScanIsa isa) : width_(word.size()) {
+  std::memcpy(&word_, word.data(), std::min<std::size_t>(word.size(), 8));
+  avx2_ = isa >= ScanIsa::avx2;
+}
+
+const std::uint8_t* WordSearcher::find(const std::uint8_t* begin, const std::uint8_t* end) const noexcept {
+  if (end < begin || static_cast<std::size_t>(end - begin) < width_) return end;
+  const std::uint8_t* hit = nullptr;
+  switch (width_) {
+    case 2: hit = find_words(begin, end, static_cast<std::uint16_t>(word_), avx2_); break;
+    case 4: hit = find_words(begin, end, static_cast<std::uint32_t>(word_), avx2_); break;
+    case 8: hit = find_words(begin, end, word_, avx2_); break;
+    default: break;
+  }
+  return hit != nullptr ? hit : end;
+}
+
+ScanIsa scan_isa() noexcept {
+  static const ScanIsa isa = [] {
+    ScanIsa best = ScanIsa::sse2;
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2")) best = ScanIsa::avx2;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) best = ScanIsa::avx512;
+#endif
+    if (const char* forced = std::getenv("EXTMEM_SCAN_ISA")) {
+      const std::string_view v(forced);
+      const ScanIsa want = v == "sse2" ? ScanIsa::sse2 : v == "avx2" ? ScanIsa::avx2 : best;
+      if (want < best) best = want;
+    }
+    return best;
+  }();
+  return isa;
+}
+
+ByteSearcher::ByteSearcher(std::span<const std::uint8_t> needle, ScanIsa isa) : needle_(needle.begin(), needle.end()) {
   // The rarest byte, then the rarest at another position (ties: the later, so
   // the two positions are spread apart).
   for (std::size_t i = 1; i < needle_.size(); ++i)
@@ -78,9 +190,7 @@ ByteSearcher::ByteSearcher(std::span<const std::uint8_t> needle) : needle_(needl
   second_ = first_ == 0 ? 1 : 0;
   for (std::size_t i = 0; i < needle_.size(); ++i)
     if (i != first_ && commonness(needle_[i]) <= commonness(needle_[second_])) second_ = i;
-#if defined(__x86_64__)
-  avx2_ = __builtin_cpu_supports("avx2");
-#endif
+  avx2_ = isa >= ScanIsa::avx2;
 }
 
 const std::uint8_t* ByteSearcher::find(const std::uint8_t* begin, const std::uint8_t* end) const noexcept {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "extmem/memtools/scanner.h"
 #include "memtools/mapping_guard.h"
@@ -27,5 +28,20 @@ namespace extmem::memtools::detail {
 bool scan_mapped(const std::uint8_t* data, std::size_t size, const ScanQuery& query, const HitSink& sink,
                  unsigned workers, std::size_t chunk, std::size_t cap, std::uint64_t& hits, std::uint64_t& bytes,
                  const MappingGuard* guard = nullptr);
+
+/// scan_mapped's search of the open file `fd` (`size` bytes, named `path` in
+/// errors) without a mapping: each thread preads its piece a few hundred KiB
+/// at a time (with the bytes a hit needs on either side) into a buffer that
+/// stays in its cache, and searches that. Mapping a page-cached file costs
+/// page-table work for every page, entering it and tearing it down, which
+/// measured more than the search itself (docs/memtools.md, "Where the scan
+/// time went"); a read copies from the page cache at memory speed. Same hits,
+/// order, `cap` and stops as scan_mapped. A read error is returned as
+/// os_error("pread PATH at OFFSET"); a file found shorter than `size` (it
+/// shrank) is file_shrank's error (exit 7), the hits of the pieces before it
+/// delivered.
+Result<bool> scan_read(int fd, const std::string& path, std::uint64_t size, const ScanQuery& query,
+                       const HitSink& sink, unsigned workers, std::size_t chunk, std::size_t cap,
+                       std::uint64_t& hits, std::uint64_t& bytes);
 
 }  // namespace extmem::memtools::detail

@@ -188,16 +188,20 @@ int run_entropy(const ScanOptions& o, std::ostream& out, std::ostream& err) {
       nlohmann::json j = {{"match", "entropy"}, {o.file.empty() ? "va" : "offset", hex(r.offset)}, {"bytes", r.bytes},
                           {"blocks", r.bytes / o.entropy->block}, {"min_bits", r.min_bits}, {"max_bits", r.max_bits}};
       if (o.ram_map) j["gpa"] = gpa_json(o, r.offset);
-      out << j.dump() << std::endl;
+      out << j.dump() << '\n';
     } else {
       out << fmt::format("{} bytes={:#x} blocks={} entropy={:.2f}..{:.2f} bits/byte", block_place_text(o, r.offset),
                          r.bytes, r.bytes / o.entropy->block, r.min_bits, r.max_bits)
-          << std::endl;
+          << '\n';
     }
     return o.query.max_hits == 0 || runs < o.query.max_hits;
   };
+  // A line each run, not a flush each: noise gives millions of runs, and a
+  // write per run cost more than the search (bench/scan_forms.sh). std::cout
+  // goes through stdio, so a terminal still sees each line as it comes.
   auto stats = o.file.empty() ? scan_entropy_process(o.pid, o.match ? &*o.match : nullptr, *o.entropy, sink)
                               : scan_entropy(o.file, *o.entropy, sink);
+  out.flush();
   if (!stats) return report_failure(err, "scan", stats.error());
   for (const std::string& s : stats->skipped) err << "extmem scan: skipped unreadable mapping " << s << '\n';
   note_nothing_selected(o, stats->bytes, stats->skipped.size(), o.entropy->block, err);

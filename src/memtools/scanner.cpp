@@ -125,9 +125,25 @@ bool scan_buffer(const std::uint8_t* data, std::size_t size, std::uint64_t base,
     }
     return true;
   }
-  const detail::ByteSearcher searcher(needle);
   const std::uint64_t align = q.alignment();
   const std::uint8_t* end = data + std::min(size, hi + n - 1);
+  if (align == n && n >= 2 && n <= 8) {
+    // A value (or a record's anchor) only at its natural alignment: whole
+    // vectors compared word by word from the first aligned position.
+    const detail::WordSearcher words(needle);
+    const std::size_t first = lo + static_cast<std::size_t>((align - ((base + lo) & (align - 1))) & (align - 1));
+    if (first >= hi) return true;
+    for (const std::uint8_t* at = data + first;;) {
+      const std::uint8_t* found = words.find(at, end);
+      if (found == end) break;
+      const std::size_t p = static_cast<std::size_t>(found - data);
+      if (p >= hi) break;
+      if (!deliver(p)) return false;
+      at = found + n;
+    }
+    return true;
+  }
+  const detail::ByteSearcher searcher(needle);
   for (const std::uint8_t* at = data + lo;;) {
     const std::uint8_t* found = searcher.find(at, end);
     if (found == end) break;
@@ -165,6 +181,14 @@ Result<ScanStats> scan_file(const std::string& path, const ScanQuery& q, const H
     const unsigned lanes = detail::usable_cpus();
     auto complete = detail::scan_page_offsets(fd.get(), path, size, q, sink,
                                               std::min(lanes - 1, kMaxPageOffsetWorkers), stats.hits, stats.bytes);
+    if (!complete) return std::move(complete).error();
+    stats.stopped = !*complete;
+    return stats;
+  }
+  if (!q.page_offset) {
+    // Every byte is searched: read, not mapped (parallel_scan.h says why).
+    auto complete = detail::scan_read(fd.get(), path, size, q, sink, std::min(cores - 1, kMaxWorkers), kFileChunk,
+                                      kPieceHitCap, stats.hits, stats.bytes);
     if (!complete) return std::move(complete).error();
     stats.stopped = !*complete;
     return stats;
