@@ -133,7 +133,7 @@ std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const Ha
   return ex;
 }
 
-int export_and_serve(ChildContext& ctx, const HandleKind& h) {
+int export_and_serve(ChildContext& ctx, const HandleKind& h, const std::function<ServeSync(Exported&)>& sync_for) {
   auto result = export_allocation(ctx, h);
   if (auto* facts = std::get_if<RouteFacts>(&result)) {
     (void)send_setup_failure(ctx, *facts);
@@ -143,8 +143,9 @@ int export_and_serve(ChildContext& ctx, const HandleKind& h) {
   ctx.step("send the fd");
   if (!send_setup(ctx, ex.info(), ex.fd.get())) return 1;
   ex.fd.reset();  // the peer holds its own copy now
+  const ServeSync sync = sync_for ? sync_for(ex) : ServeSync{};
   ctx.step("serve the peer's checks");
-  return serve(ctx, std::span<std::byte>(ex.buffer.mapped, ctx.layout().size)) ? 0 : 1;
+  return serve(ctx, std::span<std::byte>(ex.buffer.mapped, ctx.layout().size), sync) ? 0 : 1;
 }
 
 }  // namespace extmem::probe

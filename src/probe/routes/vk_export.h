@@ -2,6 +2,7 @@
 // allocation exported as an fd (docs/probe.md, "T1").
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "extmem/core/verdict.h"
 #include "extmem/os/fd.h"
 #include "probe/worker/child_context.h"
+#include "probe/worker/peer.h"
 #include "vulkan/context.h"
 
 namespace extmem::probe {
@@ -55,6 +57,9 @@ struct Exported {
 std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const HandleKind& h);
 
 /// The whole passive exporter: export_allocation, send the fd, serve the peer.
-int export_and_serve(ChildContext& ctx, const HandleKind& h);
+/// `sync_for`, when set, gives the ServeSync for the export (a route's own
+/// requests: T1-opaque-fd-cuda's handover, vk_handover.h); it lives while serving.
+int export_and_serve(ChildContext& ctx, const HandleKind& h,
+                     const std::function<ServeSync(Exported&)>& sync_for = {});
 
 }  // namespace extmem::probe

@@ -122,23 +122,16 @@ std::optional<Result<json>> handover_op(ChildContext& ctx, std::unique_ptr<VkHan
 }
 
 int export_and_serve_with_handover(ChildContext& ctx, const HandleKind& h) {
-  auto result = export_allocation(ctx, h);
-  if (auto* facts = std::get_if<RouteFacts>(&result)) {
-    (void)send_setup_failure(ctx, *facts);
-    return 0;
-  }
-  Exported& ex = std::get<Exported>(result);
-  ctx.step("send the fd");
-  if (!send_setup(ctx, ex.info(), ex.fd.get())) return 1;
-  ex.fd.reset();  // the peer holds its own copy now
-  std::unique_ptr<VkHandover> handover;
-  ServeSync sync;
-  sync.extra = [&](const std::string& op, const json& req, os::UniqueFd& fd_out) {
-    return handover_op(ctx, handover, [&] { return VkHandover::create(ex.device, ex.buffer.buffer); }, op, req, fd_out);
-  };
-  ctx.step("serve the peer's checks");
-  const bool served = serve(ctx, std::span<std::byte>(ex.buffer.mapped, ctx.layout().size), sync).ok();
-  return served ? 0 : 1;
+  return export_and_serve(ctx, h, [&ctx](Exported& ex) {
+    // Made on the first handover request; shared by the copies of the ServeSync's function.
+    auto handover = std::make_shared<std::unique_ptr<VkHandover>>();
+    ServeSync sync;
+    sync.extra = [&ctx, &ex, handover](const std::string& op, const json& req, os::UniqueFd& fd_out) {
+      return handover_op(ctx, *handover, [&] { return VkHandover::create(ex.device, ex.buffer.buffer); }, op, req,
+                         fd_out);
+    };
+    return sync;
+  });
 }
 
 }  // namespace extmem::probe
