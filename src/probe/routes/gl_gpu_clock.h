@@ -2,7 +2,7 @@
 // query around them (GL_EXT_disjoint_timer_query), with the labelled wall-clock
 // fallback where the context has no timer query. The GL twin of
 // probe/worker/vk_gpu_clock.h; the GL buffer copies (gles_measure.h) and the GL
-// image copies (gl_image_measure.h) both time with it. README.md, "Bandwidth,
+// image copies (gl_image_measure.h) both time with it. docs/probe-options.md, "Bandwidth,
 // latency and memory types", and docs/probe.md, "T4 image rows".
 #pragma once
 

@@ -2,7 +2,7 @@
 // through the imported texture against a private texture of the same internal
 // format and size that GL creates itself. The GL twin of image_measure.h,
 // sharing its sampling (image::sample_copies) and its image_* keys.
-// docs/probe.md, "T4 image rows", and README.md, "Bandwidth, latency and
+// docs/probe.md, "T4 image rows", and docs/probe-options.md, "Bandwidth, latency and
 // memory types".
 #pragma once
 

@@ -1,7 +1,7 @@
 // --measure for the T4 image rows: GPU copy throughput through a shared
 // (imported) image against a private image of the same create info on the
 // same device. docs/probe.md, "T4 image rows" and the --measure description in
-// README.md, "Bandwidth, latency and memory types".
+// docs/probe-options.md, "Bandwidth, latency and memory types".
 #pragma once
 
 #include <cstddef>

@@ -94,7 +94,7 @@ bool ChildContext::test_fault(std::string_view step, std::string_view action) co
   return fault_action(params_, step) == action;
 }
 
-// Test-only (documented in README "Testing the probe itself"):
+// Test-only (documented in docs/probe.md, "Test-only fault hooks"):
 // EXTMEM_TEST_FAULT=ROW:ROLE:STEP-SUBSTRING:ACTION makes this child misbehave
 // when it reaches a step whose name contains STEP-SUBSTRING (ROW: the plain row,
 // every run of it; or a printed run name, ROW@pidfd / ROW@mtN / ROW@mtN@pidfd,

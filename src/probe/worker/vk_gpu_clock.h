@@ -1,7 +1,7 @@
 // --measure: the GPU time of one Vulkan submission, from a timestamp query pair
 // recorded around the commands being measured, with the labelled wall-clock
 // fallback where the queue family has no timestamps. docs/probe.md, "T4 image
-// rows" (--measure) and README.md, "Bandwidth, latency and memory types".
+// rows" (--measure) and docs/probe-options.md, "Bandwidth, latency and memory types".
 // The buffer copies of measure::gpu_leg and the image copies both time with it.
 #pragma once
 
