@@ -59,6 +59,9 @@ struct Child {
   }
 };
 
+// The system call file of pid's main thread.
+std::string syscall_path(pid_t pid) { return "/proc/" + std::to_string(pid) + "/syscall"; }
+
 std::vector<long> numbers(const std::string& line) {
   std::istringstream in(line);
   std::string word;
@@ -132,11 +135,37 @@ TEST(ThreadsCommand, VanishedAndZombieProcessesAreExitFive) {
   EXPECT_EQ(r.code, 5) << r.out;
 }
 
+// The process ends only once sampling has begun, whatever the machine's load: the
+// test ends it when the tool sits in clock_nanosleep between two readings (its
+// /proc/PID/syscall), which it reaches only after its first reading. (A sleeper of a
+// fixed 0.3 s ended before a sanitized tool had started on a busy machine.)
 TEST(ThreadsCommand, ProcessEndingWhileSampledIsExitFive) {
-  Child s({"/bin/sleep", "0.3"});
-  const auto r = extmem::test::run_extmem("threads --pid=" + std::to_string(s.pid) + " --sample=3s --period=10ms");
-  EXPECT_EQ(r.code, 5) << r.out;
-  EXPECT_NE(r.out.find("ended while being sampled"), std::string::npos) << r.out;
+  Child s({"/bin/sleep", "60"});
+  extmem::test::TempDir d;
+  const std::string pid_opt = "--pid=" + std::to_string(s.pid);
+  const pid_t tool = ::fork();
+  if (tool == 0) {
+    std::freopen(d.file("out").c_str(), "w", stdout);
+    ::dup2(1, 2);
+    ::execl(EXTMEM_BINARY, EXTMEM_BINARY, "threads", pid_opt.c_str(), "--sample=60s", "--period=10ms", nullptr);
+    ::_exit(127);
+  }
+  ASSERT_GT(tool, 0);
+  constexpr long kClockNanosleep = 230;  // x86-64
+  for (;;) {
+    long nr = -1;
+    std::ifstream(syscall_path(tool)) >> nr;
+    if (nr == kClockNanosleep) break;
+    if (::waitpid(tool, nullptr, WNOHANG) == tool) FAIL() << "the tool exited before sampling: " << extmem::test::slurp(d.file("out"));
+    ::usleep(1000);
+  }
+  s.kill_now();
+  int status = 0;
+  ASSERT_EQ(::waitpid(tool, &status, 0), tool);
+  const std::string out = extmem::test::slurp(d.file("out"));
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 5) << out;
+  EXPECT_NE(out.find("ended while being sampled"), std::string::npos) << out;
 }
 
 // Another uid may not read a root process's syscall file: "denied" with the reason, exit 6.

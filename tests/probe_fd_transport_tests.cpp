@@ -26,6 +26,7 @@
 #include "probe/worker/child_context.h"
 #include "probe/worker/fd_fetch_failure.h"
 #include "support/run_shell.h"
+#include "support/shared_run.h"
 #include "support/temp_files.h"
 
 namespace {
@@ -47,11 +48,17 @@ struct BothRun {
   json doc;
 };
 const BothRun& both_run() {
+  // Made once per ctest invocation and read by every test here (support/shared_run.h).
   static const BothRun r = [] {
-    extmem::test::TempDir dir;
+    const std::string dir = extmem::test::shared_run_dir("probe-fd-transport-both", [](const std::string& dir) {
+      const extmem::test::ShellRun run = extmem::test::run_extmem("probe --fd-transport=both --json=" + dir + "/r.json");
+      std::ofstream(dir + "/run.out") << run.out;
+      std::ofstream(dir + "/run.code") << run.code;
+    });
     BothRun b;
-    b.run = extmem::test::run_extmem("probe --fd-transport=both --json=" + dir.file("r.json"));
-    b.text = extmem::test::slurp(dir.file("r.json"));
+    b.run.out = extmem::test::slurp(dir + "/run.out");
+    std::istringstream(extmem::test::slurp(dir + "/run.code")) >> b.run.code;
+    b.text = extmem::test::slurp(dir + "/r.json");
     b.doc = json::parse(b.text, nullptr, false);
     return b;
   }();

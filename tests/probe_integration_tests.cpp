@@ -36,6 +36,7 @@
 #include "extmem/probe/probe.h"
 #include "extmem/probe/routes.h"
 #include "support/row_names.h"
+#include "support/shared_run.h"
 
 extern char** environ;
 
@@ -324,13 +325,40 @@ Proc validate_json(const std::string& schema, const std::string& document) {
   return run_cmd({"python3", "-c", kScript, schema, document});
 }
 
+// A Proc kept as DIR/proc.json, so that one run can be read by other test processes.
+void save_proc(const std::string& dir, const Proc& p) {
+  const nlohmann::json j = {{"exited", p.exited}, {"code", p.code},         {"signal", p.signal},
+                            {"out", p.out},       {"err", p.err},           {"timed_out", p.timed_out},
+                            {"leftovers", p.leftovers}, {"seconds", p.seconds}};
+  std::ofstream(dir + "/proc.json") << j.dump();
+}
+Proc load_proc(const std::string& dir) {
+  const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/proc.json"), nullptr, false);
+  Proc p;
+  if (!j.is_object()) {
+    ADD_FAILURE() << "the shared run in " << dir << " left no proc.json";
+    return p;
+  }
+  p.exited = j.value("exited", false);
+  p.code = j.value("code", -1);
+  p.signal = j.value("signal", 0);
+  p.out = j.value("out", std::string());
+  p.err = j.value("err", std::string());
+  p.timed_out = j.value("timed_out", false);
+  p.leftovers = j.value("leftovers", false);
+  p.seconds = j.value("seconds", 0.0);
+  return p;
+}
+
 // ---- one run of each kind, shared by the tests that only read its output ----
+// Made once per ctest invocation, not once per test process (support/shared_run.h).
 
 class ProbeIntegration : public ::testing::Test {
  protected:
   // `extmem probe` with no options.
   static const Proc& default_run() {
-    static const Proc p = probe({});
+    static const Proc p = load_proc(
+        extmem::test::shared_run_dir("probe-default", [](const std::string& dir) { save_proc(dir, probe({})); }));
     return p;
   }
   // `extmem probe --json=FILE`: the process and the document's text.
@@ -341,11 +369,15 @@ class ProbeIntegration : public ::testing::Test {
   };
   static const JsonRun& json_run() {
     static const JsonRun r = [] {
-      TempDir dir;
+      // The probe writes into out/, alone, so that its entries are all it left.
+      const std::string dir = extmem::test::shared_run_dir("probe-default-json", [](const std::string& dir) {
+        fs::create_directory(dir + "/out");
+        save_proc(dir, probe({"--json=" + dir + "/out/result.json"}));
+      });
       JsonRun run;
-      run.proc = probe({"--json=" + dir.file("result.json")});
-      run.text = read_file(dir.file("result.json"));
-      run.dir_entries = dir.entries();
+      run.proc = load_proc(dir);
+      run.text = read_file(dir + "/out/result.json");
+      for (const auto& e : fs::directory_iterator(dir + "/out")) run.dir_entries.push_back(e.path().filename().string());
       return run;
     }();
     return r;

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/shared_run.h"
 #include "support/temp_files.h"
 
 #include "extmem/probe/probe.h"
@@ -43,37 +44,59 @@ struct Out {
 using extmem::test::slurp;
 using Dir = extmem::test::TempDir;  // a fresh directory per test, removed afterwards
 
-// Runs `args` through /bin/sh (arguments are ours, no user text) with stdout and stderr captured.
+// Runs `args` through /bin/sh (arguments are ours, no user text) with stdout and
+// stderr captured into DIR/NAME.out and DIR/NAME.err, the exit status into DIR/NAME.code.
+void sh_into(const std::string& dir, const std::string& name, const std::string& args) {
+  const std::string base = dir + "/" + name;
+  std::string cmd = args + " >" + base + ".out 2>" + base + ".err";
+  int st = std::system(cmd.c_str());
+  std::ofstream(base + ".code") << (WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+// What sh_into() left in DIR under NAME.
+Out read_sh(const std::string& dir, const std::string& name) {
+  const std::string base = dir + "/" + name;
+  Out o;
+  std::istringstream(slurp(base + ".code")) >> o.code;
+  o.out = slurp(base + ".out");
+  o.err = slurp(base + ".err");
+  return o;
+}
+
 Out sh(const std::string& args) {
   Dir d;
-  std::string cmd = args + " >" + d.file("out") + " 2>" + d.file("err");
-  int st = std::system(cmd.c_str());
-  Out o;
-  o.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  o.out = slurp(d.file("out"));
-  o.err = slurp(d.file("err"));
-  return o;
+  sh_into(d.path.string(), "run", args);
+  return read_sh(d.path.string(), "run");
 }
 
 std::string probe() { return kBinary + " probe"; }
 
-// One --measure --json run and one plain --json run of the same rows, shared by the tests.
+// One --measure --json run and one plain --json run of the same rows, each made
+// once per ctest invocation and read by every test below (support/shared_run.h).
 struct Runs {
-  Dir dir;
+  std::string dir;  // m.json, p.json and the two runs' output
   Out measured, plain;
   json measured_doc, plain_doc;
+  std::string file(const std::string& name) const { return dir + "/" + name; }
 };
+
+// The measured and the plain run of `only` (extra probe options), shared under `key`.
+std::unique_ptr<Runs> shared_runs(const std::string& key, const std::string& only, const std::string& measure_options) {
+  auto r = std::make_unique<Runs>();
+  r->dir = extmem::test::shared_run_dir(key, [&](const std::string& dir) {
+    sh_into(dir, "measured", probe() + only + " --measure" + measure_options + " --json=" + dir + "/m.json");
+    sh_into(dir, "plain", probe() + only + " --json=" + dir + "/p.json");
+  });
+  r->measured = read_sh(r->dir, "measured");
+  r->plain = read_sh(r->dir, "plain");
+  r->measured_doc = json::parse(slurp(r->file("m.json")), nullptr, false);
+  r->plain_doc = json::parse(slurp(r->file("p.json")), nullptr, false);
+  return r;
+}
+
 const Runs& runs() {
-  // Destroyed at exit, which removes its directory.
-  static const std::unique_ptr<Runs> r = [] {
-    auto r = std::make_unique<Runs>();
-    // 16 MiB copies: the figures' checks do not need the default 64 MiB, and CI runs these four times.
-    r->measured = sh(probe() + " --no-gles --measure --measure-repeats=3 --measure-size=16777216 --json=" + r->dir.file("m.json"));
-    r->plain = sh(probe() + " --no-gles --json=" + r->dir.file("p.json"));
-    r->measured_doc = json::parse(slurp(r->dir.file("m.json")), nullptr, false);
-    r->plain_doc = json::parse(slurp(r->dir.file("p.json")), nullptr, false);
-    return r;
-  }();
+  // 16 MiB copies: the figures' checks do not need the default 64 MiB.
+  static const std::unique_ptr<Runs> r = shared_runs("probe-measure", " --no-gles", " --measure-repeats=3 --measure-size=16777216");
   return *r;
 }
 
@@ -230,7 +253,7 @@ TEST(ProbeMeasure, OlderDocumentsStillValidate) {
 }
 
 TEST(ProbeMeasure, JsonWithMeasureValidatesAgainstSchema) {
-  Out v = validate(runs().dir.file("m.json"));
+  Out v = validate(runs().file("m.json"));
   EXPECT_EQ(v.code, 0) << v.out << v.err;
 }
 
@@ -386,21 +409,10 @@ TEST(MeasureRow, KeepsOnlyLegsThatRoundTrippedInTheVerdictRun) {
 // ---- the T4 image rows' image copy figures (lavapipe) ----
 
 // One --measure run and one plain run of the two image rows, shared by the image tests.
-struct ImageRuns {
-  Dir dir;
-  Out measured, plain;
-  json measured_doc, plain_doc;
-};
+using ImageRuns = Runs;
 const ImageRuns& image_runs() {
-  static const std::unique_ptr<ImageRuns> r = [] {
-    auto r = std::make_unique<ImageRuns>();
-    const std::string only = " --only=T4-image-opaque-fd,T4-image-opaque-fd@linear";
-    r->measured = sh(probe() + only + " --measure --measure-repeats=3 --json=" + r->dir.file("m.json"));
-    r->plain = sh(probe() + only + " --json=" + r->dir.file("p.json"));
-    r->measured_doc = json::parse(slurp(r->dir.file("m.json")), nullptr, false);
-    r->plain_doc = json::parse(slurp(r->dir.file("p.json")), nullptr, false);
-    return r;
-  }();
+  static const std::unique_ptr<ImageRuns> r =
+      shared_runs("image-rows-measure", " --only=T4-image-opaque-fd,T4-image-opaque-fd@linear", " --measure-repeats=3");
   return *r;
 }
 
@@ -495,7 +507,7 @@ TEST(ImageRowsMeasure, ImageSizeSetsTheCopyBytes) {
 }
 
 TEST(ImageRowsMeasure, JsonValidatesAgainstSchema) {
-  Out v = validate(image_runs().dir.file("m.json"));
+  Out v = validate(image_runs().file("m.json"));
   EXPECT_EQ(v.code, 0) << v.out << v.err;
 }
 
@@ -505,15 +517,8 @@ constexpr const char* kGlImageRows[] = {"T4-gles-image-same-proc", "T4-gles-imag
 
 // One --measure run and one plain run of the two GL image rows, shared by the tests below.
 const ImageRuns& gl_image_runs() {
-  static const std::unique_ptr<ImageRuns> r = [] {
-    auto r = std::make_unique<ImageRuns>();
-    const std::string only = " --only=T4-gles-image-same-proc,T4-gles-image-cross-proc";
-    r->measured = sh(probe() + only + " --measure --measure-repeats=3 --json=" + r->dir.file("m.json"));
-    r->plain = sh(probe() + only + " --json=" + r->dir.file("p.json"));
-    r->measured_doc = json::parse(slurp(r->dir.file("m.json")), nullptr, false);
-    r->plain_doc = json::parse(slurp(r->dir.file("p.json")), nullptr, false);
-    return r;
-  }();
+  static const std::unique_ptr<ImageRuns> r =
+      shared_runs("gles-image-rows-measure", " --only=T4-gles-image-same-proc,T4-gles-image-cross-proc", " --measure-repeats=3");
   return *r;
 }
 
@@ -581,7 +586,7 @@ TEST(GlesImageRowsMeasure, TextLineHasBothDirectionsAgainstPrivate) {
 }
 
 TEST(GlesImageRowsMeasure, JsonValidatesAgainstSchema) {
-  Out v = validate(gl_image_runs().dir.file("m.json"));
+  Out v = validate(gl_image_runs().file("m.json"));
   EXPECT_EQ(v.code, 0) << v.out << v.err;
 }
 

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/shared_run.h"
 #include "support/temp_files.h"
 
 #include "report/fleet.h"
@@ -39,16 +40,16 @@ Out sh(const std::string& args) {
 }
 
 // Two real runs with different options: --measure on every row, and --memory-type=all on the T1 rows.
+// Made once per ctest invocation and read by every test here (support/shared_run.h).
 struct Docs {
-  Dir dir;
-  std::string measured = dir.file("measured.json"), sweep = dir.file("sweep.json");
-  Docs() {
-    sh(kBinary + " probe --measure --measure-size=4194304 --measure-repeats=3 --json=" + measured);
-    sh(kBinary + " probe --only-t1 --no-gles --memory-type=all --json=" + sweep);
-  }
+  std::string dir = extmem::test::shared_run_dir("report-docs", [](const std::string& dir) {
+    sh(kBinary + " probe --measure --measure-size=4194304 --measure-repeats=3 --json=" + dir + "/measured.json");
+    sh(kBinary + " probe --only-t1 --no-gles --memory-type=all --json=" + dir + "/sweep.json");
+  });
+  std::string measured = dir + "/measured.json", sweep = dir + "/sweep.json";
 };
 const Docs& docs() {
-  static const Docs d;  // destroyed at exit, which removes its directory
+  static const Docs d;
   return d;
 }
 

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <array>
 #include <optional>
 
@@ -11,6 +12,7 @@
 #include "extmem/os/child.h"
 #include "extmem/os/clock.h"
 #include "extmem/os/ipc.h"
+#include "probe/parent/route_deadline.h"
 #include "probe/parent/worker_pool.h"
 #include "probe/route_report.h"
 
@@ -25,6 +27,7 @@ struct Half {
   bool spawned = false;
   bool warm = false;    // a worker: `done` ends the half, EOF means the worker died
   bool died = false;    // warm: the control socket closed mid-route
+  bool* answered = nullptr;  // warm: its worker's WorkerProcess::answered
   std::string last_step = "start";
   std::optional<os::ExitInfo> exit;
   nlohmann::json hygiene;
@@ -34,13 +37,22 @@ struct Collected {
   std::optional<RouteReport> report;
   std::optional<std::string> fatal;
   bool timed_out = false;
+  bool starting = false;  // timed out while a new worker was still starting its drivers
 };
+
+// Whether an open half still waits on a worker that has not answered since it started.
+bool starting(const std::array<Half, 2>& halves) {
+  for (const Half& h : halves)
+    if (h.open && h.answered != nullptr && !*h.answered) return true;
+  return false;
+}
 
 // Reads frames from the open halves until both have ended, the deadline passes or a
 // frame is malformed. Shared by both modes: the same input gives the same facts.
-Collected collect(std::array<Half, 2>& halves, double deadline) {
+Collected collect(std::array<Half, 2>& halves, RouteDeadline limit) {
   Collected c;
   while ((halves[0].open || halves[1].open) && !c.fatal) {
+    const double deadline = limit.at(starting(halves));
     std::array<pollfd, 2> fds{};
     std::array<Half*, 2> which{};
     nfds_t n = 0;
@@ -52,6 +64,7 @@ Collected collect(std::array<Half, 2>& halves, double deadline) {
     const double left = deadline - os::monotonic_seconds();
     if (left <= 0) {
       c.timed_out = true;
+      c.starting = starting(halves);
       break;
     }
     int r = ::poll(fds.data(), n, static_cast<int>(left * 1000) + 1);
@@ -63,6 +76,10 @@ Collected collect(std::array<Half, 2>& halves, double deadline) {
       if (fds[i].revents == 0) continue;
       Half& h = *which[i];
       auto frame = h.channel->recv(0);
+      if (frame && h.answered != nullptr && !*h.answered) {
+        *h.answered = true;
+        limit.first_frame(os::monotonic_seconds());
+      }
       if (!frame) {
         const Error& e = frame.error();
         if (e.kind == ErrorKind::timeout) continue;
@@ -112,7 +129,13 @@ RowResult conclude(const RouteDef& route, const std::array<Half, 2>& halves, Col
 
   RouteFacts facts;
   if (c.timed_out) {
-    facts.fatal = fmt::format("timeout after {:g} s in {}", params.timeout_s, still_running.empty() ? "route" : still_running);
+    if (c.starting)
+      facts.fatal = fmt::format("timeout after {:g} s starting a new worker's drivers in {}",
+                                RouteDeadline{0, params.timeout_s + params.soak_s}.start_up_s(),
+                                still_running.empty() ? "route" : still_running);
+    else
+      facts.fatal =
+          fmt::format("timeout after {:g} s in {}", params.timeout_s, still_running.empty() ? "route" : still_running);
   } else if (c.fatal) {
     facts.fatal = *c.fatal;
   } else {
@@ -222,7 +245,7 @@ Result<RowResult> supervise(const RouteDef& route, const SuperviseParams& params
   peer->first.owned_fd().reset();
   peer->second.owned_fd().reset();
 
-  Collected c = collect(halves, start + params.timeout_s + params.soak_s);
+  Collected c = collect(halves, RouteDeadline{start, params.timeout_s + params.soak_s});
 
   // Reap: give halves that closed their sockets a moment to exit, then kill whatever is left.
   std::string still_running;
@@ -271,11 +294,12 @@ Result<RowResult> supervise_on_lane(const RouteDef& route, const SuperviseParams
     h.spawned = true;
     h.warm = true;
     h.channel = &workers[i]->control;
+    h.answered = &workers[i]->answered;
   }
   peer->first.owned_fd().reset();
   peer->second.owned_fd().reset();
 
-  Collected c = collect(halves, start + params.timeout_s + params.soak_s);
+  Collected c = collect(halves, RouteDeadline{start, params.timeout_s + params.soak_s});
 
   std::string still_running;
   for (std::size_t i = 0; i < 2; ++i) {

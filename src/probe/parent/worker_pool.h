@@ -20,6 +20,9 @@ namespace extmem::probe {
 struct WorkerProcess {
   os::ChildProcess child;
   os::Channel control;
+  /// Whether it has sent any frame. A worker opens its drivers before it reads its
+  /// first job, so until then the time a route waits on it is its start-up.
+  bool answered = false;
 };
 
 /// What the workers of a lane open before their first job.
