@@ -1,6 +1,11 @@
 // Phase A's wire form (src/probe/phase_a_wire.h): what the worker sends is what the parent reads.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "extmem/os/ipc.h"
 #include "probe/phase_a_wire.h"
 
 namespace {
@@ -22,7 +27,7 @@ TEST(PhaseAWire, RoundTripKeepsValuesAndErrors) {
   d.external_buffers = {{"OPAQUE_FD", 1, 6, true, true, false, 1, 1}};
   d.external_semaphores = {{"OPAQUE_FD", "timeline", true, 3, true, true, 1, 1}, {"SYNC_FD", "binary", true, 0, false, false, 0, 0}};
   d.min_imported_host_pointer_alignment = 4096;
-  e.devices = {d};
+  e.devices = {extmem::vk::DeviceInfo{}, d};  // selected is a position in the list: device 1 is the second
   PhaseAFindings f;
   f.vulkan = e;
   f.selected = 1u;
@@ -36,8 +41,8 @@ TEST(PhaseAWire, RoundTripKeepsValuesAndErrors) {
   auto back = decode_phase_a(encode_phase_a(f));
   ASSERT_TRUE(back) << back.error().message();
   ASSERT_TRUE(back->vulkan);
-  ASSERT_EQ(back->vulkan->devices.size(), 1u);
-  const auto& b = back->vulkan->devices[0];
+  ASSERT_EQ(back->vulkan->devices.size(), 2u);
+  const auto& b = back->vulkan->devices[1];
   EXPECT_EQ(b.name, "gpu");
   EXPECT_EQ(b.heaps[0].size, 1ull << 33);
   EXPECT_EQ(b.types[0].flag_names, "DEVICE_LOCAL|HOST_VISIBLE|HOST_COHERENT");
@@ -73,6 +78,82 @@ TEST(PhaseAWire, MalformedTextIsAProtocolError) {
     EXPECT_EQ(r.error().kind, extmem::ErrorKind::protocol) << text;
     EXPECT_EQ(r.error().step, "decode phase A") << text;
   }
+}
+
+// A small valid phase A: one device, selected; the other parts errors.
+nlohmann::json valid_findings() {
+  extmem::vk::VulkanEnumeration e;
+  e.loader_version = "1.3.239";
+  extmem::vk::DeviceInfo d;
+  d.name = "gpu";
+  d.heaps = {{1ull << 33, 1, "DEVICE_LOCAL"}};
+  d.types = {{0, 0, 7, "DEVICE_LOCAL"}};
+  e.devices = {d};
+  PhaseAFindings f;
+  f.vulkan = e;
+  f.selected = 0u;
+  f.gles = extmem::Error{"eglInitialize", extmem::ErrorKind::driver, "EGL_NOT_INITIALIZED", ""};
+  f.cuda = extmem::probe::driver_not_started("CUDA");
+  return nlohmann::json::parse(encode_phase_a(f));
+}
+
+// The field a refusal names: the step after "decode phase A".
+std::string refused_at(const nlohmann::json& j) {
+  auto r = decode_phase_a(j.dump());
+  EXPECT_FALSE(r) << j.dump();
+  if (r) return "accepted";
+  EXPECT_EQ(r.error().kind, extmem::ErrorKind::protocol);
+  return r.error().step;
+}
+
+TEST(PhaseAWire, TheValidSampleIsAccepted) {
+  auto r = decode_phase_a(valid_findings().dump());
+  ASSERT_TRUE(r) << r.error().message();
+}
+
+TEST(PhaseAWire, RefusesAnUnknownFieldByItsPath) {
+  nlohmann::json j = valid_findings();
+  j["vulkan"]["value"]["devices"][0]["colour"] = "blue";
+  EXPECT_EQ(refused_at(j), "decode phase A /vulkan/value/devices/0/colour");
+  nlohmann::json k = valid_findings();
+  k["extra"] = 1;
+  EXPECT_EQ(refused_at(k), "decode phase A /extra");
+}
+
+TEST(PhaseAWire, RefusesNumbersOutsideTheirMembersRange) {
+  nlohmann::json j = valid_findings();
+  j["vulkan"]["value"]["devices"][0]["vendor_id"] = -1;  // a uint32_t would wrap to 4294967295
+  EXPECT_EQ(refused_at(j), "decode phase A /vulkan/value/devices/0/vendor_id");
+  nlohmann::json k = valid_findings();
+  k["gles"]["error"]["space"] = 300;  // a uint8_t would wrap
+  EXPECT_EQ(refused_at(k), "decode phase A /gles/error/space");
+}
+
+TEST(PhaseAWire, RefusesAnErrorKindThisBuildDoesNotName) {
+  nlohmann::json j = valid_findings();
+  j["cuda"]["error"]["kind"] = 99;
+  EXPECT_EQ(refused_at(j), "decode phase A error");
+}
+
+TEST(PhaseAWire, RefusesASelectedDeviceTheEnumerationLacks) {
+  nlohmann::json j = valid_findings();
+  j["selected"]["value"] = 1;
+  EXPECT_EQ(refused_at(j), "decode phase A /selected");
+}
+
+TEST(PhaseAWire, RefusesUnknownGlDriverNames) {
+  nlohmann::json j = valid_findings();
+  j["gl_driver"]["served"] = "auto";
+  EXPECT_EQ(refused_at(j), "decode phase A /gl_driver/served");
+  nlohmann::json k = valid_findings();
+  k["gl_driver"]["requested"] = "mesa";
+  EXPECT_EQ(refused_at(k), "decode phase A /gl_driver/requested");
+}
+
+TEST(PhaseAWire, RefusesTextOverTheFrameBound) {
+  auto r = decode_phase_a(std::string(extmem::os::kMaxPayload + 1, ' '));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().step, "decode phase A");
 }
 
 }  // namespace

@@ -194,6 +194,7 @@ TEST(RouteReportLimits, BadSyncHoldsRejected) {
   expect_rejected(damaged([](json& e) { e.erase("factor"); }));
   expect_rejected(damaged([](json& e) { e["leg"] = std::string(33, 'l'); }));
   expect_rejected(damaged([](json& e) { e = json::array(); }));
+  expect_rejected(damaged([](json& e) { e["future"] = 1; }));
   json not_array = good;
   not_array["sync_holds"] = json::object();
   expect_rejected(not_array.dump());
@@ -349,12 +350,18 @@ TEST(RouteReportDecode, MistypedContainersRejected) {
   expect_rejected(j.dump());
 }
 
-// Unknown extra fields are ignored (a newer child may add some).
-TEST(RouteReportDecode, UnknownFieldsIgnored) {
+// A field encode() does not write is refused, at the top, in a leg and in the
+// soak: the halves are this binary, and a report may one day cross from another process.
+TEST(RouteReportDecode, UnknownFieldsRejected) {
   json j = valid_json();
   j["future"] = {1, 2, 3};
+  expect_rejected(j.dump());
+  j = valid_json();
   j["legs"][0]["future"] = "x";
-  expect_accepted(j.dump());
+  expect_rejected(j.dump());
+  j = valid_json();
+  j["soak"] = {{"stale", 0}, {"words", 1}, {"rounds", 1}, {"future", 1}};
+  expect_rejected(j.dump());
 }
 
 // Every strict prefix of a valid report is rejected without throwing (a truncated message).

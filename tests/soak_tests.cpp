@@ -32,7 +32,7 @@ struct SharedPair {
 };
 
 ChildContext make_context(std::pair<os::Channel, os::Channel>& peer, std::pair<os::Channel, os::Channel>& parent) {
-  ChildParams p{"T3-memfd-cross-process", Role::server, 0, Layout{kMinSize, false}, 0.3};
+  HalfParams p{"T3-memfd-cross-process", Role::server, 0, Layout{kMinSize, false}, 0.3};
   return ChildContext(p, std::move(peer.first), std::move(parent.first));
 }
 

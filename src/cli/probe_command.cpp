@@ -17,6 +17,7 @@
 #include "extmem/probe/args_file.h"
 #include "extmem/probe/probe.h"
 #include "extmem/probe/routes.h"
+#include "probe/worker/child_main.h"
 #include "probe/worker/fd_check_child.h"
 #include "probe/worker/worker_main.h"
 
@@ -68,7 +69,8 @@ struct State {
   std::string marker;  // first non-option word: marker mode
   CLI::Option* marker_opt = nullptr;
   std::vector<CLI::Option*> command_line_only;  // refused inside an args file: internal modes, nesting, the marker
-  probe::ChildArgs child_args;
+  std::string child_role;          // --role: the fresh child's label (its parameters come in its job)
+  unsigned worker_device_index = 0;  // --device-index: the device a worker opens unless --worker-select
   bool worker = false;
   bool fd_transport_check = false;  // hidden: phase A's fd-transport check child (probe/worker/fd_check_child.h)
   std::vector<std::string> warm;
@@ -141,13 +143,12 @@ void define_options(CLI::App* cmd, State& st) {
   // --list-routes alone is --list-routes=markdown (the README's table); the value is checked at run time.
   st.list_routes_opt = cmd->add_option("--list-routes", st.list_routes)->expected(0, 1)->group("");
   internal.push_back(st.list_routes_opt);
-  // Child mode: started by the probe itself with its sockets on fds 3 and 4.
+  // Child mode: started by the probe itself with its sockets on fds 3 and 4; its job comes on fd 4.
   internal.push_back(cmd->add_option("--child", st.child)->group(""));
-  internal.push_back(cmd->add_option("--role", st.child_args.role)->group(""));
-  internal.push_back(cmd->add_option("--device-index", st.child_args.device_index)->group(""));
-  internal.push_back(cmd->add_option("--memory-type-index", st.child_args.memory_type)->group(""));
+  internal.push_back(cmd->add_option("--role", st.child_role)->group(""));
   // Worker mode: a warm process started by the probe itself with its control socket on fd 3.
   internal.push_back(cmd->add_flag("--worker", st.worker)->group(""));
+  internal.push_back(cmd->add_option("--device-index", st.worker_device_index)->group(""));
   internal.push_back(cmd->add_flag("--fd-transport-check", st.fd_transport_check)->group(""));
   internal.push_back(cmd->add_option("--warm", st.warm)->group(""));
   internal.push_back(cmd->add_flag("--worker-select", st.worker_select)->group(""));
@@ -243,9 +244,10 @@ Runner add_probe(CLI::App& app) {
   return [state]() -> int {
     probe::ProbeOptions& opts = state->options;
     if (state->fd_transport_check) return probe::run_fd_transport_check();
+    if (!state->child.empty()) return probe::run_fresh_child(state->child, state->child_role);
     if (state->worker) {
       probe::WorkerArgs w;
-      w.device_index = state->child_args.device_index;
+      w.device_index = state->worker_device_index;
       if (state->worker_select) w.select = state->worker_device;
       for (const std::string& d : state->phase_a) {
         w.phase_a = true;
@@ -293,19 +295,6 @@ Runner add_probe(CLI::App& app) {
     }
     for (const State::Flag& f : state->flags)
       if (given.flags.count(f.name) > 0) *f.target = true;
-    if (!state->child.empty()) {
-      state->child_args.row = state->child;
-      state->child_args.size = opts.size;
-      state->child_args.regions_at_end = opts.regions_at_end;
-      state->child_args.soak_s = opts.soak_s;
-      state->child_args.measure = opts.measure;
-      state->child_args.measure_repeats = opts.measure_repeats;
-      state->child_args.gl_driver = opts.gl_driver;
-      state->child_args.image_width = opts.image_width;
-      state->child_args.image_height = opts.image_height;
-      state->child_args.fd_transport_pidfd = opts.fd_transport == "pidfd";
-      return probe::run_child(state->child_args);
-    }
     opts.only = split_rows(given.only.value_or(std::vector<std::string>{}));
     for (std::size_t i = 0; i < state->groups.size(); ++i) {
       if (state->only_group[i]) opts.groups.push_back(state->groups[i].name);

@@ -30,6 +30,7 @@ struct Layout {
   std::size_t offset(Region r) const { return window_offset() + static_cast<std::size_t>(r) * kRegionSize; }
   template <typename T>
   std::span<T> region(std::span<T> view, Region r) const { return view.subspan(offset(r), kRegionSize); }
+  bool operator==(const Layout&) const = default;
 };
 
 /// The pattern seed of each region's writer.

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "extmem/os/ipc.h"
+#include "probe/gl_driver.h"
+
 namespace extmem {
 // Field by field, so a renamed member is a compile error here, not a silent gap.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Error, step, kind, code, detail, space, native)
@@ -60,20 +63,59 @@ std::string encode_phase_a(const PhaseAFindings& f) {
       .dump();
 }
 
+namespace {
+
+Error phase_a_error(std::string field, std::string detail) {
+  return Error{field.empty() ? std::string("decode phase A") : "decode phase A " + field, ErrorKind::protocol, {},
+               std::move(detail)};
+}
+
+// An Error's kind and space are enums read as numbers: only the values they name.
+bool error_ok(const Error& e) {
+  return static_cast<int>(e.kind) >= 0 && e.kind <= ErrorKind::no_driver && e.space <= CodeSpace::extmem;
+}
+template <typename T>
+bool part_ok(const Result<T>& r) {
+  return r || error_ok(r.error());
+}
+
+}  // namespace
+
 Result<PhaseAFindings> decode_phase_a(std::string_view text) {
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded()) return Error{"decode phase A", ErrorKind::protocol, {}, "not JSON"};
+  if (text.size() > os::kMaxPayload)
+    return phase_a_error({}, fmt::format("{} bytes is not accepted: at most {}", text.size(), os::kMaxPayload));
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return phase_a_error({}, "not JSON: a JSON object is accepted");
+  if (!j.is_object()) return phase_a_error({}, "not a JSON object");
+  PhaseAFindings f;
   try {
-    PhaseAFindings f;
     f.vulkan = unpart<vk::VulkanEnumeration>(j.at("vulkan"));
     f.selected = unpart<std::uint32_t>(j.at("selected"));
     f.gl_driver = j.at("gl_driver").get<GlDriverChoice>();
     f.gles = unpart<gles::GlesInfo>(j.at("gles"));
     f.cuda = unpart<cuda::Enumeration>(j.at("cuda"));
-    return f;
   } catch (const json::exception& e) {
-    return Error{"decode phase A", ErrorKind::protocol, {}, e.what()};
+    return phase_a_error({}, e.what());
   }
+  // Exactly what encode_phase_a writes for the decoded value: this refuses unknown
+  // fields, numbers out of their member's range (a wrapped -1, a truncated 1.5)
+  // and a part holding both a value and an error, and names the first such field.
+  const json again = json::parse(encode_phase_a(f));
+  if (again != j) {
+    const json patch = json::diff(again, j);
+    const std::string where = patch.empty() ? std::string() : patch[0].value("path", std::string());
+    return phase_a_error(where, "not accepted: an unknown field, or a value outside its field's type or range");
+  }
+  if (!part_ok(f.vulkan) || !part_ok(f.selected) || !part_ok(f.gles) || !part_ok(f.cuda))
+    return phase_a_error("error", "an error's kind or code space is not one this build names");
+  if (!gl_driver_name_ok(f.gl_driver.requested))
+    return phase_a_error("/gl_driver/requested", std::string("not accepted: ") + kGlDriverAccepts);
+  if (f.gl_driver.served == "auto" || !gl_driver_name_ok(f.gl_driver.served))
+    return phase_a_error("/gl_driver/served", "not accepted: system, zink or llvmpipe");
+  if (f.vulkan && f.selected && *f.selected >= f.vulkan->devices.size())
+    return phase_a_error("/selected", fmt::format("device {} is not accepted: the enumeration has {} devices",
+                                                  *f.selected, f.vulkan->devices.size()));
+  return f;
 }
 
 Error driver_not_started(const char* driver) {

@@ -31,8 +31,12 @@ Error driver_not_started(const char* driver);
 /// JSON text of `f` (under os::kMaxPayload for any device count a machine has).
 std::string encode_phase_a(const PhaseAFindings& f);
 
-/// The findings from encode_phase_a's text. Errors: protocol (step "decode phase A")
-/// naming what is missing or mistyped.
+/// The findings from encode_phase_a's text, checked: at most os::kMaxPayload
+/// bytes; exactly what encode_phase_a() writes for the decoded value (no unknown
+/// field, every number within its member's type); errors of the kinds and code
+/// spaces error.h names; GL driver names gl_driver.h accepts; a selected device
+/// the enumeration holds. Errors: protocol, step "decode phase A" or "decode
+/// phase A /JSON/POINTER" naming the first field refused; detail what is accepted.
 Result<PhaseAFindings> decode_phase_a(std::string_view text);
 
 }  // namespace extmem::probe

@@ -1,5 +1,9 @@
 #include "probe/route_report.h"
 
+#include <algorithm>
+#include <optional>
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 namespace extmem::probe {
@@ -29,6 +33,13 @@ bool get_opt(const json& j, const char* key, std::optional<std::string>& out) {
   return true;
 }
 
+// The first key of object `j` that is not in `known`, if any: a report carries only what encode() writes.
+std::optional<std::string> unknown_key(const json& j, std::initializer_list<std::string_view> known) {
+  for (const auto& [key, value] : j.items())
+    if (std::find(known.begin(), known.end(), key) == known.end()) return key.substr(0, 64);
+  return std::nullopt;
+}
+
 bool get_bool(const json& j, const char* key, bool& out) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_boolean()) return false;
@@ -47,6 +58,9 @@ json sync_hold_json(const SyncHold& h) {
 Result<SyncHold> sync_hold_from_json(const json& j) {
   auto no = [](const char* what) { return Error{"decode report", ErrorKind::protocol, {}, what}; };
   if (!j.is_object()) return no("not an object");
+  if (unknown_key(j, {"leg", "ungated_us", "samples", "factor", "floor_ms", "ceiling_ms", "wanted_ms", "hold_ms",
+                      "over_ceiling"}))
+    return no("an unknown field");
   SyncHold h;
   if (!get_string(j, "leg", h.leg) || h.leg.size() > 32) return no("leg missing, mistyped or longer than 32");
   auto num = j.find("ungated_us");
@@ -93,6 +107,8 @@ Result<RouteReport> decode_report(const std::string& payload) {
   json j = json::parse(payload, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return bad("not JSON");
   if (!j.is_object()) return bad("not a JSON object");
+  if (auto k = unknown_key(j, {"unsupported", "skip", "fatal", "legs", "detail", "soak", "sync_holds", "measure"}))
+    return bad("unknown field \"" + *k + "\": unsupported, skip, fatal, legs, detail, soak, sync_holds, measure are accepted");
   RouteReport r;
   if (!get_opt(j, "unsupported", r.facts.unsupported) || !get_opt(j, "skip", r.facts.skip) ||
       !get_opt(j, "fatal", r.facts.fatal))
@@ -101,6 +117,8 @@ Result<RouteReport> decode_report(const std::string& payload) {
   if (legs == j.end() || !legs->is_array() || legs->size() > kMaxLegs) return bad("legs missing or not an array of <= 16");
   for (const json& l : *legs) {
     if (!l.is_object()) return bad("leg is not an object");
+    if (auto k = unknown_key(l, {"name", "decisive", "attempted", "read_ok", "write_ok", "failed_step", "code", "note"}))
+      return bad("unknown leg field \"" + *k + "\"");
     Leg leg;
     if (!get_string(l, "name", leg.name) || !get_bool(l, "decisive", leg.decisive) ||
         !get_bool(l, "attempted", leg.attempted) || !get_bool(l, "read_ok", leg.read_ok) ||
@@ -112,6 +130,7 @@ Result<RouteReport> decode_report(const std::string& payload) {
   }
   if (auto soak = j.find("soak"); soak != j.end()) {
     if (!soak->is_object()) return bad("soak is not an object");
+    if (unknown_key(*soak, {"stale", "words", "rounds"})) return bad("an unknown soak field");
     SoakCount c;
     for (auto [key, field] : {std::pair{"stale", &c.stale}, std::pair{"words", &c.words}, std::pair{"rounds", &c.rounds}}) {
       auto it = soak->find(key);

@@ -25,12 +25,13 @@ std::string encode(const RouteReport& report);
 nlohmann::json sync_hold_json(const SyncHold& h);
 
 /// The inverse of sync_hold_json. Errors (protocol, step "decode report"): not
-/// an object, a field missing or mistyped, a leg name over 32 characters, or
+/// an object, a field missing, mistyped or unknown, a leg name over 32 characters, or
 /// hold/wanted/ceiling/over_ceiling that contradict each other.
 Result<SyncHold> sync_hold_from_json(const nlohmann::json& j);
 
 /// Parses a report sent by a child. Errors (protocol, step "decode report"):
-/// not JSON, missing or mistyped fields, more than 16 legs, strings over 4 KiB,
+/// not JSON, missing, mistyped or unknown fields (of the report, a leg, the
+/// soak or a sync hold), more than 16 legs, strings over 4 KiB,
 /// a "measure" that is neither absent, null nor an object.
 Result<RouteReport> decode_report(const std::string& payload);
 

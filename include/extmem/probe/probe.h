@@ -106,25 +106,4 @@ Status validate(const ProbeOptions& options);
 /// hangs or sends garbage makes its row FAIL.
 int run(const ProbeOptions& options, std::ostream& out, std::ostream& err);
 
-/// Parameters of one route half, as the parent passes them on the command line.
-struct ChildArgs {
-  std::string row;
-  std::string role;               ///< "server" or "client"
-  unsigned device_index = 0;
-  std::size_t size = 65536;       ///< bytes
-  bool regions_at_end = false;
-  double soak_s = 0;              ///< seconds
-  bool measure = false;           ///< --measure: collect figures (probe/measure.h)
-  unsigned measure_repeats = 5;   ///< samples per figure
-  int memory_type = -1;           ///< exporting side's memory type; -1 = auto
-  std::string gl_driver = "auto"; ///< the GL driver the parent chose (system, zink, llvmpipe), or auto
-  std::uint32_t image_width = 256, image_height = 256;  ///< --image-size, texels
-  bool fd_transport_pidfd = false;  ///< --fd-transport=pidfd: the peer socket's fds cross by pidfd_getfd
-};
-
-/// Child mode (`extmem probe --child=ROW --role=...`): expects the peer socket
-/// on fd 3 and the report socket on fd 4. Returns the process exit code (2 for
-/// bad arguments or missing sockets).
-int run_child(const ChildArgs& args);
-
 }  // namespace extmem::probe

@@ -173,17 +173,17 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
 
   EngineOptions engine;
   engine.base.exe = o.self_exe;
-  engine.base.layout = Layout{o.size, o.regions_at_end};
   engine.base.timeout_s = o.timeout_s;
-  engine.base.soak_s = o.soak_s;
-  engine.base.image_width = o.image_width;
-  engine.base.image_height = o.image_height;
+  engine.base.half.layout = Layout{o.size, o.regions_at_end};
+  engine.base.half.soak_s = o.soak_s;
+  engine.base.half.image_width = o.image_width;
+  engine.base.half.image_height = o.image_height;
   engine.measure = o.measure;
   engine.measure_size = o.measure_size;
   engine.measure_repeats = o.measure_repeats;
   engine.jobs = o.measure || o.soak_s > 0 ? 1 : (o.jobs == 0 ? default_jobs() : std::min(o.jobs, jobs_limit()));
   engine.isolate_route = o.isolate == "route";
-  engine.base.gl_driver = o.gl_driver;  // warm workers each decide what auto means before their EGL starts
+  engine.base.half.gl_driver = o.gl_driver;  // warm workers each decide what auto means before their EGL starts
   // Warm workers start first and the first one enumerates phase A, so this process
   // loads no driver: driver start-up, not route work, is most of a run's time and memory.
   // Before phase A only the filters decide rows (which drivers the workers open up front).
@@ -209,7 +209,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   }
   if (!found) {
     found = local_phase_a(o.device, o.gl_driver, uses_gl, uses_cuda);
-    engine.base.gl_driver = found->gl_driver.served;  // fresh children put in place what phase A chose
+    engine.base.half.gl_driver = found->gl_driver.served;  // fresh children put in place what phase A chose
   }
   if (!found->vulkan) return Error{"cannot run", ErrorKind::unsupported, {}, found->vulkan.error().message()};
   f.phase_a.vulkan = std::move(*found->vulkan);
@@ -228,7 +228,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
                                                   o.image_width, o.image_height, dev.max_image_dimension_2d, dev.index));
   auto memory_types = memory_type_plan(o.memory_type, dev);
   if (!memory_types) return std::move(memory_types).error();
-  engine.base.device_index = *found->selected;
+  engine.base.half.device_index = *found->selected;
   f.phase_a.gl_driver = found->gl_driver;
   f.phase_a.gles = std::move(found->gles);
   f.phase_a.cuda = std::move(found->cuda);

@@ -44,8 +44,8 @@ struct Engine::State {
       return lane.empty() ? supervise(*planned.route, p) : supervise_on_lane(*planned.route, p, *lane[lane_index]);
     };
     SuperviseParams p = options.base;
-    p.memory_type = planned.memory_type;
-    p.fd_transport = planned.fd_transport;
+    p.half.memory_type = planned.memory_type;
+    p.half.fd_transport = planned.fd_transport;
     tracing::event("row start " + planned.row);
     auto supervised = once(p);
     tracing::event("row end " + planned.row);
@@ -54,10 +54,10 @@ struct Engine::State {
     r.row = planned.row;
     if (options.measure && planned.route->measured && has_round_trip(r)) {
       // A second run that only measures, at --measure-size: the verdict above is already decided.
-      p.measure = true;
-      p.measure_repeats = options.measure_repeats;
-      p.layout.size = options.measure_size;
-      p.soak_s = 0;                                           // the verdict run soaked already
+      p.half.measure = true;
+      p.half.measure_repeats = options.measure_repeats;
+      p.half.layout.size = options.measure_size;
+      p.half.soak_s = 0;                                          // the verdict run soaked already
       p.timeout_s = std::max(options.base.timeout_s, 300.0);  // 64 MiB through slow (uncached) memory takes a while
       auto measuring = once(p);
       if (!measuring) return std::move(measuring).error();
@@ -82,8 +82,8 @@ Engine::Engine(const EngineOptions& options, const std::vector<PlannedRow>& may_
   s.lanes = static_cast<unsigned>(std::clamp<std::size_t>(runnable, 1, std::max(options.jobs, 1u)));
   if (options.isolate_route || runnable == 0) return;
   for (unsigned i = 0; i < s.lanes; ++i) {
-    WorkerWarmth warmth{gl && i == 0, cuda && i == (s.lanes > 1 ? 1u : 0u), options.base.gl_driver};
-    std::vector<std::string> device_args = {fmt::format("--device-index={}", options.base.device_index)};
+    WorkerWarmth warmth{gl && i == 0, cuda && i == (s.lanes > 1 ? 1u : 0u), options.base.half.gl_driver};
+    std::vector<std::string> device_args = {fmt::format("--device-index={}", options.base.half.device_index)};
     if (options.select_device) {
       device_args = {"--worker-select"};  // an empty --device is the default device: no "--worker-device=" then
       if (!options.select_device->empty()) device_args.push_back("--worker-device=" + *options.select_device);
@@ -129,7 +129,7 @@ Result<PhaseAFindings> Engine::phase_a(double timeout_s) {
       return Error{"phase A", ErrorKind::protocol, {}, fmt::format("unexpected message type {}", static_cast<int>(frame->type))};
     auto found = decode_phase_a(frame->payload);
     if (found && found->selected) {
-      s.options.base.device_index = *found->selected;
+      s.options.base.half.device_index = *found->selected;
       for (auto& l : s.lane) l->set_device_index(*found->selected);
     }
     return found;

@@ -12,6 +12,8 @@
 #include "extmem/os/child.h"
 #include "extmem/os/clock.h"
 #include "extmem/os/ipc.h"
+#include "probe/done_codec.h"
+#include "probe/job_codec.h"
 #include "probe/parent/route_deadline.h"
 #include "probe/parent/worker_pool.h"
 #include "probe/route_report.h"
@@ -102,13 +104,14 @@ Collected collect(std::array<Half, 2>& halves, RouteDeadline limit) {
           c.report = std::move(*decoded);
         }
       } else if (frame->type == os::MsgType::done && h.warm) {
-        auto done = nlohmann::json::parse(frame->payload, nullptr, false);
-        if (done.is_discarded() || !done.contains("exit_code") || !done["exit_code"].is_number_integer()) {
-          c.fatal = fmt::format("malformed done message from {} after step \"{}\"", to_string(h.role), h.last_step);
+        auto done = decode_done(frame->payload);
+        if (!done) {
+          c.fatal = fmt::format("malformed done message from {} after step \"{}\": {}", to_string(h.role), h.last_step,
+                                done.error().message());
         } else {
           h.open = false;
-          h.exit = os::ExitInfo{true, done["exit_code"].get<int>(), false, 0};
-          h.hygiene = done.value("hygiene", nlohmann::json());
+          h.exit = os::ExitInfo{true, done->exit_code, false, 0};
+          h.hygiene = hygiene_json(done->hygiene);
         }
       } else {
         c.fatal = fmt::format("unexpected message type {} from {}", static_cast<int>(frame->type), to_string(h.role));
@@ -131,7 +134,7 @@ RowResult conclude(const RouteDef& route, const std::array<Half, 2>& halves, Col
   if (c.timed_out) {
     if (c.starting)
       facts.fatal = fmt::format("timeout after {:g} s starting a new worker's drivers in {}",
-                                RouteDeadline{0, params.timeout_s + params.soak_s}.start_up_s(),
+                                RouteDeadline{0, params.timeout_s + params.half.soak_s}.start_up_s(),
                                 still_running.empty() ? "route" : still_running);
     else
       facts.fatal =
@@ -186,37 +189,19 @@ std::array<Half, 2> two_halves(const RouteDef& route) {
   return halves;
 }
 
+// Only labels: the row and role name the process in ps and extmem watch (and
+// let a wrapper such as the tests' tell the halves apart); the child takes every
+// parameter from its job.
 std::vector<std::string> child_argv(const RouteDef& route, Role role, const SuperviseParams& p) {
-  std::vector<std::string> argv = {p.exe, "probe", fmt::format("--child={}", route.row),
-                                   fmt::format("--role={}", to_string(role)),
-                                   fmt::format("--device-index={}", p.device_index),
-                                   fmt::format("--size={}", p.layout.size)};
-  if (p.layout.regions_at_end) argv.emplace_back("--regions-at-end");
-  if (p.soak_s > 0) argv.push_back(fmt::format("--soak={}", p.soak_s));
-  if (p.measure) {
-    argv.emplace_back("--measure");
-    argv.push_back(fmt::format("--measure-repeats={}", p.measure_repeats));
-  }
-  if (p.memory_type >= 0) argv.push_back(fmt::format("--memory-type-index={}", p.memory_type));
-  argv.push_back("--gl-driver=" + p.gl_driver);
-  argv.push_back(fmt::format("--image-size={}x{}", p.image_width, p.image_height));
-  argv.push_back(fmt::format("--fd-transport={}", os::to_string(p.fd_transport)));
-  return argv;
+  return {p.exe, "probe", fmt::format("--child={}", route.row), fmt::format("--role={}", to_string(role))};
 }
 
-std::string job_payload(const RouteDef& route, Role role, const SuperviseParams& p) {
-  return nlohmann::json{{"row", route.row},
-                        {"role", to_string(role)},
-                        {"size", p.layout.size},
-                        {"regions_at_end", p.layout.regions_at_end},
-                        {"soak_s", p.soak_s},
-                        {"measure", p.measure},
-                        {"measure_repeats", p.measure_repeats},
-                        {"memory_type", p.memory_type},
-                        {"image_width", p.image_width},
-                        {"image_height", p.image_height},
-                        {"fd_transport", os::to_string(p.fd_transport)}}
-      .dump();
+// The job of one half: the run's record with that half's row and role.
+std::string half_job(const RouteDef& route, Role role, const SuperviseParams& p) {
+  HalfParams half = p.half;
+  half.row = std::string(route.row);
+  half.role = role;
+  return encode_job(half);
 }
 
 }  // namespace
@@ -240,12 +225,14 @@ Result<RowResult> supervise(const RouteDef& route, const SuperviseParams& params
     h.spawned = true;
     reports[i] = std::move(rep->first);
     h.channel = &reports[i];
+    // A child that is already gone fails this send; collect() then sees it exit without a report.
+    (void)reports[i].send(os::MsgType::job, half_job(route, h.role, params));
     // rep->second (the child's end) closes here, so EOF on ours means the child is gone.
   }
   peer->first.owned_fd().reset();
   peer->second.owned_fd().reset();
 
-  Collected c = collect(halves, RouteDeadline{start, params.timeout_s + params.soak_s});
+  Collected c = collect(halves, RouteDeadline{start, params.timeout_s + params.half.soak_s});
 
   // Reap: give halves that closed their sockets a moment to exit, then kill whatever is left.
   std::string still_running;
@@ -279,7 +266,7 @@ Result<RowResult> supervise_on_lane(const RouteDef& route, const SuperviseParams
     Half& h = halves[i];
     if (!h.open) continue;
     const int peer_end = h.role == Role::server ? peer->first.fd() : peer->second.fd();
-    const std::string job = job_payload(route, h.role, params);
+    const std::string job = half_job(route, h.role, params);
     // A worker that died while idle (killed from outside) fails the send: start another once.
     for (int attempt = 0; attempt < 2 && workers[i] == nullptr; ++attempt) {
       auto w = lane.worker(slots[i]);
@@ -299,7 +286,7 @@ Result<RowResult> supervise_on_lane(const RouteDef& route, const SuperviseParams
   peer->first.owned_fd().reset();
   peer->second.owned_fd().reset();
 
-  Collected c = collect(halves, RouteDeadline{start, params.timeout_s + params.soak_s});
+  Collected c = collect(halves, RouteDeadline{start, params.timeout_s + params.half.soak_s});
 
   std::string still_running;
   for (std::size_t i = 0; i < 2; ++i) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "extmem/os/ipc.h"
+#include "probe/half_params.h"
 #include "probe/parent/row_result.h"
 #include "probe/routes.h"
 
@@ -16,16 +17,10 @@ class Lane;
 
 struct SuperviseParams {
   std::string exe;              ///< binary to re-execute
-  unsigned device_index = 0;
-  Layout layout;
-  double timeout_s = 60;        ///< for the whole route, seconds
-  double soak_s = 0;            ///< passed to the halves; the route may take this much longer
-  bool measure = false;         ///< --measure to the halves (the measuring run, never the verdict run)
-  unsigned measure_repeats = 5;
-  int memory_type = -1;         ///< --memory-type-index to the halves; -1 = auto
-  std::string gl_driver = "auto";  ///< --gl-driver to the halves: phase A's choice (system, zink, llvmpipe), or auto
-  std::uint32_t image_width = 256, image_height = 256;  ///< --image-size to the halves, texels
-  os::FdTransport fd_transport = os::FdTransport::scm;  ///< how the halves pass fds (a row's "@pidfd" twin: pidfd)
+  double timeout_s = 60;        ///< for the whole route, seconds; the halves' soak_s is added to it
+  /// What both halves run with; supervise() fills in row and role per half and
+  /// sends it as each half's job (probe/job_codec.h), to a fresh child or a worker alike.
+  HalfParams half;
 };
 
 /// Starts the server half and the client half as fresh processes (fd 3: the

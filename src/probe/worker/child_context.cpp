@@ -17,7 +17,7 @@ namespace extmem::probe {
 
 const char* to_string(Role role) { return role == Role::server ? "server" : "client"; }
 
-ChildContext::ChildContext(ChildParams params, os::Channel peer, os::Channel parent)
+ChildContext::ChildContext(HalfParams params, os::Channel peer, os::Channel parent)
     : params_(std::move(params)), peer_(std::move(peer)), parent_(std::move(parent)) {
   peer_.set_fd_transport(params_.fd_transport);
 }
@@ -63,7 +63,7 @@ namespace {
 // Whether a fault's ROW names this run: the plain row name hits every run of the
 // row (its @mtN and @pidfd twins too, as before); a printed run name
 // (ROW@mt2, ROW@pidfd, ROW@mt2@pidfd) hits only the runs that carry each suffix given.
-bool fault_names_this_run(std::string_view named, const ChildParams& p) {
+bool fault_names_this_run(std::string_view named, const HalfParams& p) {
   if (named == p.row) return true;  // a row's own name may hold '@' (T4-image-opaque-fd@linear)
   if (named.size() <= p.row.size() || named.substr(0, p.row.size()) != p.row || named[p.row.size()] != '@')
     return false;
@@ -78,7 +78,7 @@ bool fault_names_this_run(std::string_view named, const ChildParams& p) {
 
 // Splits EXTMEM_TEST_FAULT=ROW:ROLE:STEP-SUBSTRING:ACTION; the action is empty
 // when the variable is unset or does not name this row, role and step.
-std::string fault_action(const ChildParams& p, std::string_view step) {
+std::string fault_action(const HalfParams& p, std::string_view step) {
   const char* spec = std::getenv("EXTMEM_TEST_FAULT");
   if (spec == nullptr) return {};
   std::string s(spec);

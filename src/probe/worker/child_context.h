@@ -7,37 +7,22 @@
 #include <string_view>
 
 #include "extmem/os/ipc.h"
+#include "probe/half_params.h"
 #include "probe/layout.h"
 #include "probe/route_report.h"
 
 namespace extmem::probe {
 
-enum class Role { server, client };
-
 /// "fd transport pidfd: <step> -> <code> (<detail>)": the UNSUPPORTED reason of a
 /// row whose fd could not be fetched, e.g. "fd transport pidfd: pidfd_getfd(pid
 /// 1234, fd 7) -> EPERM (1) (Operation not permitted)".
 std::string fd_refusal_reason(const Error& refused);
-const char* to_string(Role role);
-
-struct ChildParams {
-  std::string row;
-  Role role = Role::server;
-  std::uint32_t device_index = 0;
-  Layout layout;
-  double soak_s = 0;  ///< --soak seconds; 0: no soak
-  int memory_type = -1;  ///< --memory-type: the exporting side allocates from this type; -1: auto
-  std::uint32_t image_width = 256, image_height = 256;  ///< --image-size: the image rows' image, texels
-  /// How the fds of the peer socket cross: SCM_RIGHTS, or pidfd_getfd for a row's "@pidfd" twin
-  /// (os/ipc.h; both halves get the same one).
-  os::FdTransport fd_transport = os::FdTransport::scm;
-};
 
 class ChildContext {
  public:
-  ChildContext(ChildParams params, os::Channel peer, os::Channel parent);
+  ChildContext(HalfParams params, os::Channel peer, os::Channel parent);
 
-  const ChildParams& params() const { return params_; }
+  const HalfParams& params() const { return params_; }
   const Layout& layout() const { return params_.layout; }
   const os::Channel& peer() const { return peer_; }
 
@@ -58,7 +43,7 @@ class ChildContext {
 
  private:
   void apply_fault(std::string_view step);
-  ChildParams params_;
+  HalfParams params_;
   os::Channel peer_;
   os::Channel parent_;
 };

@@ -10,12 +10,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <map>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "extmem/os/ipc.h"
 #include "extmem/probe/probe.h"
+#include "probe/done_codec.h"
+#include "probe/job_codec.h"
 #include "probe/phase_a_wire.h"
 #include "probe/routes.h"
 #include "probe/trace.h"
@@ -26,12 +29,11 @@
 namespace extmem::probe {
 namespace {
 
-using nlohmann::json;
-
 constexpr int kControlFd = 3;
 
-json fd_table() {
-  json fds = json::object();
+// fd number -> readlink target ("?" when unreadable), of every fd but the one listing them.
+std::map<std::string, std::string> fd_table() {
+  std::map<std::string, std::string> fds;
   DIR* dir = ::opendir("/proc/self/fd");
   if (dir == nullptr) return fds;
   const int own = ::dirfd(dir);
@@ -48,36 +50,6 @@ json fd_table() {
   return fds;
 }
 
-// The job's parameters, or an error text naming the field.
-std::optional<ChildParams> job_params(const json& j, std::uint32_t device_index, std::string& why) {
-  try {
-    ChildParams p;
-    p.row = j.at("row").get<std::string>();
-    const std::string role = j.at("role").get<std::string>();
-    if (role != "server" && role != "client") {
-      why = "role \"" + role + "\" is neither server nor client";
-      return std::nullopt;
-    }
-    p.role = role == "server" ? Role::server : Role::client;
-    p.device_index = device_index;
-    p.layout = Layout{j.at("size").get<std::size_t>(), j.at("regions_at_end").get<bool>()};
-    p.soak_s = j.at("soak_s").get<double>();
-    p.memory_type = j.at("memory_type").get<int>();
-    p.image_width = j.at("image_width").get<std::uint32_t>();
-    p.image_height = j.at("image_height").get<std::uint32_t>();
-    const std::string transport = j.value("fd_transport", std::string("scm"));
-    if (transport != "scm" && transport != "pidfd") {
-      why = "fd_transport \"" + transport + "\" is neither scm nor pidfd";
-      return std::nullopt;
-    }
-    p.fd_transport = transport == "pidfd" ? os::FdTransport::pidfd : os::FdTransport::scm;
-    return p;
-  } catch (const json::exception& e) {
-    why = e.what();
-    return std::nullopt;
-  }
-}
-
 }  // namespace
 
 HygieneSnapshot HygieneSnapshot::take() {
@@ -88,18 +60,16 @@ HygieneSnapshot HygieneSnapshot::take() {
   return s;
 }
 
-json HygieneSnapshot::compare_to(const HygieneSnapshot& later) const {
-  json left_open = json::array(), closed = json::array(), live = json::object();
-  for (const auto& [fd, target] : later.fds_.items())
-    if (!fds_.contains(fd) || fds_.at(fd) != target) left_open.push_back(fd + " -> " + target.get<std::string>());
-  for (const auto& [fd, target] : fds_.items())
-    if (!later.fds_.contains(fd) || later.fds_.at(fd) != target) closed.push_back(fd + " -> " + target.get<std::string>());
-  for (const auto& [name, count] : later.live_.items())
-    if (count != live_.at(name)) live[name] = count.get<long>() - live_.at(name).get<long>();
-  const bool clean = left_open.empty() && closed.empty() && live.empty();
-  json out = {{"clean", clean}, {"fds", fds_.size()}};
-  if (!clean) out.update({{"left_open", left_open}, {"closed", closed}, {"live_delta", live}});
-  return out;
+Hygiene HygieneSnapshot::compare_to(const HygieneSnapshot& later) const {
+  Hygiene h;
+  h.fds = static_cast<std::uint32_t>(fds_.size());
+  for (const auto& [fd, target] : later.fds_)
+    if (auto it = fds_.find(fd); it == fds_.end() || it->second != target) h.left_open.push_back(fd + " -> " + target);
+  for (const auto& [fd, target] : fds_)
+    if (auto it = later.fds_.find(fd); it == later.fds_.end() || it->second != target) h.closed.push_back(fd + " -> " + target);
+  for (const auto& [name, count] : later.live_)
+    if (count != live_.at(name)) h.live_delta[name] = count - live_.at(name);
+  return h;
 }
 
 int run_worker(const WorkerArgs& a) {
@@ -188,12 +158,17 @@ int run_worker(const WorkerArgs& a) {
     if (!frame) tracing::event("worker sees EOF");
     if (!frame) return 0;  // the parent closed the control socket (or is gone): the run is over
     std::string why;
-    json job = json::parse(frame->payload, nullptr, false);
-    std::optional<ChildParams> params;
-    if (frame->type != os::MsgType::job || !frame->fd.valid() || job.is_discarded())
-      why = "expected a job frame with a JSON payload and the peer socket";
-    else
-      params = job_params(job, device_index, why);
+    std::optional<HalfParams> params;
+    if (frame->type != os::MsgType::job || !frame->fd.valid()) {
+      why = "expected a job frame with the peer socket";
+    } else if (auto job = decode_job(frame->payload); !job) {
+      why = job.error().message();
+    } else {
+      params = std::move(*job);
+      // The drivers are open already: the device and GL driver are the ones this worker started with.
+      params->device_index = device_index;
+      params->gl_driver = a.gl_driver;
+    }
     const RouteDef* route = params ? find_route(params->row) : nullptr;
     if (params && (route == nullptr || route->server.main == nullptr ||
                    (params->role == Role::client && route->client.main == nullptr)))
@@ -206,7 +181,7 @@ int run_worker(const WorkerArgs& a) {
     int code = 0;
     {
       os::UniqueFd report(::fcntl(kControlFd, F_DUPFD_CLOEXEC, 0));
-      if (job.value("measure", false)) measure::enable(job.value("measure_repeats", 5u));
+      if (params->measure) measure::enable(params->measure_repeats);
       ChildContext ctx(*params, os::Channel(std::move(frame->fd)), os::Channel(std::move(report)));
       // Named for the half it runs now, so ps, top and extmem watch tell them apart.
       ::prctl(PR_SET_NAME, params->role == Role::server ? "extmem-server" : "extmem-client");
@@ -217,10 +192,10 @@ int run_worker(const WorkerArgs& a) {
       measure::disable();
     }  // the half's peer socket and report channel close here, as a fresh child's would at exit
     if (overlapped_warm_up && cuda_warm.joinable()) cuda_warm.join();
-    json hygiene = before.compare_to(HygieneSnapshot::take());
-    if (overlapped_warm_up) hygiene["overlapped_warm_up"] = true;  // a difference may be the warm-up's, not the route's
-    hygiene["pid"] = ::getpid();  // tells a replaced worker from the one before
-    if (!control.send(os::MsgType::done, json{{"exit_code", code}, {"hygiene", hygiene}}.dump()).ok()) return 0;
+    DoneMessage done{code, before.compare_to(HygieneSnapshot::take())};
+    done.hygiene.overlapped_warm_up = overlapped_warm_up;  // a difference may be the warm-up's, not the route's
+    done.hygiene.pid = ::getpid();  // tells a replaced worker from the one before
+    if (!control.send(os::MsgType::done, encode_done(done)).ok()) return 0;
   }
 }
 

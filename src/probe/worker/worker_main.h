@@ -1,12 +1,14 @@
 // Worker mode: a warm process that runs one route half after another
-// (`extmem probe --worker --role=...`, started by the parent's worker pool).
+// (`extmem probe --worker`, started by the parent's worker pool).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <map>
+
+#include "probe/done_codec.h"
 
 namespace extmem::probe {
 
@@ -28,11 +30,12 @@ struct WorkerArgs {
 /// `phase_a_cuda` (otherwise their findings are the error "not started (no
 /// selected row uses ...)"). Opens the drivers once (the Vulkan device
 /// always; EGL and CUDA when asked),
-/// then for each `job` frame — JSON {row, role, size, regions_at_end, soak_s, measure,
-/// measure_repeats, memory_type} with the route's peer socket as its fd — runs
+/// then for each `job` frame — the half's HalfParams (probe/job_codec.h, the
+/// encoding a fresh child gets too; this worker's own device index and GL driver
+/// replace the job's) with the route's peer socket as its fd — runs
 /// that route half with the job's peer socket as fd 3 would be in child mode and
 /// a dup of the control socket as its report channel, then sends a `done` frame:
-/// {"exit_code": N, "hygiene": worker_hygiene()} once the half's sockets are
+/// (done_codec.h: the exit code and what the half left behind) once the half's sockets are
 /// closed. A route half that calls exit() or dies takes the worker with it; the
 /// parent sees the control socket close and replaces it. Returns 0 when the
 /// parent closes the control socket, 2 for bad arguments or a malformed job.
@@ -41,15 +44,15 @@ int run_worker(const WorkerArgs& args);
 /// What a route left behind in this process, comparing two snapshots: fds
 /// opened and not closed (number and readlink target), fds closed that were
 /// open before, and the change in live Vulkan buffers/memories and GL shared
-/// buffers. {"clean": true} when nothing changed.
+/// buffers (done_codec.h, Hygiene; pid and overlapped_warm_up are the caller's).
 class HygieneSnapshot {
  public:
   static HygieneSnapshot take();
-  nlohmann::json compare_to(const HygieneSnapshot& later) const;
+  Hygiene compare_to(const HygieneSnapshot& later) const;
 
  private:
-  nlohmann::json fds_;    // fd number (string) -> target
-  nlohmann::json live_;   // counter name -> count
+  std::map<std::string, std::string> fds_;  // fd number (decimal text) -> target
+  std::map<std::string, std::int64_t> live_;  // kHygieneCounters name -> count
 };
 
 }  // namespace extmem::probe
