@@ -9,6 +9,8 @@
 # python3-torch (only with --tests, so the main job's first run does not wait for it): the pytorch.*
 #   tests run examples/pytorch_alias.py on CPU tensors (torch 1.13.1, CPU only); without recommends
 #   176 packages, 48 MB, ~42 s to install here (with them 230 packages, 77 MB).
+# prometheus, prometheus-node-exporter (only with --tests): the probe.prometheus test checks the
+#   --prometheus file with promtool and reads it back through a real node_exporter (docs/fleet.md).
 set -euo pipefail
 
 packages=(
@@ -22,7 +24,7 @@ packages=(
   dpkg-dev file
 )
 case "${1-}" in
-  --tests) packages+=(python3-torch libdrm-dev) ;;
+  --tests) packages+=(python3-torch libdrm-dev prometheus prometheus-node-exporter) ;;
   "") ;;
   *) echo "extmem: scripts/deps.sh: unknown argument '$1' (accepted: --tests, or nothing)" >&2; exit 2 ;;
 esac

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "extmem/core/duration.h"
 #include "extmem/probe/args_file.h"
+#include "extmem/probe/failure_codes.h"
 #include "extmem/probe/probe.h"
 #include "extmem/probe/routes.h"
 #include "probe/worker/child_main.h"
@@ -62,6 +63,7 @@ struct State {
   std::string child;
   std::string list_routes;  // hidden --list-routes[=json|markdown]: the route table (tests, README); alone: markdown
   CLI::Option* list_routes_opt = nullptr;
+  bool list_failure_codes = false;  // --list-failure-codes: docs/failure-codes.md on stdout
   std::map<std::string, std::string> text;                    // each valued option's text, as given
   std::vector<std::pair<std::string, CLI::Option*>> valued;   // in --help order
   std::string args_file;                                      // --args-file=F (the CLI's own: not a ProbeOptions field)
@@ -127,6 +129,12 @@ void define_options(CLI::App* cmd, State& st) {
          "How rows that pass an fd pass it: scm (SCM_RIGHTS), pidfd (pidfd_getfd; those rows print as ROW@pidfd), "
          "both (each such row, then its ROW@pidfd twin)",
          "scm");
+  valued("--require", "ROW[,ROW...]", "Rows that must be OK: the exit follows them; a name matching no row fails (docs/fleet.md)", "");
+  valued("--require-group", "GROUP[,GROUP...]", "Groups whose every row must be OK (as --require)", "");
+  valued("--expect", "FILE", "Baseline of expected statuses per row (and device or driver); differences fail", "");
+  flag("--npd", o.npd, "node-problem-detector plugin: one line on stdout, exit 0 OK, 1 problem, 2 unknown");
+  valued("--prometheus", "FILE", "Write a Prometheus textfile (node_exporter) of the row statuses and figures", "");
+  valued("--ctrf", "FILE", "Write a CTRF JSON report, one test per row", "");
   st.args_file_opt = cmd->add_option("--args-file", st.args_file,
                                      "Read options from FILE: shell-like words, # comments; the command line wins")
                          ->type_name("FILE");
@@ -143,6 +151,8 @@ void define_options(CLI::App* cmd, State& st) {
   // --list-routes alone is --list-routes=markdown (the README's table); the value is checked at run time.
   st.list_routes_opt = cmd->add_option("--list-routes", st.list_routes)->expected(0, 1)->group("");
   internal.push_back(st.list_routes_opt);
+  cmd->add_flag("--list-failure-codes", st.list_failure_codes,
+                "Print the failure-code table (docs/failure-codes.md) and exit");
   // Child mode: started by the probe itself with its sockets on fds 3 and 4; its job comes on fd 4.
   internal.push_back(cmd->add_option("--child", st.child)->group(""));
   internal.push_back(cmd->add_option("--role", st.child_role)->group(""));
@@ -299,6 +309,10 @@ Runner add_probe(CLI::App& app) {
     for (std::size_t i = 0; i < state->groups.size(); ++i) {
       if (state->only_group[i]) opts.groups.push_back(state->groups[i].name);
       if (state->no_group[i]) opts.excluded_groups.push_back(state->groups[i].name);
+    }
+    if (state->list_failure_codes) {
+      std::cout << probe::failure_codes_markdown();
+      return probe::kExitOk;
     }
     if (state->list_routes_opt->count() > 0) {
       const std::string form = state->list_routes.empty() ? "markdown" : state->list_routes;

@@ -21,6 +21,14 @@ const char* to_string(ErrorKind kind) noexcept {
   return "unknown";
 }
 
+std::optional<ErrorKind> error_kind_from_string(std::string_view name) noexcept {
+  for (ErrorKind k : {ErrorKind::invalid_argument, ErrorKind::os, ErrorKind::driver, ErrorKind::unsupported,
+                      ErrorKind::mismatch, ErrorKind::protocol, ErrorKind::timeout, ErrorKind::peer_closed,
+                      ErrorKind::no_driver})
+    if (name == to_string(k)) return k;
+  return std::nullopt;
+}
+
 std::string Error::message() const {
   std::string out = step;
   if (!code.empty()) out += (out.empty() ? "" : ": ") + code;

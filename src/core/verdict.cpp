@@ -25,7 +25,20 @@ RowStatus row_status(ErrorKind kind) noexcept {
   }
 }
 
+const char* to_string(Basis basis) noexcept {
+  switch (basis) {
+    case Basis::legs: return "legs";
+    case Basis::soak: return "soak";
+    case Basis::no_decisive_leg: return "no_decisive_leg";
+    case Basis::stopped: return "stopped";
+    case Basis::not_built: return "not_built";
+    case Basis::not_selected: return "not_selected";
+  }
+  return "stopped";
+}
+
 void stop_row(RouteFacts& facts, ErrorKind kind, std::string why) {
+  facts.stop_kind = kind;
   switch (row_status(kind)) {
     case RowStatus::skip: facts.skip = std::move(why); break;
     case RowStatus::unsupported: facts.unsupported = std::move(why); break;
@@ -60,9 +73,9 @@ std::string leg_why(const Leg& leg) {
 }  // namespace
 
 Verdict decide(const RouteFacts& facts, const std::vector<Leg>& legs) {
-  if (facts.skip) return {RowStatus::skip, *facts.skip};
-  if (facts.fatal) return {RowStatus::fail, *facts.fatal};
-  if (facts.unsupported) return {RowStatus::unsupported, *facts.unsupported};
+  if (facts.skip) return {RowStatus::skip, *facts.skip, facts.stop_basis, facts.stop_kind};
+  if (facts.fatal) return {RowStatus::fail, *facts.fatal, facts.stop_basis, facts.stop_kind};
+  if (facts.unsupported) return {RowStatus::unsupported, *facts.unsupported, facts.stop_basis, facts.stop_kind};
 
   std::size_t decisive = 0, round_tripped = 0;
   std::string why;
@@ -75,11 +88,12 @@ Verdict decide(const RouteFacts& facts, const std::vector<Leg>& legs) {
       why += (why.empty() ? "" : "; ") + leg_why(leg);
     }
   }
-  if (decisive == 0) return {RowStatus::fail, "no decisive leg: nothing was compared"};
+  if (decisive == 0) return {RowStatus::fail, "no decisive leg: nothing was compared", Basis::no_decisive_leg, {}};
   if (round_tripped == decisive) {
     if (facts.soak && facts.soak->stale > 0)
       return {RowStatus::partial, "stale=" + std::to_string(facts.soak->stale) + "/" + std::to_string(facts.soak->words) +
-                                      " words in " + std::to_string(facts.soak->rounds) + " rounds"};
+                                      " words in " + std::to_string(facts.soak->rounds) + " rounds",
+              Basis::soak, {}};
     return {RowStatus::ok, {}};
   }
   if (round_tripped > 0) return {RowStatus::partial, why};

@@ -11,6 +11,7 @@
 #include "extmem/core/duration.h"
 #include "extmem/os/file.h"
 #include "extmem/probe/probe.h"
+#include "probe/fleet_options.h"
 #include "probe/gl_driver.h"
 #include "probe/layout.h"
 #include "probe/parent/plan.h"
@@ -126,6 +127,8 @@ Status parse_option(ProbeOptions& o, std::string_view name, const std::string& t
     // Empty would read as "not given" and silently pick the default device.
     if (text.empty()) return usage("--device", fmt::format("the device is empty; accepted: {}", kDeviceAccepts));
     o.device = text;
+  } else if (auto fleet = parse_fleet_option(o, name, text)) {
+    return *fleet;
   } else {
     return usage(std::string(name), "not an option of extmem probe that takes a value");
   }
@@ -198,7 +201,7 @@ Status validate(const ProbeOptions& o) {
     return usage("--fd-transport", fmt::format("\"{}\" is not accepted: {}", o.fd_transport, kFdTransportAccepts));
   if (!gl_driver_name_ok(o.gl_driver))
     return usage("--gl-driver", fmt::format("\"{}\" is not accepted: {}", o.gl_driver, kGlDriverAccepts));
-  return {};
+  return validate_fleet(o);
 }
 
 }  // namespace extmem::probe

@@ -100,6 +100,7 @@ std::string encode(const RouteReport& r) {
     j["sync_holds"] = std::move(holds);
   }
   if (r.measure.is_object()) j["measure"] = r.measure;
+  if (r.facts.stop_kind) j["stop_kind"] = to_string(*r.facts.stop_kind);
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -113,6 +114,10 @@ Result<RouteReport> decode_report(const std::string& payload) {
   if (!get_opt(j, "unsupported", r.facts.unsupported) || !get_opt(j, "skip", r.facts.skip) ||
       !get_opt(j, "fatal", r.facts.fatal))
     return bad("unsupported/skip/fatal missing or not string|null");
+  if (auto k = j.find("stop_kind"); k != j.end()) {
+    r.facts.stop_kind = k->is_string() ? error_kind_from_string(k->get_ref<const std::string&>()) : std::nullopt;
+    if (!r.facts.stop_kind) return bad("stop_kind is not an error kind's name");
+  }
   auto legs = j.find("legs");
   if (legs == j.end() || !legs->is_array() || legs->size() > kMaxLegs) return bad("legs missing or not an array of <= 16");
   for (const json& l : *legs) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "extmem/probe/failure_codes.h"
 #include "extmem/probe/write.h"
 #include "probe/parent/cuda_phase_a.h"
 #include "probe/route_report.h"
@@ -36,6 +37,9 @@ json row_json(const RowResult& r) {
     j["sync_holds"] = std::move(holds);
   }
   if (!r.measure.is_null()) j["measure"] = r.measure;
+  j["code"] = nullptr;
+  if (const FailureCode* c = failure_code(r))
+    j["code"] = {{"id", c->id}, {"class", to_string(c->klass)}, {"name", c->name}, {"action", c->action}};
   if (!r.worker_hygiene.is_null()) j["worker_hygiene"] = r.worker_hygiene;
   return j;
 }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "extmem/probe/failure_codes.h"
 #include "extmem/probe/write.h"
 #include "probe/parent/cuda_phase_a.h"
 #include "probe/parent/fd_check.h"
@@ -52,6 +53,8 @@ std::string result_line(const RowResult& r) {
 
 void write_row(std::ostream& out, const RowResult& r) {
   out << result_line(r) << "\n";
+  // Its own line, so the RESULT line's grammar is unchanged.
+  if (const FailureCode* c = failure_code(r)) out << fmt::format("  code: {} {} {}\n", c->id, to_string(c->klass), c->name);
   if (std::string m = measure_line(r.measure); !m.empty()) out << m << "\n";
 }
 

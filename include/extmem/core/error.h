@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <utility>
 #include <variant>
@@ -43,6 +45,9 @@ enum class ErrorKind {
 
 /// Stable lower-case name of an ErrorKind ("os", "driver", ...).
 const char* to_string(ErrorKind kind) noexcept;
+
+/// The ErrorKind whose to_string() is `name`; nullopt for any other text.
+std::optional<ErrorKind> error_kind_from_string(std::string_view name) noexcept;
 
 /// Which numbering Error::native is in.
 enum class CodeSpace : std::uint8_t {

@@ -67,6 +67,20 @@ struct SyncHold {
   bool over_ceiling = false;       ///< wanted_ms > ceiling_ms: the hold was capped, and the row says so
 };
 
+/// What decided a row's status, typed: with the error kind, the key a row's
+/// failure code is derived from (extmem/probe/failure_codes.h); never its text.
+enum class Basis : std::uint8_t {
+  legs,             ///< the decisive legs, by the rule table (OK, PARTIAL, FAIL)
+  soak,             ///< every decisive leg round-tripped, the soak counted stale words (PARTIAL)
+  no_decisive_leg,  ///< the route reported no decisive leg (FAIL)
+  stopped,          ///< a skip, fatal or unsupported fact stopped the row (Verdict::kind when typed)
+  not_built,        ///< SKIP: the route is not built here (not yet written, or another platform)
+  not_selected,     ///< SKIP: --only, --only-GROUP or --no-GROUP left the row out
+};
+
+/// "legs", "soak", "no_decisive_leg", "stopped", "not_built", "not_selected".
+const char* to_string(Basis basis) noexcept;
+
 /// What a route reported besides its legs.
 struct RouteFacts {
   /// Set when the route's capability is absent: extension missing, handle type
@@ -81,6 +95,11 @@ struct RouteFacts {
   std::optional<SoakCount> soak;
   /// The S1 rows: one entry per ordering proof that calibrated its hold.
   std::vector<SyncHold> sync_holds;
+  /// The kind of the error behind skip, unsupported or fatal; nullopt where the
+  /// site gave text only (the row then gets its status's generic code).
+  std::optional<ErrorKind> stop_kind;
+  /// Basis::stopped, or why the parent stopped the row before it ran (not_built, not_selected).
+  Basis stop_basis = Basis::stopped;
 };
 
 /// The status an error of this kind gives a row it stops before its legs
@@ -89,13 +108,15 @@ struct RouteFacts {
 RowStatus row_status(ErrorKind kind) noexcept;
 
 /// Records `why` in the fact that gives the row row_status(kind): skip,
-/// unsupported or fatal. The one mapping from an error to a row's facts.
+/// unsupported or fatal, and `kind` in stop_kind. The one mapping from an error to a row's facts.
 void stop_row(RouteFacts& facts, ErrorKind kind, std::string why);
 
 /// The verdict of one row.
 struct Verdict {
   RowStatus status = RowStatus::fail;
   std::string why;  ///< empty for OK; otherwise the failing step and code, or the reason
+  Basis basis = Basis::legs;        ///< what decided the status
+  std::optional<ErrorKind> kind;    ///< Basis::stopped: the stopping error's kind, when the site typed it
 };
 
 /// The single place a row's status is decided. Precedence: skip, fatal (FAIL),

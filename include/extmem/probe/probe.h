@@ -59,6 +59,13 @@ struct ProbeOptions {
   /// "scm" (SCM_RIGHTS, the default), "pidfd" (pidfd_getfd only: each such row runs as
   /// "<row>@pidfd" instead) or "both" (each such row, then its "@pidfd" twin).
   std::string fd_transport = "scm";
+  // Fleet options (docs/fleet.md).
+  std::vector<std::string> require;         ///< --require: row or run names that must be OK; the exit then follows them
+  std::vector<std::string> require_groups;  ///< --require-group: groups (route_groups()) whose rows must be OK
+  std::string expect_path;                  ///< --expect=FILE: baseline of expected statuses; empty = none
+  bool npd = false;                         ///< --npd: node-problem-detector plugin mode (one line, exit 0/1/2)
+  std::string prometheus_path;              ///< --prometheus=FILE: node_exporter textfile; empty = none
+  std::string ctrf_path;                    ///< --ctrf=FILE: CTRF JSON report; empty = none
 };
 
 /// Suffix of a row's twin whose fds cross by pidfd_getfd (--fd-transport).

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "extmem/probe/failure_codes.h"
 #include "probe/parent/measure_row.h"
 #include "core/xml_text.h"
 
@@ -32,6 +33,8 @@ std::string junit_xml(const std::vector<RowResult>& rows, const std::string& dev
     }
     std::string out = result_line(r);
     if (std::string m = measure_line(r.measure); !m.empty()) out += "\n" + m;
+    // The code as the text output prints it: testcase <properties> are outside the subset CI tools share.
+    if (const FailureCode* c = failure_code(r)) out += fmt::format("\n  code: {} {} {}", c->id, to_string(c->klass), c->name);
     x += fmt::format("      <system-out>{}</system-out>\n", xml_text(out));
     x += "    </testcase>\n";
   }

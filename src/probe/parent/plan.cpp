@@ -44,17 +44,20 @@ namespace {
 // What phase A alone says of a row, as the facts decide() reads; nullopt when
 // the row must run to be decided.
 std::optional<RouteFacts> facts_in_phase_a(const RouteDef& route, const ProbeOptions& o, const PhaseAFacts& found) {
-  if (!route.skip_reason.empty()) return RouteFacts{.skip = std::string(route.skip_reason)};
-  if (route.needs.platform == Platform::android && !kAndroidBuild) return RouteFacts{.skip = std::string(kAndroidOnlyReason)};
-  if (auto why = filtered_out(route, o)) return RouteFacts{.skip = *why};
+  if (!route.skip_reason.empty())
+    return RouteFacts{.skip = std::string(route.skip_reason), .stop_basis = Basis::not_built};
+  if (route.needs.platform == Platform::android && !kAndroidBuild)
+    return RouteFacts{.skip = std::string(kAndroidOnlyReason), .stop_basis = Basis::not_built};
+  if (auto why = filtered_out(route, o)) return RouteFacts{.skip = *why, .stop_basis = Basis::not_selected};
   if (found.device == nullptr) return std::nullopt;  // before phase A
   // Not yet known: decided by redecide(), in this same order, once CUDA has enumerated.
   if (route.needs.cuda && found.cuda == nullptr) return std::nullopt;
   if (route.needs.cuda && !*found.cuda && found.cuda->error().kind == ErrorKind::no_driver)
-    return RouteFacts{.skip = no_cuda_driver_reason(found.cuda->error())};
+    return RouteFacts{.skip = no_cuda_driver_reason(found.cuda->error()), .stop_kind = ErrorKind::no_driver};
   for (std::string_view wanted : route.needs.extensions) {
     for (const auto& [name, present] : found.device->extensions)
-      if (name == wanted && !present) return RouteFacts{.unsupported = name + " not exposed by the device"};
+      if (name == wanted && !present)
+        return RouteFacts{.unsupported = name + " not exposed by the device", .stop_kind = ErrorKind::unsupported};
   }
   return std::nullopt;
 }

@@ -49,6 +49,7 @@ std::optional<CudaSide> open_cuda(ChildContext& ctx, RouteFacts& facts, const st
   auto pc = cuda::PrimaryContext::retain(side.api, side.device);
   if (!pc) {
     facts.fatal = who + ": " + why_of(pc.error());
+    facts.stop_kind = pc.error().kind;
     return std::nullopt;
   }
   side.context = std::move(*pc);
@@ -56,6 +57,7 @@ std::optional<CudaSide> open_cuda(ChildContext& ctx, RouteFacts& facts, const st
   auto st = cuda::DeviceBuffer::allocate(*side.api, staging_bytes);
   if (!st) {
     facts.fatal = who + ": " + why_of(st.error());
+    facts.stop_kind = st.error().kind;
     return std::nullopt;
   }
   side.staging = std::move(*st);

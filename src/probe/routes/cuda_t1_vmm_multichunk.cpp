@@ -260,6 +260,7 @@ int cuda_vmm_multichunk_client(ChildContext& ctx) {
   auto plan = chunks::from_sizes(sizes, granularity, layout.size);
   if (!plan) {
     rep.facts.fatal = "server announced: " + why_of(plan.error());
+    rep.facts.stop_kind = plan.error().kind;
     return finish();
   }
   rep.detail.push_back(fmt::format("chunks={} granularity={} total={} fd={}", fmt::join(plan->sizes, "+"), granularity,

@@ -53,6 +53,7 @@ int cuda_host_register_server(ChildContext& ctx) {
   auto uuid = selected_vulkan_uuid(ctx);
   if (!uuid) {
     rep.facts.fatal = "server: " + why_of(uuid.error());
+    rep.facts.stop_kind = uuid.error().kind;
     return finish();
   }
   auto side = open_cuda(ctx, rep.facts, *uuid, kRegionSize);

@@ -296,6 +296,7 @@ int cuda_client(ChildContext& ctx) {
   auto uuid = selected_vulkan_uuid(ctx);
   if (!uuid) {
     rep.facts.fatal = "client: " + why_of(uuid.error());
+    rep.facts.stop_kind = uuid.error().kind;
     return finish();
   }
   auto side = open_cuda(ctx, rep.facts, *uuid, kRegionSize);
@@ -314,6 +315,7 @@ int cuda_client(ChildContext& ctx) {
   auto dup = ImportDup::of(setup->fd.get());
   if (!dup) {
     rep.facts.fatal = "client: " + why_of(dup.error());
+    rep.facts.stop_kind = dup.error().kind;
     return finish();
   }
   ctx.step("cuImportExternalMemory(OPAQUE_FD)");
@@ -351,6 +353,7 @@ int cuda_client(ChildContext& ctx) {
   }
   if (!marker_ok) {
     rep.facts.fatal = "client: " + why_of(marker_ok.error());
+    rep.facts.stop_kind = marker_ok.error().kind;
   } else {
     for (auto [kind, leg, label] : {std::tuple{&vksync::kBinaryOpaque, &wait_binary, "cudawait-binary"},
                                     std::tuple{&vksync::kTimelineOpaque, &wait_timeline, "cudawait-timeline"}}) {

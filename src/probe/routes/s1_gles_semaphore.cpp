@@ -349,6 +349,7 @@ int gl_client(ChildContext& ctx) {
   if (made) made = make_buffer(gl, zero_word, std::span(zeros).first(4), false, "zero word");
   if (!made) {
     rep.facts.fatal = "client: " + why_of(made.error());
+    rep.facts.stop_kind = made.error().kind;
     return finish();
   }
   bool keep = false;  // work that could not drain still uses the GL objects

@@ -283,6 +283,7 @@ int consumer(ChildContext& ctx, const SemaphoreKind& kind) {
   auto mem_dup = ImportDup::of(setup->fd.get());
   if (!mem_dup) {
     rep.facts.fatal = "client: " + why_of(mem_dup.error());
+    rep.facts.stop_kind = mem_dup.error().kind;
     return finish();
   }
   vk::AllocationRequest req;
@@ -308,11 +309,13 @@ int consumer(ChildContext& ctx, const SemaphoreKind& kind) {
   auto sd = vksync::SyncDevice::create(*dev);
   if (!sd) {
     rep.facts.fatal = "client: " + why_of(sd.error());
+    rep.facts.stop_kind = sd.error().kind;
     return finish();
   }
   auto waiter = s1::VkWaiter::create(**sd, shared->buffer, layout.offset(s1::kRegion));
   if (!waiter) {
     rep.facts.fatal = "client: " + why_of(waiter.error());
+    rep.facts.stop_kind = waiter.error().kind;
     return finish();
   }
 

@@ -39,11 +39,13 @@ int server(ChildContext& ctx) {
   auto fd = os::create_memfd("extmem-probe-host", bytes);
   if (!fd) {
     rep.facts.fatal = "server: " + why_of(fd.error());
+    rep.facts.stop_kind = fd.error().kind;
     return stop_before_setup();
   }
   auto map = os::Mapping::map_aligned(fd->get(), bytes, align);
   if (!map) {
     rep.facts.fatal = "server: " + why_of(map.error());
+    rep.facts.stop_kind = map.error().kind;
     return stop_before_setup();
   }
   std::span<std::byte> view = map->bytes().subspan(0, layout.size);
@@ -56,6 +58,7 @@ int server(ChildContext& ctx) {
   ctx.step("send the memfd");
   if (auto s = send_setup(ctx, {{"size", bytes}}, fd->get()); !s) {
     rep.facts.fatal = "server: " + why_of(s.error());
+    rep.facts.stop_kind = s.error().kind;
     ctx.report(rep);
     return 0;
   }

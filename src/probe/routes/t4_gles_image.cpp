@@ -385,6 +385,7 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
   auto shape = image::shape_from_info(info);
   if (!shape) {
     rep.facts.fatal = why_of(shape.error());
+    rep.facts.stop_kind = shape.error().kind;
     return;
   }
   ctx.step("create EGL context");

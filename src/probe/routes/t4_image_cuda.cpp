@@ -157,6 +157,7 @@ int cuda_image_importer(ChildContext& ctx) {
   auto shape = image::shape_from_info(setup->info);
   if (!shape) {
     rep.facts.fatal = why_of(shape.error());
+    rep.facts.stop_kind = shape.error().kind;
     return finish();
   }
   const auto& info = setup->info;

@@ -95,6 +95,7 @@ int importer(ChildContext& ctx, VkImageTiling tiling) {
   auto shape = image::shape_from_info(setup->info);
   if (!shape) {
     rep.facts.fatal = why_of(shape.error());
+    rep.facts.stop_kind = shape.error().kind;
     return finish();
   }
   const auto& info = setup->info;

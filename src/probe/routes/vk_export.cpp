@@ -78,6 +78,7 @@ std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const Ha
     }
     if (af.at_allocate) return site(af.error, ex.exportable_advertised);
     facts.fatal = "server: " + why_of(af.error);
+    facts.stop_kind = af.error.kind;
     return facts;
   }
   ex.buffer = std::move(*buf);

@@ -573,6 +573,7 @@ std::variant<ExportedImage, RouteFacts> export_image(ChildContext& ctx, VkImageT
       stop_row(facts, s.kind(), "server: " + s.why);
     } else {
       facts.fatal = "server: " + why_of(af.error);
+      facts.stop_kind = af.error.kind;
     }
     return facts;
   }
@@ -580,12 +581,14 @@ std::variant<ExportedImage, RouteFacts> export_image(ChildContext& ctx, VkImageT
   auto gpu = ImageGpu::create(d, *ex.image);
   if (!gpu) {
     facts.fatal = "server: staging buffer: " + why_of(gpu.error());
+    facts.stop_kind = gpu.error().kind;
     return facts;
   }
   ex.gpu = std::make_unique<ImageGpu>(std::move(*gpu));
   ctx.step("fill the image on the GPU with the owner's pattern and release it to VK_QUEUE_FAMILY_EXTERNAL");
   if (auto s = ex.gpu->write(Rect{0, 0, shape.width, shape.height}, Expected{owner_seed(1)}, true); !s) {
     facts.fatal = "server: " + why_of(s.error());
+    facts.stop_kind = s.error().kind;
     return facts;
   }
 
@@ -597,6 +600,7 @@ std::variant<ExportedImage, RouteFacts> export_image(ChildContext& ctx, VkImageT
     auto other = vk::create_image(d, req, &af);
     if (!other) {
       facts.fatal = "server: decoy image: " + why_of(af.error);
+      facts.stop_kind = af.error.kind;
       return facts;
     }
     ex.decoy = std::make_unique<vk::Image>(std::move(*other));

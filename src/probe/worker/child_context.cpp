@@ -34,10 +34,12 @@ bool fd_fetch_hit_resource_limit(const Error& failed) {
 }
 
 RouteFacts fd_fetch_failure_facts(const Error& failed) {
-  if (!fd_fetch_hit_resource_limit(failed)) return RouteFacts{.unsupported = fd_refusal_reason(failed)};
+  // The kernel's refusal is an os error the deployment's permissions decide (failure code: permission).
+  if (!fd_fetch_hit_resource_limit(failed))
+    return RouteFacts{.unsupported = fd_refusal_reason(failed), .stop_kind = ErrorKind::os};
   std::string why = "fd transport pidfd could not be tried: " + failed.step + " -> " + failed.code;
   if (!failed.detail.empty()) why += " (" + failed.detail + ")";
-  return RouteFacts{.fatal = why + ": a resource limit, not a refusal"};
+  return RouteFacts{.fatal = why + ": a resource limit, not a refusal", .stop_kind = ErrorKind::os};
 }
 
 void ChildContext::step(std::string_view name) {

@@ -60,7 +60,8 @@ Status send_setup_failure(const ChildContext& ctx, const RouteFacts& facts) {
   json j = {{"ok", false},
             {"unsupported", facts.unsupported ? json(*facts.unsupported) : json(nullptr)},
             {"fatal", facts.fatal ? json(*facts.fatal) : json(nullptr)},
-            {"skip", facts.skip ? json(*facts.skip) : json(nullptr)}};
+            {"skip", facts.skip ? json(*facts.skip) : json(nullptr)},
+            {"stop_kind", facts.stop_kind ? json(to_string(*facts.stop_kind)) : json(nullptr)}};
   return ctx.peer().send(os::MsgType::request, j.dump());
 }
 
@@ -85,7 +86,12 @@ Result<Setup> recv_setup(const ChildContext& ctx) {
   if (auto u = j->find("unsupported"); u != j->end() && u->is_string()) s.facts.unsupported = u->get<std::string>();
   if (auto f = j->find("fatal"); f != j->end() && f->is_string()) s.facts.fatal = f->get<std::string>();
   if (auto k = j->find("skip"); k != j->end() && k->is_string()) s.facts.skip = k->get<std::string>();
-  if (!s.facts.unsupported && !s.facts.fatal && !s.facts.skip) s.facts.fatal = "peer setup failed without a reason";
+  if (auto k = j->find("stop_kind"); k != j->end() && k->is_string())
+    s.facts.stop_kind = error_kind_from_string(k->get_ref<const std::string&>());
+  if (!s.facts.unsupported && !s.facts.fatal && !s.facts.skip) {
+    s.facts.fatal = "peer setup failed without a reason";
+    s.facts.stop_kind = ErrorKind::protocol;
+  }
   return s;
 }
 
