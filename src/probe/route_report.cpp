@@ -108,8 +108,9 @@ Result<RouteReport> decode_report(const std::string& payload) {
   json j = json::parse(payload, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return bad("not JSON");
   if (!j.is_object()) return bad("not a JSON object");
-  if (auto k = unknown_key(j, {"unsupported", "skip", "fatal", "legs", "detail", "soak", "sync_holds", "measure"}))
-    return bad("unknown field \"" + *k + "\": unsupported, skip, fatal, legs, detail, soak, sync_holds, measure are accepted");
+  if (auto k = unknown_key(j, {"unsupported", "skip", "fatal", "stop_kind", "legs", "detail", "soak", "sync_holds", "measure"}))
+    return bad("unknown field \"" + *k +
+               "\": unsupported, skip, fatal, stop_kind, legs, detail, soak, sync_holds, measure are accepted");
   RouteReport r;
   if (!get_opt(j, "unsupported", r.facts.unsupported) || !get_opt(j, "skip", r.facts.skip) ||
       !get_opt(j, "fatal", r.facts.fatal))
