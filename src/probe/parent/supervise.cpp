@@ -132,13 +132,11 @@ RowResult conclude(const RouteDef& route, const std::array<Half, 2>& halves, Col
 
   RouteFacts facts;
   if (c.timed_out) {
-    if (c.starting)
-      facts.fatal = fmt::format("timeout after {:g} s starting a new worker's drivers in {}",
-                                RouteDeadline{0, params.timeout_s + params.half.soak_s}.start_up_s(),
-                                still_running.empty() ? "route" : still_running);
-    else
-      facts.fatal =
-          fmt::format("timeout after {:g} s in {}", params.timeout_s, still_running.empty() ? "route" : still_running);
+    const std::string where = still_running.empty() ? "route" : still_running;
+    stop_row(facts, ErrorKind::timeout,
+             c.starting ? fmt::format("timeout after {:g} s starting a new worker's drivers in {}",
+                                      RouteDeadline{0, params.timeout_s + params.half.soak_s}.start_up_s(), where)
+                        : fmt::format("timeout after {:g} s in {}", params.timeout_s, where));
   } else if (c.fatal) {
     facts.fatal = *c.fatal;
   } else {
