@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "extmem/probe/routes.h"
 #include "probe/routes.h"
 
 namespace extmem::probe {
@@ -16,25 +17,10 @@ constexpr const char* kBaselineAccepts =
     "lines \"ROW STATUS [device=SUBSTRING] [driver=SUBSTRING]\", STATUS one of OK, PARTIAL, FAIL, "
     "UNSUPPORTED, SKIP; # starts a comment";
 
-// The table row a printed name is a run of: the longest row name it equals or
-// continues with '@' (a row's own name may hold one: T4-image-opaque-fd@linear).
-const RouteDef* plain_route(std::string_view printed) {
-  const RouteDef* best = nullptr;
-  for (const RouteDef& def : route_table()) {
-    const bool same = printed == def.row;
-    const bool run = printed.size() > def.row.size() && printed.substr(0, def.row.size()) == def.row &&
-                     printed[def.row.size()] == '@';
-    if ((same || run) && (best == nullptr || def.row.size() > best->row.size())) best = &def;
-  }
-  return best;
-}
-
 // Whether the printed row name `printed` is required by the name `wanted`: the
-// same run, or `wanted` is a plain row and `printed` one of its runs.
+// same run, or `wanted` is a plain row and `printed` one of its runs (base_row()).
 bool requires_row(std::string_view wanted, std::string_view printed) {
-  if (wanted == printed) return true;
-  const RouteDef* def = plain_route(printed);
-  return def != nullptr && def->row == wanted;
+  return wanted == printed || base_row(std::string(printed)) == wanted;
 }
 
 std::optional<RowStatus> status_named(std::string_view word) {
@@ -63,7 +49,9 @@ HealthProblem row_problem(const RowResult& r, const FailureCode* code) {
 
 }  // namespace
 
-bool is_row_or_run_name(std::string_view name) { return plain_route(name) != nullptr; }
+bool is_row_or_run_name(std::string_view name) {
+  return find_route(base_row(std::string(name))) != nullptr;
+}
 
 Result<std::vector<Expectation>> read_baseline(const std::string& path) {
   std::ifstream in(path);
@@ -125,7 +113,7 @@ Health assess(const Findings& f, const ProbeOptions& o, const std::vector<Expect
                               "no row of this run is " + wanted});
     }
     for (const RowResult& r : f.rows) {
-      const RouteDef* def = plain_route(r.row);
+      const RouteDef* def = find_route(base_row(r.row));
       const bool by_name = std::any_of(o.require.begin(), o.require.end(),
                                        [&](const std::string& w) { return requires_row(w, r.row); });
       const bool by_group = def != nullptr && std::find(o.require_groups.begin(), o.require_groups.end(),
