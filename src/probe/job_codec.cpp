@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probe/gl_driver.h"
+#include "probe/json_kind.h"
 #include "probe/routes.h"
 
 namespace extmem::probe {
@@ -18,19 +19,6 @@ using nlohmann::json;
 Error job_error(std::string_view field, std::string detail) {
   return Error{field.empty() ? std::string("job") : fmt::format("job.{}", field), ErrorKind::protocol, {},
                std::move(detail)};
-}
-
-// What a value is, for "found ..." in a refusal (never the value itself: it may be huge).
-const char* kind_of(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    case json::value_t::number_float: return "a fraction";
-    default: return "a number";
-  }
 }
 
 bool printable_word(const std::string& s) {
@@ -74,7 +62,7 @@ struct Reader {
   void operator()(const char* name, std::string& v, TextLimit limit) {
     const json* j = field(name);
     if (j == nullptr) return;
-    if (!j->is_string()) return refuse(name, fmt::format("found {}: a string is accepted", kind_of(*j)));
+    if (!j->is_string()) return refuse(name, fmt::format("found {}: a string is accepted", json_kind(*j)));
     const auto& s = j->get_ref<const std::string&>();
     if (s.empty() || s.size() > limit.max_bytes || !printable_word(s))
       return refuse(name, fmt::format("a string of {} bytes is not accepted: 1 to {} printable ASCII characters, no spaces",
@@ -91,7 +79,7 @@ struct Reader {
   void operator()(const char* name, bool& v) {
     const json* j = field(name);
     if (j == nullptr) return;
-    if (!j->is_boolean()) return refuse(name, fmt::format("found {}: true or false is accepted", kind_of(*j)));
+    if (!j->is_boolean()) return refuse(name, fmt::format("found {}: true or false is accepted", json_kind(*j)));
     v = j->get<bool>();
   }
   void operator()(const char* name, Role& v) {
@@ -115,7 +103,7 @@ struct Reader {
     if (j == nullptr) return;
     const double d = j->is_number() ? j->get<double>() : NAN;
     if (!(d >= r.min && d <= r.max))  // also refuses NaN
-      return refuse(name, fmt::format("found {}: a number from {:g} to {:g} is accepted", j->is_number() ? "a number out of range" : kind_of(*j), r.min, r.max));
+      return refuse(name, fmt::format("found {}: a number from {:g} to {:g} is accepted", j->is_number() ? "a number out of range" : json_kind(*j), r.min, r.max));
     v = d;
   }
   template <class Int>
@@ -133,7 +121,7 @@ struct Reader {
     } else if (j->is_number_integer()) {
       n = j->get<std::int64_t>();
     } else {
-      return refuse(name, fmt::format("found {}: {}", kind_of(*j), accepted));
+      return refuse(name, fmt::format("found {}: {}", json_kind(*j), accepted));
     }
     if (n < r.min || n > r.max || n % r.step != 0) return refuse(name, fmt::format("{} is not accepted: {}", n, accepted));
     v = static_cast<Int>(n);
@@ -153,7 +141,7 @@ Result<HalfParams> decode_job(std::string_view payload) {
     return job_error({}, fmt::format("{} bytes is not accepted: at most {}", payload.size(), kMaxJobBytes));
   const json j = json::parse(payload, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return job_error({}, "not JSON: a JSON object is accepted");
-  if (!j.is_object()) return job_error({}, fmt::format("found {}: a JSON object is accepted", kind_of(j)));
+  if (!j.is_object()) return job_error({}, fmt::format("found {}: a JSON object is accepted", json_kind(j)));
   HalfParams p;
   Reader reader{j, std::nullopt, {}};
   visit_fields(p, reader);

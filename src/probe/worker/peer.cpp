@@ -1,5 +1,6 @@
 #include "probe/worker/peer.h"
 #include "probe/worker/fd_fetch_failure.h"
+#include "probe/worker/peer_codec.h"
 
 #include <cstring>
 
@@ -14,116 +15,79 @@ using nlohmann::json;
 
 Error protocol(std::string what) { return Error{"peer message", ErrorKind::protocol, {}, std::move(what)}; }
 
-Result<json> recv_json(const ChildContext& ctx, os::MsgType want, os::UniqueFd* fd = nullptr,
-                       std::optional<Error>* fd_refused = nullptr) {
+// The next frame, which must be of type `want`.
+Result<os::Frame> recv_frame(const ChildContext& ctx, os::MsgType want) {
   auto frame = ctx.peer().recv();
   if (!frame) return std::move(frame).error();
   if (frame->type != want) return protocol(fmt::format("expected message type {}, got {}", int(want), int(frame->type)));
-  json j = json::parse(frame->payload, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return protocol("payload is not a JSON object");
-  if (fd != nullptr) *fd = std::move(frame->fd);
-  if (fd_refused != nullptr) *fd_refused = std::move(frame->fd_refused);
-  return j;
+  return frame;
 }
 
-Result<json> request(const ChildContext& ctx, const json& req, os::UniqueFd* fd = nullptr) {
-  if (auto s = ctx.peer().send(os::MsgType::request, req.dump()); !s) return std::move(s).error();
-  auto reply = recv_json(ctx, os::MsgType::reply, fd);
-  if (!reply) return reply;
-  if (auto e = reply->find("error"); e != reply->end() && e->is_string()) return protocol("peer: " + e->get<std::string>());
-  return reply;
+// One shared request and its typed reply.
+template <class Reply>
+Result<Reply> request(const ChildContext& ctx, const peer::Request& req) {
+  if (auto s = ctx.peer().send(os::MsgType::request, peer::encode(req)); !s) return std::move(s).error();
+  auto frame = recv_frame(ctx, os::MsgType::reply);
+  if (!frame) return std::move(frame).error();
+  return peer::decode_reply<Reply>(frame->payload);
 }
 
-std::optional<Region> region_from(const json& j) {
-  auto it = j.find("region");
-  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
-  int r = it->get<int>();
-  if (r < 0 || r > static_cast<int>(Region::F)) return std::nullopt;
-  return static_cast<Region>(r);
-}
-
-json opt_json(const std::optional<std::size_t>& v) { return v ? json(*v) : json(nullptr); }
-std::optional<std::size_t> opt_size(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number_unsigned()) return std::nullopt;
-  return it->get<std::size_t>();
+Status send_reply(const ChildContext& ctx, const std::string& payload, int fd = -1) {
+  return ctx.peer().send(os::MsgType::reply, payload, fd);
 }
 
 }  // namespace
 
 Status send_setup(const ChildContext& ctx, const json& info, int fd) {
-  json j = {{"ok", true}, {"info", info}};
-  return ctx.peer().send(os::MsgType::request, j.dump(), fd);
+  return ctx.peer().send(os::MsgType::request, peer::encode(peer::Setup{peer::SetupOk{info}}), fd);
 }
 
 Status send_setup_failure(const ChildContext& ctx, const RouteFacts& facts) {
-  json j = {{"ok", false},
-            {"unsupported", facts.unsupported ? json(*facts.unsupported) : json(nullptr)},
-            {"fatal", facts.fatal ? json(*facts.fatal) : json(nullptr)},
-            {"skip", facts.skip ? json(*facts.skip) : json(nullptr)},
-            {"stop_kind", facts.stop_kind ? json(to_string(*facts.stop_kind)) : json(nullptr)}};
-  return ctx.peer().send(os::MsgType::request, j.dump());
+  return ctx.peer().send(os::MsgType::request, peer::encode(peer::Setup{peer::SetupFailed{facts}}));
 }
 
 Result<Setup> recv_setup(const ChildContext& ctx) {
+  auto frame = recv_frame(ctx, os::MsgType::request);
+  if (!frame) return std::move(frame).error();
   Setup s;
-  std::optional<Error> fd_refused;
-  auto j = recv_json(ctx, os::MsgType::request, &s.fd, &fd_refused);
-  if (!j) return std::move(j).error();
-  if (fd_refused) {
+  if (frame->fd_refused) {
     // The owner did set up, but its fd could not be fetched (--fd-transport pidfd).
-    s.ok = false;
-    s.facts = fd_fetch_failure_facts(*fd_refused);
+    s.facts = fd_fetch_failure_facts(*frame->fd_refused);
     return s;
   }
-  auto ok = j->find("ok");
-  if (ok == j->end() || !ok->is_boolean()) return protocol("setup without \"ok\"");
-  s.ok = ok->get<bool>();
-  if (s.ok) {
-    if (auto info = j->find("info"); info != j->end() && info->is_object()) s.info = *info;
-    return s;
-  }
-  if (auto u = j->find("unsupported"); u != j->end() && u->is_string()) s.facts.unsupported = u->get<std::string>();
-  if (auto f = j->find("fatal"); f != j->end() && f->is_string()) s.facts.fatal = f->get<std::string>();
-  if (auto k = j->find("skip"); k != j->end() && k->is_string()) s.facts.skip = k->get<std::string>();
-  if (auto k = j->find("stop_kind"); k != j->end() && k->is_string())
-    s.facts.stop_kind = error_kind_from_string(k->get_ref<const std::string&>());
-  if (!s.facts.unsupported && !s.facts.fatal && !s.facts.skip) {
-    s.facts.fatal = "peer setup failed without a reason";
-    s.facts.stop_kind = ErrorKind::protocol;
+  auto decoded = peer::decode_setup(frame->payload);
+  if (!decoded) return std::move(decoded).error();
+  if (auto* ok = std::get_if<peer::SetupOk>(&*decoded)) {
+    s.ok = true;
+    s.info = std::move(ok->info);
+    s.fd = std::move(frame->fd);
+  } else {
+    s.facts = std::move(std::get<peer::SetupFailed>(*decoded).facts);
   }
   return s;
 }
 
 Result<PeerCheck> peer_check(const ChildContext& ctx, Region region, std::optional<std::uint64_t> seed) {
-  json req = {{"op", "check"}, {"region", static_cast<int>(region)}};
-  if (seed) req["seed"] = *seed;
-  auto r = request(ctx, req);
+  auto r = request<peer::CheckReply>(ctx, peer::Check{region, seed});
   if (!r) return std::move(r).error();
-  auto m = r->find("match");
-  if (m == r->end() || !m->is_boolean()) return protocol("check reply without \"match\"");
-  return PeerCheck{m->get<bool>(), opt_size(*r, "mismatch_at"), opt_size(*r, "payload_at")};
+  return PeerCheck{r->match, r->mismatch_at, r->payload_at};
 }
 
 Status peer_write(const ChildContext& ctx, Region region, std::optional<std::uint64_t> seed) {
-  json req = {{"op", "write"}, {"region", static_cast<int>(region)}};
-  if (seed) req["seed"] = *seed;
-  auto r = request(ctx, req);
+  auto r = request<peer::Ack>(ctx, peer::Write{region, seed});
   if (!r) return std::move(r).error();
   return {};
 }
 
 Result<std::size_t> peer_count_stale(const ChildContext& ctx, Region region, std::uint64_t seed) {
-  auto r = request(ctx, {{"op", "count"}, {"region", static_cast<int>(region)}, {"seed", seed}});
+  auto r = request<peer::CountReply>(ctx, peer::Count{region, seed});
   if (!r) return std::move(r).error();
-  auto stale = opt_size(*r, "stale");
-  if (!stale) return protocol("count reply without \"stale\"");
-  return *stale;
+  return r->stale;
 }
 
 Result<std::size_t> peer_read(const ChildContext& ctx, std::size_t offset, std::span<std::byte> out) {
-  json req = {{"op", "read"}, {"offset", offset}, {"length", out.size()}};
-  if (auto s = ctx.peer().send(os::MsgType::request, req.dump()); !s) return std::move(s).error();
+  if (auto s = ctx.peer().send(os::MsgType::request, peer::encode(peer::Read{offset, out.size()})); !s)
+    return std::move(s).error();
   auto frame = ctx.peer().recv();
   if (!frame) return std::move(frame).error();
   if (frame->type != os::MsgType::data) return protocol("read reply is not a data message");
@@ -132,33 +96,36 @@ Result<std::size_t> peer_read(const ChildContext& ctx, std::size_t offset, std::
   return n;
 }
 
-Status peer_done(const ChildContext& ctx) {
-  return ctx.peer().send(os::MsgType::request, json{{"op", "done"}}.dump());
-}
+Status peer_done(const ChildContext& ctx) { return ctx.peer().send(os::MsgType::request, peer::encode(peer::Done{})); }
 
 Status peer_stamp(const ChildContext& ctx, std::size_t size, std::uint64_t seed) {
-  auto r = request(ctx, {{"op", "stamp"}, {"size", size}, {"seed", seed}});
+  auto r = request<peer::Ack>(ctx, peer::Stamp{size, seed});
   if (!r) return std::move(r).error();
   return {};
 }
 
 Status peer_unstamp(const ChildContext& ctx) {
-  auto r = request(ctx, {{"op", "unstamp"}});
+  auto r = request<peer::Ack>(ctx, peer::Unstamp{});
   if (!r) return std::move(r).error();
   return {};
 }
 
 Result<std::optional<std::size_t>> peer_first_missing(const ChildContext& ctx, std::size_t size, std::uint64_t seed) {
-  auto r = request(ctx, {{"op", "missing"}, {"size", size}, {"seed", seed}});
+  auto r = request<peer::MissingReply>(ctx, peer::Missing{size, seed});
   if (!r) return std::move(r).error();
-  auto it = r->find("missing_at");
-  if (it == r->end()) return protocol("missing reply without \"missing_at\"");
-  if (it->is_null()) return std::optional<std::size_t>{};
-  if (!it->is_number_unsigned()) return protocol("missing reply with a malformed \"missing_at\"");
-  return std::optional<std::size_t>{it->get<std::size_t>()};
+  return std::optional<std::size_t>{r->missing_at};
 }
 
-Result<json> peer_request(const ChildContext& ctx, const json& req, os::UniqueFd* fd) { return request(ctx, req, fd); }
+Result<json> peer_request(const ChildContext& ctx, const json& req, os::UniqueFd* fd) {
+  auto op = req.is_object() ? req.find("op") : req.end();
+  if (op == req.end() || !op->is_string()) return protocol("a route's request without an op");
+  if (auto s = ctx.peer().send(os::MsgType::request, req.dump()); !s) return std::move(s).error();
+  auto frame = recv_frame(ctx, os::MsgType::reply);
+  if (!frame) return std::move(frame).error();
+  auto reply = peer::decode_route_reply(frame->payload);
+  if (reply && fd != nullptr) *fd = std::move(frame->fd);
+  return reply;
+}
 
 whole::Far peer_far(const ChildContext& ctx, std::size_t size) {
   return whole::Far{[&ctx, size](std::uint64_t seed) { return peer_stamp(ctx, size, seed); },
@@ -187,85 +154,73 @@ Status serve(ChildContext& ctx, std::span<std::byte> view, const ServeSync& sync
   // The far side of a whole-allocation sweep: holds the words the first stamp
   // overwrote until unstamp. Made on the first stamp request, from its size.
   std::optional<whole::LocalFar> far;
+  auto publish = [&]() -> Status { return sync.publish ? sync.publish() : Status{}; };
+  auto in_view = [&](Region r) { return layout.offset(r) + kRegionSize <= view.size(); };
   for (;;) {
-    auto j = recv_json(ctx, os::MsgType::request);
-    if (!j) return std::move(j).error();
-    auto op_it = j->find("op");
-    std::string op = op_it != j->end() && op_it->is_string() ? op_it->get<std::string>() : "";
-    if (op == "done") return {};
+    auto frame = recv_frame(ctx, os::MsgType::request);
+    if (!frame) return std::move(frame).error();
+    auto req = peer::decode_request(frame->payload);
+    if (!req) {
+      // A request this side cannot read is refused; the conversation goes on.
+      if (auto s = send_reply(ctx, peer::encode(peer::ErrorReply{req.error().message()})); !s) return s;
+      continue;
+    }
+    if (std::holds_alternative<peer::Done>(*req)) return {};
     if (sync.refresh)
       if (auto s = sync.refresh(); !s) return s;
-    if (op == "read") {
-      auto off = opt_size(*j, "offset"), len = opt_size(*j, "length");
-      if (!off || !len || *len > os::kMaxPayload || *off > view.size() || *len > view.size() - *off) {
-        if (auto s = ctx.peer().send(os::MsgType::data, ""); !s) return s;
-        continue;
-      }
-      std::string bytes(*len, '\0');
-      // Volatile-free memcpy is fine: the bytes are re-read from the mapping on every request.
-      std::memcpy(bytes.data(), view.data() + *off, *len);
+    std::string reply;
+    os::UniqueFd reply_fd;
+    if (const auto* rd = std::get_if<peer::Read>(&*req)) {
+      // A read outside the view gets an empty data message: the driving side counts it short.
+      std::string bytes;
+      if (rd->length <= os::kMaxPayload && rd->offset <= view.size() && rd->length <= view.size() - rd->offset)
+        bytes.assign(reinterpret_cast<const char*>(view.data()) + rd->offset, rd->length);
       if (auto s = ctx.peer().send(os::MsgType::data, bytes); !s) return s;
       continue;
     }
-    if (op == "stamp" || op == "unstamp" || op == "missing") {
-      json reply = json::object();
-      const auto size = opt_size(*j, "size");
-      std::optional<std::uint64_t> seed;
-      if (auto it = j->find("seed"); it != j->end() && it->is_number_unsigned()) seed = it->get<std::uint64_t>();
-      if (op == "unstamp") {
-        // No step report for these: they are a handful of quick requests per leg.
-        if (far) far->unstamp();
-        far.reset();
-        if (sync.publish)
-          if (auto s = sync.publish(); !s) return s;
-      } else if (!size || !seed) {
-        reply = {{"error", op + " request without a size and a seed"}};
-      } else if (op == "stamp") {
-        if (!far) far.emplace(view, whole::plan_for(*size));
-        far->stamp(*seed);
-        if (sync.publish)
-          if (auto s = sync.publish(); !s) return s;
-      } else {
-        reply = {{"missing_at", opt_json(whole::first_missing(view, whole::plan_for(*size), *seed))}};
-      }
-      if (auto s = ctx.peer().send(os::MsgType::reply, reply.dump()); !s) return s;
-      continue;
-    }
-    json reply;
-    os::UniqueFd reply_fd;
-    auto region = region_from(*j);
-    std::optional<std::uint64_t> seed;
-    if (auto it = j->find("seed"); it != j->end() && it->is_number_unsigned()) seed = it->get<std::uint64_t>();
-    const bool in_view = region && layout.offset(*region) + kRegionSize <= view.size();
-    if ((op == "check" || op == "write" || op == "count") && !region) {
-      reply = {{"error", "request without a valid region"}};
-    } else if (op == "check") {
-      ctx.step(fmt::format("check region {} for the peer", region_name(*region)));
-      PeerCheck c = check_region(view, layout, *region, seed);
-      reply = {{"match", c.match}, {"mismatch_at", opt_json(c.mismatch_at)}, {"payload_at", opt_json(c.payload_at)}};
-    } else if (op == "write") {
-      ctx.step(fmt::format("write region {} for the peer", region_name(*region)));
-      if (in_view) pattern::fill(layout.region(view, *region), seed.value_or(seed_of(*region)));
-      if (sync.publish)
-        if (auto s = sync.publish(); !s) return s;
-      reply = json::object();
-    } else if (op == "count") {
+    if (const auto* st = std::get_if<peer::Stamp>(&*req)) {
+      // No step report for the sweep's requests: a handful of quick ones per leg.
+      if (!far) far.emplace(view, whole::plan_for(st->size));
+      far->stamp(st->seed);
+      if (auto s = publish(); !s) return s;
+      reply = peer::encode(peer::Ack{});
+    } else if (std::holds_alternative<peer::Unstamp>(*req)) {
+      if (far) far->unstamp();
+      far.reset();
+      if (auto s = publish(); !s) return s;
+      reply = peer::encode(peer::Ack{});
+    } else if (const auto* m = std::get_if<peer::Missing>(&*req)) {
+      reply = peer::encode(peer::MissingReply{whole::first_missing(view, whole::plan_for(m->size), m->seed)});
+    } else if (const auto* c = std::get_if<peer::Check>(&*req)) {
+      ctx.step(fmt::format("check region {} for the peer", region_name(c->region)));
+      const PeerCheck pc = check_region(view, layout, c->region, c->seed);
+      reply = peer::encode(peer::CheckReply{pc.match, pc.mismatch_at, pc.payload_at});
+    } else if (const auto* w = std::get_if<peer::Write>(&*req)) {
+      ctx.step(fmt::format("write region {} for the peer", region_name(w->region)));
+      if (in_view(w->region)) pattern::fill(layout.region(view, w->region), w->seed.value_or(seed_of(w->region)));
+      if (auto s = publish(); !s) return s;
+      reply = peer::encode(peer::Ack{});
+    } else if (const auto* n = std::get_if<peer::Count>(&*req)) {
       // No step report here: a soak sends thousands of these.
-      std::size_t stale = in_view ? pattern::count_stale_words(layout.region(view, *region), seed.value_or(seed_of(*region)))
-                                  : kRegionSize / 4;
-      reply = {{"stale", stale}};
-    } else if (auto handled = sync.extra ? sync.extra(op, *j, reply_fd) : std::nullopt) {
-      if (!*handled) return std::move(*handled).error();
-      reply = std::move(**handled);
-      if (reply.is_object() && reply.value("publish", false)) {
-        reply.erase("publish");
-        if (sync.publish)
-          if (auto s = sync.publish(); !s) return s;
-      }
+      const std::size_t stale =
+          in_view(n->region) ? pattern::count_stale_words(layout.region(view, n->region), n->seed) : kRegionSize / 4;
+      reply = peer::encode(peer::CountReply{stale});
     } else {
-      reply = {{"error", "unknown op \"" + op + "\""}};
+      const auto& op = std::get<peer::RouteOp>(*req);
+      auto handled = sync.extra ? sync.extra(op.op, op.body, reply_fd) : std::nullopt;
+      if (!handled) {
+        reply = peer::encode(peer::ErrorReply{"unknown op \"" + op.op + "\""});
+      } else {
+        if (!*handled) return std::move(*handled).error();
+        json body = std::move(**handled);
+        if (body.is_object() && body.value("publish", false)) {
+          body.erase("publish");
+          if (auto s = publish(); !s) return s;
+        }
+        reply = body.dump();
+      }
     }
-    if (auto s = ctx.peer().send(os::MsgType::reply, reply.dump(), reply_fd.get()); !s) return s;
+    if (auto s = send_reply(ctx, reply, reply_fd.get()); !s) return s;
   }
 }
 
