@@ -3,9 +3,11 @@
 #include <limits>
 
 #include <fmt/format.h>
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe::chunks {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 Error invalid(const char* step, std::string detail) {
   return Error{step, ErrorKind::invalid_argument, {}, std::move(detail)};
@@ -20,6 +22,8 @@ void fill_offsets(Plan& p) {
   }
 }
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 Result<Plan> plan(std::size_t want, std::size_t granularity, std::size_t count) {

@@ -8,9 +8,11 @@
 
 #include "probe/routes/image_measure.h"
 #include "probe/worker/measure.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe::image {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 constexpr std::size_t kTexelBytes = 4;  // UNSIGNED_INT8 x 4 (R8G8B8A8_UNORM)
 
@@ -34,6 +36,8 @@ struct Owned {
   }
 };
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 void cuda_measure_copies(const cuda::Api& api, const std::string& leg, CUarray shared,

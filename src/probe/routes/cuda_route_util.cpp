@@ -14,6 +14,7 @@
 #include "probe/worker/gpu_access.h"
 #include "probe/worker/peer.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 
@@ -140,6 +141,7 @@ bool cuda_write_region(ChildContext& ctx, const CudaSide& side, CUdeviceptr base
 }
 
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 // Pinned host memory from cuMemAllocHost, freed with cuMemFreeHost.
 class PinnedWords {
@@ -165,6 +167,8 @@ class PinnedWords {
   void* host_ = nullptr;
 };
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 // Allocations with at least this many stamps (16 MiB and up) move their words with

@@ -5,6 +5,7 @@
 #include "probe/routes.h"
 #include "probe/routes/vk_export.h"
 #include "probe/routes/vk_handover.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 
@@ -13,14 +14,12 @@ int cuda_vmm_fd_server(ChildContext& ctx);
 int cuda_vmm_fd_client(ChildContext& ctx);
 int cuda_host_register_server(ChildContext& ctx);
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 constexpr std::string_view kNotBuilt = {};
 constexpr RoleMain kOpaqueFdServer = [](ChildContext& c) { return export_and_serve_with_handover(c, kOpaqueFd); };
 constexpr RoleMain kOpaqueFdClient = cuda_opaque_fd_client, kVmmServer = cuda_vmm_fd_server,
                    kVmmClient = cuda_vmm_fd_client, kHostRegisterServer = cuda_host_register_server,
                    kMemfdOwner = memfd_owner_serve;
-}  // namespace
-
-namespace {
 constexpr std::string_view kFdExtensions[] = {"VK_KHR_external_memory_fd"};
 constexpr HandleNeed kOpaqueFdExport[] = {{"OPAQUE_FD", HandleFeature::exportable}};
 constexpr LegDef kOpaqueFdCudaLegs[] = {
@@ -41,9 +40,8 @@ constexpr LegDef kHostRegisterLegs[] = {
     {"mmap", true, "the client's memfd, received and mapped, shares the client's bytes"},
     {"cudahost", true, "that mapping registered with CUDA: the GPU reads and writes it, seen by the client"},
 };
-}  // namespace
 
-extern const RouteDef kT1OpaqueFdCuda{
+const RouteDef kT1OpaqueFdCuda{
     .row = "T1-opaque-fd-cuda",
     .group = "t1",
     .skip_reason = kNotBuilt,
@@ -52,7 +50,7 @@ extern const RouteDef kT1OpaqueFdCuda{
     .server = {"allocates Vulkan memory, exports an opaque fd, serves", kOpaqueFdServer},
     .client = {"imports the fd into CUDA, drives", kOpaqueFdClient},
     .passes_fds = true};
-extern const RouteDef kT1CudaVmmFd{
+const RouteDef kT1CudaVmmFd{
     .row = "T1-cuda-vmm-fd",
     .group = "t1",
     .skip_reason = kNotBuilt,
@@ -61,7 +59,7 @@ extern const RouteDef kT1CudaVmmFd{
     .server = {"allocates with cuMemCreate, exports a POSIX fd, serves", kVmmServer},
     .client = {"imports the fd into CUDA and Vulkan, drives", kVmmClient},
     .passes_fds = true};
-extern const RouteDef kT3CudaHostRegister{
+const RouteDef kT3CudaHostRegister{
     .row = "T3-cuda-host-register",
     .group = "t3",
     .skip_reason = kNotBuilt,
@@ -70,5 +68,12 @@ extern const RouteDef kT3CudaHostRegister{
     .server = {"maps the received memfd, registers it with CUDA, drives", kHostRegisterServer},
     .client = {"allocates a memfd, writes A, serves", kMemfdOwner},
     .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kT1OpaqueFdCuda = EXTMEM_ROUTE_FILE::kT1OpaqueFdCuda;
+extern const RouteDef kT1CudaVmmFd = EXTMEM_ROUTE_FILE::kT1CudaVmmFd;
+extern const RouteDef kT3CudaHostRegister = EXTMEM_ROUTE_FILE::kT3CudaHostRegister;
 
 }  // namespace extmem::probe

@@ -35,9 +35,11 @@
 #include "probe/worker/half_end.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 template <typename Handle>
 std::string to_hex(const Handle& h) {
@@ -166,6 +168,8 @@ class GatedProducer {
   bool drained_ = false;
 };
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 int cuda_ipc_server(ChildContext& ctx) {
@@ -272,6 +276,7 @@ int cuda_ipc_server(ChildContext& ctx) {
 }
 
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 // The client's consumer of the ordering proof.
 class IpcEventConsumer final : public sync::OrderingSubject {
@@ -367,6 +372,8 @@ void offset_view(ChildContext& ctx, const CudaSide& side, const Setup& setup, CU
   if (close_view) (void)api.cuIpcCloseMemHandle(view_open);  // one close per open (the handle is reference counted)
 }
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 int cuda_ipc_client(ChildContext& ctx) {
@@ -443,6 +450,7 @@ int cuda_ipc_client(ChildContext& ctx) {
 }
 
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 constexpr LegDef kLegs[] = {
     {"cudaipc", true, "the 64-byte cuIpcGetMemHandle opened in the other process: GPU copies round-trip, whole allocation"},
     {"cudaoffset", true,
@@ -450,9 +458,8 @@ constexpr LegDef kLegs[] = {
     {"ipcevent", true,
      "the client's stream waited on the server's interprocess event: its copy landed only after the gated write"},
 };
-}  // namespace
 
-extern const RouteDef kT1CudaIpc{
+const RouteDef kT1CudaIpc{
     .row = "T1-cuda-ipc",
     .group = "t1",
     .needs = {.cuda = true},
@@ -460,5 +467,10 @@ extern const RouteDef kT1CudaIpc{
     .server = {"allocates with cuMemAlloc, sends the IPC memory and event handles as bytes, serves; produces behind a gate",
                cuda_ipc_server},
     .client = {"opens the handles, drives; waits on the event before its copy", cuda_ipc_client}};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kT1CudaIpc = EXTMEM_ROUTE_FILE::kT1CudaIpc;
 
 }  // namespace extmem::probe

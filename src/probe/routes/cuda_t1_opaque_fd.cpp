@@ -25,9 +25,11 @@
 #include "probe/routes/cuda_route_util.h"
 #include "probe/routes/vk_export.h"
 #include "probe/worker/peer.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 // One timed import of a fresh dup() of `fd` (cuImportExternalMemory +
 // cuExternalMemoryGetMappedBuffer of `mapped` bytes, µs), undone untimed.
@@ -208,6 +210,8 @@ bool handover_leg(ChildContext& ctx, const CudaSide& side, CUdeviceptr ptr, Cuda
   return true;
 }
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 int cuda_opaque_fd_client(ChildContext& ctx) {

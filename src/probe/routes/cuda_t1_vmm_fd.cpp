@@ -20,9 +20,11 @@
 #include "probe/routes/cuda_measure.h"
 #include "probe/routes/cuda_route_util.h"
 #include "probe/routes/vk_export.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 // Releases a cuMemCreate/cuMemImportFromShareableHandle handle on scope exit
 // (a mapping keeps the memory alive until it is unmapped).
@@ -95,6 +97,8 @@ Result<double> vmm_import_once(const cuda::Api& api, int fd, std::size_t size, s
   return (t1 - t0) * 1e6;
 }
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 int cuda_vmm_fd_server(ChildContext& ctx) {

@@ -22,9 +22,11 @@
 #include "probe/worker/half_end.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 // The seeds of the boundary fills: one per direction, varied by boundary so a
 // window that shows another boundary's bytes does not match.
@@ -84,6 +86,8 @@ class ChunkedRange {
 
 std::string hex_offset(std::size_t v) { return fmt::format("+{} (0x{:x})", v, v); }
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 int cuda_vmm_multichunk_server(ChildContext& ctx) {
@@ -173,6 +177,7 @@ int cuda_vmm_multichunk_server(ChildContext& ctx) {
 }
 
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 // Both directions at every boundary window; fills `leg` (read_ok: every
 // server fill seen by the client; write_ok: every client write seen by the
@@ -239,6 +244,8 @@ void check_boundaries(ChildContext& ctx, const CudaSide& side, CUdeviceptr va, c
                                      chunks::kBoundaryHalf));
 }
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 int cuda_vmm_multichunk_client(ChildContext& ctx) {
@@ -345,15 +352,15 @@ int cuda_vmm_multichunk_client(ChildContext& ctx) {
 }
 
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 constexpr LegDef kLegs[] = {
     {"cudaimport", true,
      "every chunk's fd imported and mapped at its offset in one range: region and whole-range GPU copies round-trip"},
     {"boundaries", true,
      "the bytes either side of every chunk boundary, written on one side, read on the other, both directions"},
 };
-}  // namespace
 
-extern const RouteDef kT1CudaVmmMultichunk{
+const RouteDef kT1CudaVmmMultichunk{
     .row = "T1-cuda-vmm-multichunk",
     .group = "t1",
     .needs = {.cuda = true},
@@ -362,5 +369,10 @@ extern const RouteDef kT1CudaVmmMultichunk{
                cuda_vmm_multichunk_server},
     .client = {"reserves one range, imports and maps every chunk at its offset, drives", cuda_vmm_multichunk_client},
     .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kT1CudaVmmMultichunk = EXTMEM_ROUTE_FILE::kT1CudaVmmMultichunk;
 
 }  // namespace extmem::probe

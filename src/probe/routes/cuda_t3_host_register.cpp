@@ -14,9 +14,11 @@
 #include "probe/routes.h"
 #include "probe/routes/cuda_measure.h"
 #include "probe/routes/cuda_route_util.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 // One timed registration (cuMemHostRegister(DEVICEMAP) + cuMemHostGetDevicePointer, µs) of a
 // fresh MAP_SHARED mapping of the memfd `fd` (`bytes`): the leg's own mapping is registered
@@ -36,6 +38,8 @@ Result<double> register_once(const cuda::Api& api, int fd, std::size_t bytes) {
   return (t1 - t0) * 1e6;
 }
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 int cuda_host_register_server(ChildContext& ctx) {

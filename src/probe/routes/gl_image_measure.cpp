@@ -9,13 +9,17 @@
 #include "probe/routes/gl_gpu_clock.h"
 #include "probe/routes/image_measure.h"
 #include "probe/worker/measure.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe::image {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 // Bytes the coverage sample copies: 64 MiB, several ms on a CPU driver, a fraction of a ms on a GPU.
 constexpr std::size_t kCoverageBytes = std::size_t{64} << 20;
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 void measure_gl_copies(const gles::EglContext& ctx, const std::string& leg, GLuint shared, std::uint32_t w,

@@ -17,11 +17,15 @@
 #include "probe/worker/gpu_access.h"
 #include "probe/worker/import_dup.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 std::atomic<long> g_live_shared_buffers{0};
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 GlSharedBuffer::GlSharedBuffer(const gles::EglContext& ctx) : ctx_(ctx) { ++g_live_shared_buffers; }
@@ -168,6 +172,7 @@ void gl_gpu_access(const gles::EglContext& ctx, GLuint shared, const Layout& lay
 }
 
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 // The GL twin of probe/worker/sweep_words.comp: the sweep's word moves in one dispatch.
 constexpr const char* kSweepWordsCompute = R"(#version 310 es
@@ -348,6 +353,8 @@ class GlWords {
   GLint count_at_ = -1, scatter_at_ = -1;
 };
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 void gl_whole(const gles::EglContext& ctx, const std::function<void(const std::string&)>& step, GLuint shared,

@@ -10,9 +10,11 @@
 #include "gles/program.h"
 #include "probe/routes/gl_gpu_clock.h"
 #include "probe/worker/measure.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 // The GL twin of probe/worker/copy_words.comp: dst = src, 16 bytes a load and
 // a store, every invocation striding over the buffer.
@@ -29,6 +31,8 @@ void main() {
 constexpr GLuint kCopyLocalSize = 256;
 constexpr GLuint kCopyMaxGroups = 65535;  // GL_MAX_COMPUTE_WORK_GROUP_COUNT's required minimum (GLES 3.1)
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 void gl_copy_leg(const gles::EglContext& ctx, const std::string& leg, GLuint shared, std::size_t bytes) {

@@ -17,10 +17,11 @@
 #include "probe/worker/gpu_access.h"
 #include "probe/routes/host_import.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
-
+namespace EXTMEM_ROUTE_FILE {
 
 void round_trip(ChildContext& ctx, const vk::Device& device, std::span<std::byte> view, std::size_t bytes, Leg& leg,
                 RouteReport& rep, std::vector<std::string>& refused) {
@@ -41,6 +42,8 @@ void round_trip(ChildContext& ctx, const vk::Device& device, std::span<std::byte
   gpu_whole(ctx, device, buf->buffer, layout.size, far.as_far(), leg);
 }
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 void probe_extra_backings(ChildContext& ctx, const vk::Device& device, std::size_t alignment, RouteReport& rep) {

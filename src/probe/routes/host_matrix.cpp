@@ -9,9 +9,11 @@
 
 #include "extmem/os/fd.h"
 #include "vulkan/dispatch.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 constexpr auto kHost = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
 
@@ -45,6 +47,8 @@ Answer import_and_free(const vk::Device& device, void* host, VkDeviceSize bytes)
 
 std::string answer_text(VkResult r) { return r == VK_SUCCESS ? "accepted" : fmt::format("refused={}", vk::result_name(r)); }
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 void host_size_matrix(ChildContext& ctx, const vk::Device& device, std::size_t alignment, RouteReport& rep) {

@@ -7,9 +7,11 @@
 
 #include "probe/worker/measure.h"
 #include "probe/worker/vk_gpu_clock.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe::image {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 using nlohmann::json;
 
@@ -28,6 +30,8 @@ void transfer_barrier(const vk::Device& d, VkCommandBuffer cb) {
                               nullptr);
 }
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 void log_extent(const std::string& leg, std::uint32_t w, std::uint32_t h) {

@@ -8,9 +8,11 @@
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
 #include "vulkan/dispatch.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 constexpr auto kOpaque = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
 
@@ -37,6 +39,8 @@ Result<vk::Buffer> import_once(const vk::Device& device, const ReexportSource& s
   return buf;
 }
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 void reexport_leg(ChildContext& ctx, const vk::Device& device, const ReexportSource& src,

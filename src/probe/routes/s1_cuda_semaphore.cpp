@@ -32,9 +32,11 @@
 #include "probe/worker/import_dup.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 using vksync::SemaphoreKind;
 
@@ -418,9 +420,7 @@ constexpr LegDef kLegs[] = {
     {"cudasignal", true, "CUDA's signal of a timeline semaphore released a Vulkan wait in the other process"},
 };
 
-}  // namespace
-
-extern const RouteDef kS1CudaSemaphore{
+const RouteDef kS1CudaSemaphore{
     .row = "S1-cuda-semaphore",
     .group = "s1",
     // No extensions here: CUDA's answer comes first (see cuda_client); the Vulkan
@@ -432,5 +432,10 @@ extern const RouteDef kS1CudaSemaphore{
     .client = {"imports them into CUDA; waits before a copy, writes and signals; drives the ordering proofs",
                cuda_client},
     .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kS1CudaSemaphore = EXTMEM_ROUTE_FILE::kS1CudaSemaphore;
 
 }  // namespace extmem::probe

@@ -33,9 +33,11 @@
 #include "probe/worker/half_end.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 using gles::EglContext;
 
@@ -446,9 +448,7 @@ constexpr LegDef kLegs[] = {
     {"glsignal", true, "GL's glSignalSemaphoreEXT released a Vulkan wait in the other process, after GL's write"},
 };
 
-}  // namespace
-
-extern const RouteDef kS1GlesSemaphore{
+const RouteDef kS1GlesSemaphore{
     .row = "S1-gles-semaphore",
     .group = "s1",
     .needs = {.extensions = kExtensions, .handle_types = kMemory, .gl = true},
@@ -458,5 +458,10 @@ extern const RouteDef kS1GlesSemaphore{
     .client = {"imports them into GLES; waits before a copy, writes and signals; drives the ordering proofs",
                gl_client, true},
     .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kS1GlesSemaphore = EXTMEM_ROUTE_FILE::kS1GlesSemaphore;
 
 }  // namespace extmem::probe

@@ -24,9 +24,11 @@
 #include "probe/worker/measure.h"
 #include "probe/worker/import_dup.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 using vksync::SemaphoreKind;
 
@@ -374,9 +376,7 @@ constexpr LegDef kSyncFdLegs[] = {
     {"pollfd", true, "the exported sync file is not readable while the signal is held and readable after it"},
 };
 
-}  // namespace
-
-extern const RouteDef kS1SemaphoreOpaqueFd{
+const RouteDef kS1SemaphoreOpaqueFd{
     .row = "S1-semaphore-opaque-fd",
     .group = "s1",
     .needs = {.extensions = kExtensions, .handle_types = kMemory},
@@ -386,7 +386,7 @@ extern const RouteDef kS1SemaphoreOpaqueFd{
     .client = {"imports both, waits on the GPU, copies out, drives the ordering proof",
                [](ChildContext& c) { return consumer(c, vksync::kBinaryOpaque); }},
     .passes_fds = true};
-extern const RouteDef kS1TimelineOpaqueFd{
+const RouteDef kS1TimelineOpaqueFd{
     .row = "S1-timeline-opaque-fd",
     .group = "s1",
     .needs = {.extensions = kExtensions, .handle_types = kMemory},
@@ -396,7 +396,7 @@ extern const RouteDef kS1TimelineOpaqueFd{
     .client = {"imports both, waits for value 1 on the GPU, copies out, drives the ordering proof",
                [](ChildContext& c) { return consumer(c, vksync::kTimelineOpaque); }},
     .passes_fds = true};
-extern const RouteDef kS1SyncFd{
+const RouteDef kS1SyncFd{
     .row = "S1-sync-fd",
     .group = "s1",
     .needs = {.extensions = kExtensions, .handle_types = kMemory},
@@ -406,5 +406,12 @@ extern const RouteDef kS1SyncFd{
     .client = {"polls the sync file, imports it temporarily, waits on the GPU, drives the ordering proof",
                [](ChildContext& c) { return consumer(c, vksync::kBinarySyncFd); }},
     .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kS1SemaphoreOpaqueFd = EXTMEM_ROUTE_FILE::kS1SemaphoreOpaqueFd;
+extern const RouteDef kS1TimelineOpaqueFd = EXTMEM_ROUTE_FILE::kS1TimelineOpaqueFd;
+extern const RouteDef kS1SyncFd = EXTMEM_ROUTE_FILE::kS1SyncFd;
 
 }  // namespace extmem::probe

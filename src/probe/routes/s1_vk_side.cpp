@@ -11,6 +11,7 @@
 #include "probe/routes/s1_peer.h"
 #include "probe/routes/vk_export.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe::s1 {
 
@@ -18,6 +19,7 @@ using nlohmann::json;
 using vksync::SemaphoreKind;
 
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 struct Keyed {
   const char* key;
   const SemaphoreKind* kind;
@@ -25,6 +27,8 @@ struct Keyed {
 constexpr Keyed kKinds[] = {{"binary-opaque", &vksync::kBinaryOpaque},
                             {"timeline-opaque", &vksync::kTimelineOpaque},
                             {"binary-sync-fd", &vksync::kBinarySyncFd}};
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 const SemaphoreKind* kind_by_key(std::string_view key) {
@@ -158,6 +162,7 @@ bool VkWaiter::drain() {
 // ---------------------------------------------------------- producer round --
 
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 RouteFacts server_facts(const Error& e) {
   RouteFacts f;
@@ -426,6 +431,8 @@ json error_reply(const Error& e) {
           {"unsupported", e.kind == ErrorKind::unsupported}};
 }
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 int vk_side_serve(ChildContext& ctx, std::span<const SemaphoreKind* const> kinds) {

@@ -16,9 +16,11 @@
 #include "probe/routes.h"
 #include "probe/routes/reexport.h"
 #include "probe/routes/vk_export.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 int client(ChildContext& ctx, const HandleKind& h) {
   const Layout& layout = ctx.layout();
@@ -164,8 +166,6 @@ int client(ChildContext& ctx, const HandleKind& h) {
   return finish();
 }
 
-}  // namespace
-
 // rawmmap is informational for an opaque fd (the handle is only promised to
 // Vulkan) and decisive for a dma-buf (a CPU mapping is what it is for).
 constexpr std::string_view kFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
@@ -187,7 +187,7 @@ constexpr LegDef kDmaBufLegs[] = {
     {"gpu", true, "the importer's GPU reads and writes the shared bytes, seen by the exporter"},
 };
 
-extern const RouteDef kT1OpaqueFd{
+const RouteDef kT1OpaqueFd{
     .row = "T1-opaque-fd",
     .group = "t1",
     .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdBoth},
@@ -197,7 +197,7 @@ extern const RouteDef kT1OpaqueFd{
                [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }},
     .client = {"maps and imports the fd into Vulkan, drives", [](ChildContext& c) { return client(c, kOpaqueFd); }},
     .passes_fds = true};
-extern const RouteDef kT1DmaBuf{
+const RouteDef kT1DmaBuf{
     .row = "T1-dma-buf",
     .group = "t1",
     .needs = {.extensions = kDmaBufExtensions, .handle_types = kDmaBufBoth},
@@ -207,5 +207,11 @@ extern const RouteDef kT1DmaBuf{
                [](ChildContext& c) { return export_and_serve(c, kDmaBuf); }},
     .client = {"maps and imports the fd into Vulkan, drives", [](ChildContext& c) { return client(c, kDmaBuf); }},
     .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kT1OpaqueFd = EXTMEM_ROUTE_FILE::kT1OpaqueFd;
+extern const RouteDef kT1DmaBuf = EXTMEM_ROUTE_FILE::kT1DmaBuf;
 
 }  // namespace extmem::probe

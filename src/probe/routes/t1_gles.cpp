@@ -18,9 +18,11 @@
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
 #include "probe/routes/vk_export.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 // The CPU leg through glMapBufferRange(PERSISTENT|COHERENT) is informational:
 // GL_EXT_external_objects gives memory-object storage no map flags (Mesa passes
@@ -209,8 +211,6 @@ int cross_proc_client(ChildContext& ctx) {
   });
 }
 
-}  // namespace
-
 constexpr std::string_view kFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 constexpr HandleNeed kOpaqueFdExport[] = {{"OPAQUE_FD", HandleFeature::exportable}};
 constexpr LegDef kGlLegs[] = {
@@ -218,7 +218,7 @@ constexpr LegDef kGlLegs[] = {
     {"glgpu", true, "GL copies out of and writes into the imported buffer, seen by the Vulkan exporter"},
 };
 
-extern const RouteDef kT1GlesSameProc{
+const RouteDef kT1GlesSameProc{
     .row = "T1-gles-memobj-fd-same-proc",
     .group = "gles",
     .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdExport, .gl = true},
@@ -226,7 +226,7 @@ extern const RouteDef kT1GlesSameProc{
     .memory_types = MemoryTypes::exporter_picks,
     .server = {"exports Vulkan memory and imports a dup of its own fd into GLES", same_proc, true},
     .client = {}};
-extern const RouteDef kT1GlesCrossProc{
+const RouteDef kT1GlesCrossProc{
     .row = "T1-gles-memobj-fd-cross-proc",
     .group = "gles",
     .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdExport, .gl = true},
@@ -236,5 +236,11 @@ extern const RouteDef kT1GlesCrossProc{
                [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }},
     .client = {"imports the fd into GLES, drives", cross_proc_client, true},
     .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kT1GlesSameProc = EXTMEM_ROUTE_FILE::kT1GlesSameProc;
+extern const RouteDef kT1GlesCrossProc = EXTMEM_ROUTE_FILE::kT1GlesCrossProc;
 
 }  // namespace extmem::probe

@@ -30,12 +30,13 @@
 #include "probe/worker/half_end.h"
 #include "probe/worker/import_dup.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 constexpr auto kOpaque = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
-
 
 // Imports a dup of `fd` (`what`: "memfd", "tmpfs file") as OPAQUE_FD into a HOST_VISIBLE type and
 // records the answer in `leg` and the detail. Region A of the fd holds a pattern first, so an
@@ -184,8 +185,6 @@ int drive(ChildContext& ctx) {
   return finish();
 }
 
-}  // namespace
-
 constexpr std::string_view kForeignExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 constexpr HandleNeed kForeignNeeds[] = {{"OPAQUE_FD", HandleFeature::importable}};
 constexpr LegDef kForeignLegs[] = {
@@ -194,7 +193,7 @@ constexpr LegDef kForeignLegs[] = {
     {"afterwards", false, "a plain allocation on the same device succeeds after the foreign imports"},
 };
 
-extern const RouteDef kT1OpaqueFdForeignFd{
+const RouteDef kT1OpaqueFdForeignFd{
     .row = "T1-opaque-fd-foreign-fd",
     .group = "t1",
     .needs = {.extensions = kForeignExtensions, .handle_types = kForeignNeeds},
@@ -203,5 +202,10 @@ extern const RouteDef kT1OpaqueFdForeignFd{
     .client = {},
     .measured = false,
     .retires_worker = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kT1OpaqueFdForeignFd = EXTMEM_ROUTE_FILE::kT1OpaqueFdForeignFd;
 
 }  // namespace extmem::probe

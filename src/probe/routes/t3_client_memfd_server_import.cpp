@@ -12,9 +12,11 @@
 #include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 int server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
@@ -73,8 +75,6 @@ int server(ChildContext& ctx) {
   return finish();
 }
 
-}  // namespace
-
 constexpr std::string_view kHostExtensions[] = {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME};
 constexpr HandleNeed kHostImport[] = {{"HOST_ALLOCATION", HandleFeature::importable}};
 constexpr LegDef kLegs[] = {
@@ -82,7 +82,7 @@ constexpr LegDef kLegs[] = {
     {"hostimport", true, "that mapping imported into Vulkan: the GPU reads and writes it, seen by the client"},
 };
 
-extern const RouteDef kT3ClientMemfdServerImport{
+const RouteDef kT3ClientMemfdServerImport{
     .row = "T3-client-memfd-server-import",
     .group = "t3",
     .needs = {.extensions = kHostExtensions, .handle_types = kHostImport},
@@ -90,5 +90,10 @@ extern const RouteDef kT3ClientMemfdServerImport{
     .server = {"maps the client's memfd, imports the pointer into Vulkan, drives", server},
     .client = {"allocates a memfd, writes A, serves", memfd_owner_serve},
     .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kT3ClientMemfdServerImport = EXTMEM_ROUTE_FILE::kT3ClientMemfdServerImport;
 
 }  // namespace extmem::probe

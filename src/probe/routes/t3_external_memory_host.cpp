@@ -16,9 +16,11 @@
 #include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 int server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
@@ -90,8 +92,6 @@ int server(ChildContext& ctx) {
   return end_half(ctx, rep, soak);
 }
 
-}  // namespace
-
 constexpr std::string_view kHostExtensions[] = {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME};
 constexpr HandleNeed kHostImport[] = {{"HOST_ALLOCATION", HandleFeature::importable}};
 constexpr LegDef kLegs[] = {
@@ -101,7 +101,7 @@ constexpr LegDef kLegs[] = {
     {"hostfile", true, "the same import on a shared tmpfs file mapping: the GPU round-trips through it"},
 };
 
-extern const RouteDef kT3ExternalMemoryHost{
+const RouteDef kT3ExternalMemoryHost{
     .row = "T3-external-memory-host",
     .group = "t3",
     .needs = {.extensions = kHostExtensions, .handle_types = kHostImport},
@@ -109,5 +109,10 @@ extern const RouteDef kT3ExternalMemoryHost{
     .server = {"allocates a memfd, imports its pointer into Vulkan, drives", server},
     .client = {"maps the received memfd, serves", receive_and_serve},
     .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kT3ExternalMemoryHost = EXTMEM_ROUTE_FILE::kT3ExternalMemoryHost;
 
 }  // namespace extmem::probe

@@ -9,9 +9,11 @@
 #include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 int server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
@@ -42,13 +44,11 @@ int server(ChildContext& ctx) {
   return end_half(ctx, rep, soak);
 }
 
-}  // namespace
-
 constexpr LegDef kLegs[] = {
     {"mmap", true, "a memfd received over the socket and mapped shares the sender's bytes"},
 };
 
-extern const RouteDef kT3MemfdCrossProcess{
+const RouteDef kT3MemfdCrossProcess{
     .row = "T3-memfd-cross-process",
     .group = "t3",
     .needs = {},
@@ -56,5 +56,10 @@ extern const RouteDef kT3MemfdCrossProcess{
     .server = {"maps the received memfd and drives the checks", server},
     .client = {"allocates a memfd, writes A, serves", memfd_owner_serve},
     .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kT3MemfdCrossProcess = EXTMEM_ROUTE_FILE::kT3MemfdCrossProcess;
 
 }  // namespace extmem::probe

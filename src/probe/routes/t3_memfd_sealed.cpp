@@ -14,9 +14,11 @@
 #include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 std::string seal_names(int seals) {
   std::string s;
@@ -190,14 +192,12 @@ int server(ChildContext& ctx) {
   return end_half(ctx, rep, soak);
 }
 
-}  // namespace
-
 constexpr LegDef kLegs[] = {
     {"sealed", true, "a memfd sealed against shrink and grow, mapped by the peer, shares the bytes"},
     {"wsealed", false, "a write-sealed memfd is readable by the peer and refuses a writable map"},
 };
 
-extern const RouteDef kT3MemfdSealed{
+const RouteDef kT3MemfdSealed{
     .row = "T3-memfd-sealed",
     .group = "t3",
     .needs = {},
@@ -205,5 +205,10 @@ extern const RouteDef kT3MemfdSealed{
     .server = {"maps the received sealed memfds and drives the checks", server},
     .client = {"creates and seals two memfds, serves", client},
     .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kT3MemfdSealed = EXTMEM_ROUTE_FILE::kT3MemfdSealed;
 
 }  // namespace extmem::probe

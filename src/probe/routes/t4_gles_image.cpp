@@ -31,9 +31,11 @@
 #include "probe/worker/import_dup.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 using image::Compare;
 using image::Expected;
@@ -196,14 +198,14 @@ struct GlHandoverSemaphores {
   GLenum wait_layout = 0, signal_layout = 0;
   explicit GlHandoverSemaphores(const gles::EglContext& gl) : ready(gl), done(gl) {}
 };
-struct Handover {
+struct GlHandover {
   std::unique_ptr<GlHandoverSemaphores> sem;
   // "glFenceSync + glClientWaitSync(...)" or "glSignalSemaphoreEXT(...) + glFlush": what the texts name.
   std::string after;
 };
 
 // GL takes the image (semaphore path: glWaitSemaphoreEXT on the texture). Returns "" or the call and GL error.
-std::string gl_take(const gles::EglContext& egl, const Handover& h, const GlTexture& tex) {
+std::string gl_take(const gles::EglContext& egl, const GlHandover& h, const GlTexture& tex) {
   if (!h.sem) return {};
   (void)egl.take_error();
   egl.gl().glWaitSemaphoreEXT(h.sem->ready.id, 0, nullptr, 1, &tex.texture, &h.sem->wait_layout);
@@ -269,7 +271,7 @@ std::string gl_wait(const gles::EglContext& egl) {
 // GL hands the image back: semaphore path glSignalSemaphoreEXT on the texture
 // and glFlush (a binary semaphore's signal must be submitted before the owner's
 // wait is), else gl_wait. Returns "" or the failing call and code.
-std::string gl_give(const gles::EglContext& egl, const Handover& h, const GlTexture& tex) {
+std::string gl_give(const gles::EglContext& egl, const GlHandover& h, const GlTexture& tex) {
   if (!h.sem) return gl_wait(egl);
   (void)egl.take_error();
   egl.gl().glSignalSemaphoreEXT(h.sem->done.id, 0, nullptr, 1, &tex.texture, &h.sem->signal_layout);
@@ -284,7 +286,7 @@ std::string gl_give(const gles::EglContext& egl, const Handover& h, const GlText
 // and the owner can export binary OPAQUE_FD semaphores, else the fence (with
 // the reason in the detail). Returns "" or, when the semaphore path was
 // offered and then failed, the failing step and code (the row's FAIL).
-std::string set_up_handover(ChildContext& ctx, const gles::EglContext& egl, const Owner& owner, Handover& h,
+std::string set_up_handover(ChildContext& ctx, const gles::EglContext& egl, const Owner& owner, GlHandover& h,
                             RouteReport& rep, std::string& failed_step) {
   const std::string fence_text = "glFenceSync + glClientWaitSync(GL_SYNC_FLUSH_COMMANDS_BIT)";
   auto use_fence = [&](const std::string& why) {
@@ -335,7 +337,7 @@ std::string set_up_handover(ChildContext& ctx, const gles::EglContext& egl, cons
 // false when a handover step failed (GL and the owner may then disagree on who
 // holds the image, so nothing more may touch it).
 bool measure_after_verdict(ChildContext& ctx, const gles::EglContext& egl, const TexFns& f, const Owner& owner,
-                           const Handover& handover, const GlTexture& tex, std::uint32_t w, std::uint32_t h,
+                           const GlHandover& handover, const GlTexture& tex, std::uint32_t w, std::uint32_t h,
                            const std::string& leg) {
   const Expected kept{image::owner_seed(4)};  // rounds 1 and 2 and the clear finding use seeds 1 to 3
   auto field = [&](const char* key, nlohmann::json v) { measure::leg_field(leg, key, std::move(v)); };
@@ -460,7 +462,7 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
     leg.code = last_error;
     return;
   }
-  Handover handover;
+  GlHandover handover;
   {
     std::string failed_step;
     if (auto e = set_up_handover(ctx, egl, owner, handover, rep, failed_step); !e.empty()) {
@@ -678,8 +680,6 @@ int cross_proc(ChildContext& ctx) {
   return finish();
 }
 
-}  // namespace
-
 constexpr std::string_view kGlImageExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 constexpr LegDef kGlImageLegs[] = {
     {"glimage", true,
@@ -687,13 +687,13 @@ constexpr LegDef kGlImageLegs[] = {
      "GL's scissored draw (rest intact) after the handover (GL_EXT_semaphore signal, or GL's fence), two rounds"},
 };
 
-extern const RouteDef kT4GlesImageSameProc{
+const RouteDef kT4GlesImageSameProc{
     .row = "T4-gles-image-same-proc",
     .group = "t4",
     .needs = {.extensions = kGlImageExtensions, .gl = true},
     .legs = kGlImageLegs,
     .server = {"exports an OPTIMAL Vulkan image and imports a dup of its own fd as a GL texture", same_proc, true}};
-extern const RouteDef kT4GlesImageCrossProc{
+const RouteDef kT4GlesImageCrossProc{
     .row = "T4-gles-image-cross-proc",
     .group = "t4",
     .needs = {.extensions = kGlImageExtensions, .gl = true},
@@ -703,5 +703,11 @@ extern const RouteDef kT4GlesImageCrossProc{
     .client = {"imports the fd as a GL texture, reads it through a framebuffer, draws a rectangle, drives", cross_proc,
                true},
     .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kT4GlesImageSameProc = EXTMEM_ROUTE_FILE::kT4GlesImageSameProc;
+extern const RouteDef kT4GlesImageCrossProc = EXTMEM_ROUTE_FILE::kT4GlesImageCrossProc;
 
 }  // namespace extmem::probe

@@ -20,9 +20,11 @@
 #include "probe/worker/import_dup.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 using image::Compare;
 using image::Expected;
@@ -293,8 +295,6 @@ int cuda_image_importer(ChildContext& ctx) {
   return finish();
 }
 
-}  // namespace
-
 constexpr std::string_view kCudaImageExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 constexpr LegDef kCudaImageLegs[] = {
     {"cudaimage", true,
@@ -302,7 +302,7 @@ constexpr LegDef kCudaImageLegs[] = {
      "rectangle (rest intact), two rounds"},
 };
 
-extern const RouteDef kT4ImageCuda{
+const RouteDef kT4ImageCuda{
     .row = "T4-image-cuda",
     .group = "t4",
     .needs = {.extensions = kCudaImageExtensions, .cuda = true},
@@ -312,5 +312,10 @@ extern const RouteDef kT4ImageCuda{
     .client = {"imports the fd into CUDA as a mipmapped array, compares every texel, writes a rectangle, drives",
                cuda_image_importer},
     .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kT4ImageCuda = EXTMEM_ROUTE_FILE::kT4ImageCuda;
 
 }  // namespace extmem::probe

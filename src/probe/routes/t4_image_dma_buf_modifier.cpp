@@ -16,9 +16,11 @@
 #include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "vulkan/image.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 int modifier_check(ChildContext& ctx) {
   RouteReport rep;
@@ -71,20 +73,23 @@ int modifier_check(ChildContext& ctx) {
   return finish();
 }
 
-}  // namespace
-
 constexpr LegDef kDmaBufImageLegs[] = {
     {"dmabufimage", true,
      "an image exported as a dma-buf with a listed DRM modifier, imported with its plane layouts, compares texel by "
      "texel"},
 };
 
-extern const RouteDef kT4ImageDmaBufModifier{
+const RouteDef kT4ImageDmaBufModifier{
     .row = "T4-image-dma-buf-modifier",
     .group = "t4",
     .legs = kDmaBufImageLegs,
     .server = {"checks the DRM modifier and dma-buf extensions and each listed modifier's DMA_BUF image support",
                modifier_check},
     .measured = false};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kT4ImageDmaBufModifier = EXTMEM_ROUTE_FILE::kT4ImageDmaBufModifier;
 
 }  // namespace extmem::probe

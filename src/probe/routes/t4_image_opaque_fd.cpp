@@ -17,9 +17,11 @@
 #include "probe/worker/import_dup.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 using image::Compare;
 using image::Expected;
@@ -280,8 +282,6 @@ int importer(ChildContext& ctx, VkImageTiling tiling) {
   return finish();
 }
 
-}  // namespace
-
 constexpr std::string_view kImageFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 constexpr LegDef kImageLegs[] = {
     {"vkimage", true,
@@ -295,7 +295,7 @@ constexpr LegDef kLinearImageLegs[] = {
     {"cpumap", false, "the imported LINEAR image read by CPU at vkGetImageSubresourceLayout's rowPitch matches"},
 };
 
-extern const RouteDef kT4ImageOpaqueFd{
+const RouteDef kT4ImageOpaqueFd{
     .row = "T4-image-opaque-fd",
     .group = "t4",
     .needs = {.extensions = kImageFdExtensions},
@@ -305,7 +305,7 @@ extern const RouteDef kT4ImageOpaqueFd{
     .client = {"imports the fd into an identical image, compares every texel, writes a rectangle, drives",
                [](ChildContext& c) { return importer(c, VK_IMAGE_TILING_OPTIMAL); }},
     .passes_fds = true};
-extern const RouteDef kT4ImageOpaqueFdLinear{
+const RouteDef kT4ImageOpaqueFdLinear{
     .row = "T4-image-opaque-fd@linear",
     .group = "t4",
     .needs = {.extensions = kImageFdExtensions},
@@ -315,5 +315,11 @@ extern const RouteDef kT4ImageOpaqueFdLinear{
     .client = {"imports the fd into an identical image, compares every texel (GPU and CPU), writes a rectangle, drives",
                [](ChildContext& c) { return importer(c, VK_IMAGE_TILING_LINEAR); }},
     .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+extern const RouteDef kT4ImageOpaqueFd = EXTMEM_ROUTE_FILE::kT4ImageOpaqueFd;
+extern const RouteDef kT4ImageOpaqueFdLinear = EXTMEM_ROUTE_FILE::kT4ImageOpaqueFdLinear;
 
 }  // namespace extmem::probe

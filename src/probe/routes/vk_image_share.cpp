@@ -14,9 +14,11 @@
 #include "probe/routes/vk_export.h"
 #include "probe/worker/peer.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/route_file.h"
 
 namespace extmem::probe::image {
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 using nlohmann::json;
 
@@ -60,6 +62,8 @@ json error_json(const Error& e) {
   return j;
 }
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 std::uint32_t texel(std::uint64_t seed, std::uint32_t x, std::uint32_t y) {
@@ -465,6 +469,7 @@ Result<HandoverFds> owner_semaphores(const ChildContext& ctx, VkImageLayout gl_l
 }
 
 namespace {
+namespace EXTMEM_ROUTE_FILE {
 
 // The owner's serve loop: one reply per request, until "done" or the peer goes.
 Status serve_image(ChildContext& ctx, ExportedImage& ex) {
@@ -510,6 +515,8 @@ Status serve_image(ChildContext& ctx, ExportedImage& ex) {
   }
 }
 
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 std::variant<ExportedImage, RouteFacts> export_image(ChildContext& ctx, VkImageTiling tiling) {
