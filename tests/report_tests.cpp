@@ -6,9 +6,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -103,7 +105,10 @@ TEST(Report, ReadsDocumentsFromBeforeMeasure) {
   const std::string dir = std::string(EXTMEM_SOURCE_DIR) + "/docs/results/";
   Out o = sh(kBinary + " report " + dir + "nvidia-h200-580.json " + dir + "nvidia-h200-580-soak.json " + docs().sweep);
   EXPECT_EQ(o.code, 0) << o.err;
-  EXPECT_NE(o.out.find("| row | [1] NVIDIA H200 | [2] NVIDIA H200 | [3] llvmpipe"), std::string::npos) << o.out;
+  // They have no context.hostname: each file is a node of its own, labelled with its name.
+  EXPECT_NE(o.out.find("| row | [1] nvidia-h200-580.json · NVIDIA H200 | [2] nvidia-h200-580-soak.json · NVIDIA H200 | [3] "),
+            std::string::npos)
+      << o.out;
   EXPECT_NE(o.out.find("| T1-opaque-fd | **OK** | **OK** | **OK** |"), std::string::npos) << o.out;
 }
 
@@ -211,6 +216,210 @@ TEST(ReportParse, MarkdownEscapesPipes) {
   ASSERT_TRUE(run) << run.error().detail;
   std::string md = extmem::report::markdown({*run});
   EXPECT_NE(md.find("a\\|b"), std::string::npos) << md;
+}
+
+// ---- fleets (docs/report.md, "Fleets") ----
+//
+// tests/data/report/: three real runs of one machine (lavapipe), a second apart,
+// `--only=T1-opaque-fd,T1-dma-buf,T3-memfd-cross-process --require=T1-opaque-fd,T3-memfd-cross-process`,
+// the second with --timeout=1ms (its routes outlive the limit: FAIL, health NOT OK); see
+// tests/data/report/README.md. Labelled NODE=FILE, the same files make several nodes' histories.
+
+const std::string kData = std::string(EXTMEM_SOURCE_DIR) + "/tests/data/report/";
+
+std::string data(const std::string& label, const std::string& file) { return " " + label + "=" + kData + file; }
+
+// The Markdown line of `row` in `md`.
+std::string md_line(const std::string& md, const std::string& row) {
+  const std::size_t at = md.find("\n| " + row + " |");
+  return at == std::string::npos ? std::string() : md.substr(at + 1, md.find('\n', at + 1) - at - 1);
+}
+
+// The cells of a Markdown table line, trimmed.
+std::vector<std::string> cells(const std::string& line) {
+  std::vector<std::string> out;
+  std::size_t at = line.find('|');
+  while (at != std::string::npos) {
+    const std::size_t next = line.find('|', at + 1);
+    if (next == std::string::npos) break;
+    std::string c = line.substr(at + 1, next - at - 1);
+    c.erase(0, c.find_first_not_of(' '));
+    c.erase(c.find_last_not_of(' ') + 1);
+    out.push_back(c);
+    at = next;
+  }
+  return out;
+}
+
+std::string generated_at(const std::string& file) { return json::parse(slurp(kData + file)).value("generated_at", ""); }
+
+TEST(ReportParse, ClassifiesHistories) {
+  using extmem::report::classify;
+  using extmem::report::History;
+  std::size_t since = 99;
+  EXPECT_EQ(classify({"OK"}, "", &since), History::single);
+  EXPECT_EQ(classify({"OK", "OK", "OK"}, "", &since), History::stable);
+  EXPECT_EQ(classify({"OK", "OK", "FAIL", "FAIL"}, "", &since), History::changed);
+  EXPECT_EQ(since, 2u) << "the first run after the switch";
+  EXPECT_EQ(classify({"OK", "FAIL", "OK"}, "", &since), History::flaky);
+  EXPECT_EQ(classify({"OK", "FAIL", "FAIL", "OK"}, "", &since), History::flaky);
+  // The baseline's status comes first in the sequence.
+  EXPECT_EQ(classify({"OK"}, "OK", &since), History::stable);
+  EXPECT_EQ(classify({"UNSUPPORTED", "UNSUPPORTED"}, "OK", &since), History::changed);
+  EXPECT_EQ(since, 0u) << "changed from the baseline";
+  EXPECT_EQ(classify({"OK", "FAIL"}, "OK", &since), History::changed);
+  EXPECT_EQ(since, 1u);
+  EXPECT_EQ(classify({"FAIL", "OK"}, "OK", &since), History::flaky);
+}
+
+// One node's repeated runs of one device with the same options are one column: the latest
+// status, and the row's history over the runs, in the cell and in the "changes" column.
+TEST(ReportFleet, RepeatedRunsOfOneNodeAreOneColumnWithTheirHistory) {
+  Out o = sh(kBinary + " report" + data("a", "run-1.json") + data("a", "run-2.json") + data("a", "run-3.json") +
+             data("b", "run-1.json") + data("b", "run-2.json") + data("c", "run-3.json") + data("c", "run-1.json"));
+  ASSERT_EQ(o.code, 0) << o.err;
+  const std::string dev = "llvmpipe (LLVM 15.0.6, 256 bits)";
+  EXPECT_NE(o.out.find("| row | [1] a · " + dev + " (3 runs) | [2] b · " + dev + " (2 runs) | [3] c · " + dev +
+                       " (2 runs) | changes |"),
+            std::string::npos)
+      << o.out;
+  const std::vector<std::string> opaque = cells(md_line(o.out, "T1-opaque-fd"));
+  ASSERT_EQ(opaque.size(), 5u) << o.out;
+  EXPECT_EQ(opaque[1], "**OK**<br>⚠ flaky: OK FAIL OK");
+  EXPECT_EQ(opaque[2], "**FAIL**<br>⚠ changed: OK → FAIL since " + generated_at("run-2.json"));
+  EXPECT_EQ(opaque[3], "**OK**") << "run-1 then run-3, whatever order they were named in";
+  EXPECT_EQ(opaque[4], "[1] flaky: OK FAIL OK; [2] changed: OK → FAIL since " + generated_at("run-2.json"));
+  // Rows that did not change have an empty changes cell.
+  const std::vector<std::string> dma = cells(md_line(o.out, "T1-dma-buf"));
+  ASSERT_EQ(dma.size(), 5u);
+  EXPECT_EQ(dma[4], "");
+  // Each run is listed under its column, with its health.
+  EXPECT_NE(o.out.find("- [1] `run-2.json: a · " + dev), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("health NOT OK (2 problems, first: T1-opaque-fd FAIL EM5"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("health OK`"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("more than one is flaky"), std::string::npos) << "the rule is stated";
+}
+
+// Without NODE=, the node is the document's context.hostname; one run per node is the plain matrix.
+TEST(ReportFleet, NodeDefaultsToTheRecordedHostname) {
+  const std::string host = json::parse(slurp(kData + "run-1.json"))["context"].value("hostname", "");
+  ASSERT_FALSE(host.empty());
+  Out o = sh(kBinary + " report " + kData + "run-1.json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("| row | [1] " + host + " · llvmpipe"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("| changes |"), std::string::npos) << "no history, no baseline: no changes column";
+}
+
+// --expect: the probe's baseline file; a row whose status differs is marked and listed.
+TEST(ReportFleet, BaselineMarksRowsThatDiffer) {
+  Out o = sh(kBinary + " report" + data("a", "run-1.json") + data("a", "run-3.json") + data("b", "run-2.json") +
+             " --expect=" + kData + "baseline.txt");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const std::vector<std::string> dma = cells(md_line(o.out, "T1-dma-buf"));
+  ASSERT_EQ(dma.size(), 4u) << o.out;
+  EXPECT_NE(dma[1].find("⚠ changed: baseline OK, now UNSUPPORTED"), std::string::npos) << dma[1];
+  EXPECT_NE(dma[3].find("[1] changed: baseline OK, now UNSUPPORTED; [2] changed: baseline OK, now UNSUPPORTED"),
+            std::string::npos)
+      << dma[3];
+  // A row the baseline expects, met: no mark. A single run that differs from the baseline: changed.
+  EXPECT_EQ(cells(md_line(o.out, "T3-memfd-cross-process"))[1], "**OK**");
+  EXPECT_EQ(cells(md_line(o.out, "T1-opaque-fd"))[2], "**FAIL**<br>⚠ changed: baseline OK, now FAIL");
+  // A malformed baseline is refused with probe --expect's message, exit 2.
+  Dir d;
+  std::ofstream(d.file("bad.txt")) << "T1-opaque-fd MAYBE\n";
+  Out bad = sh(kBinary + " report " + kData + "run-1.json --expect=" + d.file("bad.txt"));
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("extmem report: --expect: " + d.file("bad.txt") + ":1: unknown status \"MAYBE\"; accepted:"),
+            std::string::npos)
+      << bad.err;
+}
+
+// The nodes table, the stalest first: a node's age is its oldest current result's.
+TEST(ReportFleet, StaleNodesStandOut) {
+  const std::string h200 = std::string(EXTMEM_SOURCE_DIR) + "/docs/results/nvidia-h200-580.json";
+  Out o = sh(kBinary + " report" + data("fresh", "run-3.json") + " gpu-node=" + h200);
+  ASSERT_EQ(o.code, 0) << o.err;
+  const std::size_t table = o.out.find("| node | devices × options | runs |");
+  ASSERT_NE(table, std::string::npos) << o.out;
+  const std::size_t gpu = o.out.find("| gpu-node |", table), fresh = o.out.find("| fresh |", table);
+  ASSERT_NE(gpu, std::string::npos) << o.out;
+  ASSERT_NE(fresh, std::string::npos) << o.out;
+  EXPECT_LT(gpu, fresh) << "the stalest first";
+  EXPECT_NE(o.out.substr(gpu, o.out.find('\n', gpu) - gpu).find("| **STALE** |"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.substr(fresh, o.out.find('\n', fresh) - fresh).find("STALE"), std::string::npos) << o.out;
+  // A node's age is that of its oldest current result: with --stale-after=1s, run-1 (two seconds
+  // before run-3) is stale, whichever node has run-3 too is not.
+  Out s = sh(kBinary + " report" + data("old", "run-1.json") + data("new", "run-1.json") + data("new", "run-3.json") +
+             " --stale-after=1s");
+  ASSERT_EQ(s.code, 0) << s.err;
+  const std::vector<std::string> old_row = cells(md_line(s.out, "old")), new_row = cells(md_line(s.out, "new"));
+  ASSERT_EQ(old_row.size(), 7u) << s.out;
+  ASSERT_EQ(new_row.size(), 7u) << s.out;
+  EXPECT_EQ(old_row[3], generated_at("run-1.json"));
+  EXPECT_EQ(old_row[6], "**STALE**");
+  EXPECT_EQ(new_row[3], generated_at("run-3.json"));
+  EXPECT_EQ(new_row[6], "");
+  Out bad = sh(kBinary + " report " + kData + "run-1.json --stale-after=soon");
+  EXPECT_EQ(bad.code, 2) << bad.err;
+}
+
+TEST(ReportFleet, HtmlShowsHistoryAndStaleness) {
+  Dir d;
+  Out o = sh(kBinary + " report" + data("a", "run-1.json") + data("a", "run-2.json") + data("a", "run-3.json") +
+             " --stale-after=1s --html=" + d.file("f.html") + " --expect=" + kData + "baseline.txt");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const std::string page = slurp(d.file("f.html"));
+  EXPECT_NE(page.find("<div class=\"chg\">⚠ flaky: OK FAIL OK</div>"), std::string::npos) << page;
+  EXPECT_NE(page.find("<th>changes</th>"), std::string::npos);
+  EXPECT_NE(page.find("<h2>Nodes, the stalest first</h2>"), std::string::npos);
+  for (const char* external : {"<script", "<link", "src=", "url(", "@import", "http://", "https://"})
+    EXPECT_EQ(page.find(external), std::string::npos) << "self-contained page has " << external;
+  Out wf = sh("xmllint --html --noout " + d.file("f.html"));
+  EXPECT_EQ(wf.code, 0) << wf.err;
+}
+
+// The fields a fleet report reads are checked as strictly as the rows: a document whose
+// health, generated_at or hostname is malformed is exit 2, naming the file and the field.
+TEST(ReportFleet, MalformedFleetFieldsAreExit2) {
+  const json good = json::parse(slurp(kData + "run-2.json"));
+  ASSERT_TRUE(good.contains("health"));
+  struct Case {
+    const char* name;
+    std::function<void(json&)> spoil;
+    const char* said;
+  };
+  const std::vector<Case> cases = {
+      {"ok-string.json", [](json& j) { j["health"]["ok"] = "no"; }, "\"health\" is not an object"},
+      {"ok-mismatch.json", [](json& j) { j["health"]["ok"] = true; }, "\"health\": \"ok\" is true with 2 problem(s)"},
+      {"problem-code.json", [](json& j) { j["health"]["problems"][1]["code"] = "EM505"; }, "health.problems[1]"},
+      {"problem-step.json", [](json& j) { j["health"]["problems"][0]["step"] = 3; }, "health.problems[0]"},
+      {"time.json", [](json& j) { j["generated_at"] = "yesterday"; }, "\"generated_at\" is not a UTC time"},
+      {"month.json", [](json& j) { j["generated_at"] = "2026-13-01T00:00:00Z"; }, "\"generated_at\" is not a UTC time"},
+      {"host.json", [](json& j) { j["context"]["hostname"] = 7; }, "\"context.hostname\" is not a string"},
+  };
+  Dir d;
+  for (const Case& c : cases) {
+    json doc = good;
+    c.spoil(doc);
+    std::ofstream(d.file(c.name)) << doc.dump();
+    Out o = sh(kBinary + " report " + kData + "run-1.json n=" + d.file(c.name));
+    EXPECT_EQ(o.code, 2) << c.name << "\n" << o.out;
+    EXPECT_NE(o.err.find(std::string(c.name) + ": "), std::string::npos) << o.err;
+    EXPECT_NE(o.err.find(c.said), std::string::npos) << c.name << ": " << o.err;
+  }
+  Out missing = sh(kBinary + " report node=" + d.file("absent.json"));
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("read " + d.file("absent.json")), std::string::npos) << missing.err;
+}
+
+TEST(ReportParse, InputLabels) {
+  using extmem::report::split_input;
+  EXPECT_EQ(split_input("gpu-01=r.json").node, "gpu-01");
+  EXPECT_EQ(split_input("gpu-01=r.json").path, "r.json");
+  EXPECT_EQ(split_input("dir/a=b.json").node, "") << "a '/' before the '=': a path";
+  EXPECT_EQ(split_input("dir/a=b.json").path, "dir/a=b.json");
+  EXPECT_EQ(split_input("=x.json").path, "=x.json");
+  EXPECT_EQ(split_input("n=dir/x=y.json").path, "dir/x=y.json");
 }
 
 }  // namespace

@@ -1,12 +1,15 @@
 // `extmem report FILE.json...`: option parsing only; the work is in extmem::report.
+#include <chrono>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/duration_option.h"
 #include "extmem/core/error.h"
 #include "extmem/os/file.h"
+#include "extmem/probe/health.h"
 #include "report/fleet.h"
 
 namespace extmem::cli {
@@ -18,12 +21,22 @@ const Registration registered{add_report};
 Runner add_report(CLI::App& app) {
   struct State {
     std::vector<std::string> files;
-    std::string markdown, html;
+    std::string markdown, html, expect;
+    std::chrono::nanoseconds stale_after = std::chrono::hours(24);
   };
   auto st = std::make_shared<State>();
   CLI::App* cmd = app.add_subcommand(
       "report", "Merge extmem probe --json documents from many devices into a device x row matrix (Markdown, HTML)");
-  cmd->add_option("files", st->files, "extmem probe --json documents (schema_version 1)")->required();
+  cmd->add_option("files", st->files,
+                  "extmem probe --json documents (schema_version 1), each FILE or NODE=FILE (NODE labels the run's node; "
+                  "default: the document's context.hostname, else the file's name)")
+      ->required();
+  cmd->add_option("--expect", st->expect,
+                  "Baseline of expected statuses, the file extmem probe --expect reads (docs/fleet.md): rows whose status "
+                  "differs are marked");
+  add_duration_option(*cmd, "--stale-after", st->stale_after,
+                      "Mark a node STALE when its oldest current result is older than the newest input's by more than this (default 24h)",
+                      DurationRange{std::chrono::seconds(1), std::chrono::hours(24 * 366)});
   cmd->add_option("--markdown", st->markdown, "Write the matrix as Markdown to FILE (default: stdout)");
   cmd->add_option("--html", st->html, "Write the matrix as a self-contained HTML page to FILE");
   return [st]() -> int {
@@ -35,29 +48,44 @@ Runner add_report(CLI::App& app) {
         return 2;
       }
     }
+    // The baseline before the documents: a malformed one is refused with probe --expect's message.
+    std::vector<probe::Expectation> baseline;
+    if (!st->expect.empty()) {
+      auto read = probe::read_baseline(st->expect);
+      if (!read) {
+        std::cerr << "extmem report: " << read.error().step << ": " << read.error().detail << "\n";
+        return 2;
+      }
+      baseline = std::move(*read);
+    }
     std::vector<report::Run> runs;
-    for (const std::string& f : st->files) {
-      auto run = report::load_run(f);
+    for (const std::string& arg : st->files) {
+      const report::Input in = report::split_input(arg);
+      auto run = report::load_run(in.path);
       if (!run) {
         const Error& e = run.error();
         std::cerr << "extmem report: " << e.step << ": " << (e.code.empty() ? "" : e.code + ": ") << e.detail << "\n";
         return 2;
       }
+      if (!in.node.empty()) run->node = in.node;
       runs.push_back(std::move(*run));
     }
+    report::FleetOptions fleet;
+    fleet.baseline = st->expect.empty() ? nullptr : &baseline;
+    fleet.stale_after_s = std::chrono::duration_cast<std::chrono::seconds>(st->stale_after).count();
     if (!st->markdown.empty()) {
-      if (auto s = os::write_file_atomically(st->markdown, report::markdown(runs)); !s) {
+      if (auto s = os::write_file_atomically(st->markdown, report::markdown(runs, fleet)); !s) {
         std::cerr << "extmem report: " << s.error().message() << "\n";
         return 3;
       }
     }
     if (!st->html.empty()) {
-      if (auto s = os::write_file_atomically(st->html, report::html(runs)); !s) {
+      if (auto s = os::write_file_atomically(st->html, report::html(runs, fleet)); !s) {
         std::cerr << "extmem report: " << s.error().message() << "\n";
         return 3;
       }
     }
-    if (st->markdown.empty() && st->html.empty()) std::cout << report::markdown(runs);
+    if (st->markdown.empty() && st->html.empty()) std::cout << report::markdown(runs, fleet);
     return 0;
   };
 }

@@ -86,12 +86,18 @@ Result<std::vector<Expectation>> read_baseline(const std::string& path) {
 
 const Expectation* expectation_for(const std::vector<Expectation>& baseline, std::string_view row,
                                    const vk::DeviceInfo& device) {
+  return expectation_for(baseline, row, device.name, device.driver_name, device.driver_info);
+}
+
+const Expectation* expectation_for(const std::vector<Expectation>& baseline, std::string_view row,
+                                   std::string_view device_name, std::string_view driver_name,
+                                   std::string_view driver_info) {
   const Expectation* best = nullptr;
   int best_qualifiers = -1;
   for (const Expectation& e : baseline) {
     if (e.row != row) continue;
-    if (!e.device.empty() && !has_text(device.name, e.device)) continue;
-    if (!e.driver.empty() && !has_text(device.driver_name, e.driver) && !has_text(device.driver_info, e.driver))
+    if (!e.device.empty() && !has_text(device_name, e.device)) continue;
+    if (!e.driver.empty() && !has_text(driver_name, e.driver) && !has_text(driver_info, e.driver))
       continue;
     const int q = int(!e.device.empty()) + int(!e.driver.empty());
     if (q > best_qualifiers) best = &e, best_qualifiers = q;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "extmem/probe/failure_codes.h"
+#include "extmem/probe/health.h"
 #include "extmem/probe/write.h"
 #include "probe/parent/cuda_phase_a.h"
 #include "probe/route_report.h"
@@ -24,6 +25,22 @@ json leg_json(const Leg& l) {
           {"note", l.note}};
 }
 
+json code_json(const FailureCode& c) {
+  return {{"id", c.id}, {"class", to_string(c.klass)}, {"name", c.name}, {"action", c.action}};
+}
+
+// The run's health as docs/probe-result.schema.json's "health": what --npd and the text's health section say;
+// `baseline`: whether a --expect baseline was assessed.
+json health_json(const Health& h, const ProbeOptions& o, bool baseline) {
+  json problems = json::array();
+  for (const HealthProblem& p : h.problems)
+    problems.push_back({{"row", p.row}, {"status", p.status}, {"expected", p.expected.empty() ? json(nullptr) : json(p.expected)},
+                        {"code", code_json(*p.code)}, {"step", p.step}, {"why", p.why}});
+  const bool required = !o.require.empty() || !o.require_groups.empty();
+  return {{"ok", h.ok}, {"rule", required ? "required" : "plain"}, {"baseline", baseline},
+          {"required", h.required}, {"problems", std::move(problems)}};
+}
+
 json row_json(const RowResult& r) {
   json legs = json::array();
   for (const Leg& l : r.legs) legs.push_back(leg_json(l));
@@ -38,8 +55,7 @@ json row_json(const RowResult& r) {
   }
   if (!r.measure.is_null()) j["measure"] = r.measure;
   j["code"] = nullptr;
-  if (const FailureCode* c = failure_code(r))
-    j["code"] = {{"id", c->id}, {"class", to_string(c->klass)}, {"name", c->name}, {"action", c->action}};
+  if (const FailureCode* c = failure_code(r)) j["code"] = code_json(*c);
   if (!r.worker_hygiene.is_null()) j["worker_hygiene"] = r.worker_hygiene;
   return j;
 }
@@ -56,7 +72,7 @@ std::string utc_now() {
 
 }  // namespace
 
-std::string json_document(const Findings& f, const ProbeOptions& o) {
+std::string json_document(const Findings& f, const ProbeOptions& o, const Health* health) {
   const vk::DeviceInfo& dev = f.phase_a.device();
   json jrows = json::array();
   for (const RowResult& r : f.rows) jrows.push_back(row_json(r));
@@ -78,6 +94,7 @@ std::string json_document(const Findings& f, const ProbeOptions& o) {
               {"cuda", to_json(f.phase_a.cuda, dev.device_uuid)},
               {"fd_transport", to_json(f.phase_a.fd_transport)},
               {"rows", jrows},
+              {"health", health != nullptr ? health_json(*health, o, !o.expect_path.empty()) : health_json(assess(f, o, nullptr), o, false)},
               {"exit_code", f.exit_code()}};
   return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }

@@ -1,6 +1,8 @@
 #include "report/fleet.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <fstream>
 #include <sstream>
 
@@ -27,6 +29,55 @@ double median_of(const json& leg, const char* key) {
   return m != it->end() && m->is_number() ? m->get<double>() : -1;
 }
 
+// Days from 1970-01-01 to the civil date y-m-d (proleptic Gregorian; Howard Hinnant's well-known algorithm).
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+// "YYYY-MM-DDTHH:MM:SSZ" (what the probe writes) in Unix seconds; nullopt for anything else.
+std::optional<std::int64_t> utc_seconds(const std::string& t) {
+  static constexpr char kShape[] = "dddd-dd-ddTdd:dd:ddZ";
+  if (t.size() != sizeof kShape - 1) return std::nullopt;
+  for (std::size_t i = 0; i < t.size(); ++i)
+    if (kShape[i] == 'd' ? (t[i] < '0' || t[i] > '9') : t[i] != kShape[i]) return std::nullopt;
+  auto num = [&](std::size_t at, std::size_t n) { return std::stoi(t.substr(at, n)); };
+  const int y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2), s = num(17, 2);
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return std::nullopt;
+  return days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 + h * 3600 + mi * 60 + s;
+}
+
+// The document's "health" object (docs/probe-result.schema.json), checked as strictly as the rows:
+// absent is fine (an older document), present must have the fields the report reads, typed.
+Result<std::optional<RunHealth>> health_of(const std::string& file, const json& doc) {
+  auto it = doc.find("health");
+  if (it == doc.end()) return std::optional<RunHealth>();
+  const json& h = *it;
+  auto problems = h.is_object() ? h.find("problems") : h.end();
+  if (!h.is_object() || !h.contains("ok") || !h["ok"].is_boolean() || problems == h.end() || !problems->is_array())
+    return bad(file, "\"health\" is not an object with a boolean \"ok\" and an array \"problems\"");
+  RunHealth out;
+  out.ok = h["ok"].get<bool>();
+  out.problems = problems->size();
+  if (out.ok != problems->empty())
+    return bad(file, fmt::format("\"health\": \"ok\" is {} with {} problem(s)", out.ok, problems->size()));
+  for (std::size_t i = 0; i < problems->size(); ++i) {
+    const json& p = (*problems)[i];
+    const json code = p.is_object() ? p.value("code", json()) : json();
+    if (!p.is_object() || str(p, "row").empty() || str(p, "status").empty() || !code.is_object() ||
+        str(code, "id").empty() || (p.contains("step") && !p["step"].is_string()))
+      return bad(file, fmt::format("health.problems[{}]: \"row\", \"status\" or \"code.id\" missing or not a string", i));
+    if (i == 0)
+      out.first = fmt::format("{} {} {}{}", str(p, "row"), str(p, "status"), str(code, "id"),
+                              str(p, "step").empty() ? std::string() : " at " + str(p, "step"));
+  }
+  return std::optional<RunHealth>(std::move(out));
+}
+
 std::string options_text(const json& o) {
   if (!o.is_object()) return {};
   std::vector<std::string> parts;
@@ -36,6 +87,17 @@ std::string options_text(const json& o) {
   if (o.value("regions_at_end", false)) parts.push_back("regions-at-end");
   if (o.value("soak_s", 0.0) > 0) parts.push_back(fmt::format("soak={:g}s", o.value("soak_s", 0.0)));
   if (o.value("no_gles", false)) parts.push_back("no-gles");
+  // What selects the rows: runs that differ here are different columns of a fleet report, never one node's history.
+  auto list = [&](const char* key) {
+    std::vector<std::string> names;
+    for (const json& n : o.value(key, json::array())) names.push_back(n.get<std::string>());
+    return fmt::format("{}", fmt::join(names, ","));
+  };
+  if (std::string only = list("only"); !only.empty()) parts.push_back("only=" + only);
+  if (std::string groups = list("groups"); !groups.empty()) parts.push_back("groups=" + groups);
+  if (std::string t = o.value("fd_transport", std::string("scm")); t != "scm") parts.push_back("fd-transport=" + t);
+  if (std::string g = o.value("gl_driver", std::string("auto")); g != "auto") parts.push_back("gl-driver=" + g);
+  if (std::string d = o.value("device", std::string()); !d.empty()) parts.push_back("device=" + d);
   return fmt::format("{}", fmt::join(parts, " "));
 }
 
@@ -127,6 +189,19 @@ Result<Run> parse_document(const std::string& file, const std::string& text) {
   Run run;
   run.file = file;
   run.generated_at = str(doc, "generated_at");
+  if (doc.contains("generated_at")) {
+    run.time = utc_seconds(run.generated_at);
+    if (!run.time)
+      return bad(file, "\"generated_at\" is not a UTC time \"YYYY-MM-DDTHH:MM:SSZ\" (what extmem probe writes)");
+  }
+  const json context = doc.value("context", json());
+  if (context.is_object() && context.contains("hostname") && !context["hostname"].is_string())
+    return bad(file, "\"context.hostname\" is not a string");
+  run.node = context.is_object() ? str(context, "hostname") : std::string();
+  if (run.node.empty()) run.node = file.substr(file.rfind('/') + 1);  // an older document: each file its own node
+  auto health = health_of(file, doc);
+  if (!health) return health.error();
+  run.health = std::move(*health);
   run.options = options_text(doc.value("options", json()));
   const json vulkan = doc.value("vulkan", json());
   const json devices = vulkan.is_object() ? vulkan.value("devices", json()) : json();
@@ -136,7 +211,10 @@ Result<Run> parse_document(const std::string& file, const std::string& text) {
     return bad(file, "\"vulkan.devices\" / \"vulkan.selected\" missing or do not name a device");
   const json& dev = devices[selected.get<std::size_t>()];
   run.device = str(dev, "name");
-  run.driver = fmt::format("{} ({})", str(dev, "driver_name"), str(dev, "driver_info"));
+  run.device_uuid = str(dev, "device_uuid");
+  run.driver_name = str(dev, "driver_name");
+  run.driver_info = str(dev, "driver_info");
+  run.driver = fmt::format("{} ({})", run.driver_name, run.driver_info);
   auto rows = doc.find("rows");
   if (rows == doc.end() || !rows->is_array()) return bad(file, "\"rows\" is missing or not an array");
   for (std::size_t i = 0; i < rows->size(); ++i) {
@@ -150,6 +228,12 @@ Result<Run> parse_document(const std::string& file, const std::string& text) {
 }
 
 }  // namespace
+
+Input split_input(const std::string& arg) {
+  const std::size_t eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0 || arg.substr(0, eq).find('/') != std::string::npos) return {"", arg};
+  return {arg.substr(0, eq), arg.substr(eq + 1)};
+}
 
 Result<Run> load_run(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -3,12 +3,15 @@
 // HTML page. Reads schema docs/probe-result.schema.json, schema_version 1.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "extmem/core/error.h"
+#include "extmem/probe/health.h"
 
 namespace extmem::report {
 
@@ -22,13 +25,25 @@ struct Cell {
   std::string figures;    ///< key --measure figures in one line, "" when the row was not measured
 };
 
-/// One probe document: which device it describes and its rows in print order.
+/// The document's "health" object (docs/probe-result.schema.json), when it has one.
+struct RunHealth {
+  bool ok = true;
+  std::size_t problems = 0;
+  std::string first;      ///< the first problem as --npd prints it: "ROW STATUS CODE[ at STEP]"; "" when ok
+};
+
+/// One probe document: which node and device it describes and its rows in print order.
 struct Run {
   std::string file;       ///< as named on the command line
+  std::string node;       ///< the node's label: NODE= given with the file, else context.hostname, else the file's name
   std::string device;     ///< selected Vulkan device name
+  std::string device_uuid;  ///< its device_uuid ("" when the document has none): tells identical devices of a node apart
   std::string driver;     ///< driver name and info, e.g. "llvmpipe (Mesa 22.3.6 (LLVM 15.0.6))"
+  std::string driver_name, driver_info;  ///< the two parts, as a --expect baseline matches them
   std::string generated_at;
+  std::optional<std::int64_t> time;  ///< generated_at in Unix seconds; nullopt when the document has none
   std::string options;    ///< non-default options in short form, e.g. "measure memory-type=all"
+  std::optional<RunHealth> health;  ///< nullopt for documents written before the health object
   std::vector<std::pair<std::string, Cell>> rows;
 };
 
@@ -43,14 +58,53 @@ Result<Run> parse_run(const std::string& file, const std::string& text);
 /// Reads and parses `path`. Errors: parse_run's, and os_error("read FILE") when it cannot be read.
 Result<Run> load_run(const std::string& path);
 
-/// The matrix as GitHub-flavoured Markdown: one line per row name (union of
-/// all runs, first-seen order), one column per run; a cell is the status in
-/// bold plus the key figures. "—" where a run has no such row.
-std::string markdown(const std::vector<Run>& runs);
+/// A command-line input, `FILE` or `NODE=FILE`: split at the first '=' when the
+/// text before it is not empty and has no '/' (write ./a=b.json for a file named so).
+struct Input {
+  std::string node;  ///< "" when not given
+  std::string path;
+};
+Input split_input(const std::string& arg);
 
-/// The same matrix as one HTML5 page with inline CSS and no external asset
+/// What a fleet report is asked for beside the runs (docs/report.md).
+struct FleetOptions {
+  const std::vector<probe::Expectation>* baseline = nullptr;  ///< --expect; null without
+  std::int64_t stale_after_s = 24 * 3600;  ///< a node whose oldest current result is older than the newest input's by more is stale
+};
+
+/// The runs of one node's device under the same options, oldest first: one column of the matrix.
+struct Target {
+  std::string node, device, device_uuid, options;
+  std::vector<const Run*> runs;  ///< by generated_at, then command-line order
+  const Run& latest() const { return *runs.back(); }
+};
+
+/// Groups `runs` into targets (first-seen order): same node, same device (its uuid, else its name), same options.
+std::vector<Target> targets_of(const std::vector<Run>& runs);
+
+/// How one row behaved over a target's runs (docs/report.md, "Fleets").
+enum class History { single, stable, changed, flaky };
+const char* to_string(History h);
+
+/// The history of the statuses `statuses` (oldest first, runs without the row left
+/// out) against `expected` (the baseline's status, "" for none): the sequence is
+/// the expected status, when there is one, then the statuses; no switch between
+/// neighbours is stable (single when the sequence has one entry), one switch is
+/// changed, more than one is flaky. `since` is set to the index into `statuses`
+/// of the first run after a change's switch (0 for a change from the baseline).
+History classify(const std::vector<std::string>& statuses, const std::string& expected, std::size_t* since = nullptr);
+
+/// The matrix as GitHub-flavoured Markdown: one line per row name (union of
+/// all runs, first-seen order), one column per target (its latest run); a cell
+/// is the status in bold plus the key figures, and a change, a flake or a
+/// difference from the baseline; "—" where a target has no such row. A last
+/// "changes" column names the targets whose row changed, flaked or differs from
+/// the baseline. Then the nodes, the stalest first, and every run.
+std::string markdown(const std::vector<Run>& runs, const FleetOptions& options = {});
+
+/// The same as one HTML5 page with inline CSS and no external asset
 /// (no script, font, image or link), statuses coloured, why: texts as titles.
-std::string html(const std::vector<Run>& runs);
+std::string html(const std::vector<Run>& runs, const FleetOptions& options = {});
 
 /// The key figures of one row's "measure" object in one line: the leg with
 /// the lowest CPU read ratio ("cpu r x0.37 w x1.02 (vkimport)"), the GPU copy

@@ -2,7 +2,7 @@
 """The probe's fleet contracts, run against the real `extmem probe` on lavapipe (docs/fleet.md).
 
 Usage: probe_fleet.py CASE EXTMEM_BINARY SOURCE_DIR
-CASE: require, expect, bad-input, npd, prometheus, ctrf.
+CASE: require, expect, bad-input, npd, prometheus, ctrf, json.
 Exit 0: every check held; 1: one failed (each failure printed); 77: a tool the case
 needs is not installed (ctest reports SKIP; scripts/deps.sh --tests installs it).
 T1-opaque-fd is OK on lavapipe; the CUDA rows are SKIP there (no CUDA driver).
@@ -206,6 +206,51 @@ elif case == "ctrf":
     if tests:
         doc["results"]["tests"][0]["status"] = "OK"
         check(list(cls(sch).iter_errors(doc)), "the schema accepted status \"OK\": the check cannot fail")
+elif case == "json":
+    # The run's health in the --json document: what --npd says, typed, and valid against the schema.
+    import jsonschema
+    sch = json.load(open(os.path.join(source, "docs/probe-result.schema.json")))
+    cls = jsonschema.validators.validator_for(sch)
+
+    def document(*args):
+        out = os.path.join(tmp, "run.json")
+        if os.path.exists(out):
+            os.remove(out)
+        r = probe(*args, f"--json={out}")
+        doc = json.load(open(out)) if os.path.exists(out) else {}
+        errors = [f"{list(e.absolute_path)}: {e.message}" for e in cls(sch).iter_errors(doc)]
+        check(doc and not errors, f"{args}: the document validates: " + "; ".join(errors[:5]), r)
+        return r, doc.get("health", {})
+
+    r, h = document("--only=T1-opaque-fd", "--require=T1-opaque-fd")
+    check(r.returncode == 0 and h == {"ok": True, "rule": "required", "baseline": False, "required": ["T1-opaque-fd"],
+                                      "problems": []}, f"healthy required run: {h}", r)
+    # Failing closed: the problems as the text's health section lists them, codes typed.
+    r, h = document("--only=T1-opaque-fd,T1-opaque-fd-cuda", "--require=T1-opaque-fd-cuda,T1-opaque-fd@pidfd")
+    p = h.get("problems", [])
+    check(r.returncode == 1 and h.get("ok") is False and [x["row"] for x in p] == ["T1-opaque-fd@pidfd", "T1-opaque-fd-cuda"]
+          and p[0]["status"] == "absent" and p[0]["code"]["id"] == "EM105" and p[1]["status"] == "SKIP"
+          and p[1]["code"] == {"id": "EM106", "class": "config", "name": "required-row-skipped",
+                               "action": p[1]["code"].get("action", "")} and p[1]["expected"] is None,
+          f"required problems in the JSON: {h}", r)
+    npd = probe("--npd", "--only=T1-opaque-fd,T1-opaque-fd-cuda", "--require=T1-opaque-fd-cuda,T1-opaque-fd@pidfd")
+    check(p and npd.stdout.startswith(f"{p[0]['row']} {p[0]['status']} {p[0]['code']['id']}"),
+          "--npd names the JSON's first problem", npd)
+    # A baseline difference: expected is the baseline's status.
+    base = write("json.baseline", "T1-opaque-fd FAIL\n")
+    r, h = document("--only=T1-opaque-fd", f"--expect={base}")
+    p = h.get("problems", [])
+    check(r.returncode == 1 and h.get("rule") == "plain" and h.get("baseline") is True and len(p) == 1
+          and p[0]["expected"] == "FAIL" and p[0]["status"] == "OK" and p[0]["code"]["id"] == "EM107",
+          f"baseline difference in the JSON: {h}", r)
+    # The plain rule without fleet options: healthy, and the host is recorded for the report's node label.
+    r, h = document("--only=T1-opaque-fd")
+    check(h.get("ok") is True and h.get("rule") == "plain" and h.get("required") == [], f"plain run: {h}", r)
+    doc = json.load(open(os.path.join(tmp, "run.json")))
+    check(doc["context"].get("hostname") == os.uname().nodename, f"context.hostname: {doc['context']}")
+    # Negative control: the schema refuses a health without its verdict.
+    del doc["health"]["ok"]
+    check(list(cls(sch).iter_errors(doc)), "the schema accepted a health without ok: the check cannot fail")
 else:
     print(f"unknown case {case}")
     sys.exit(2)

@@ -29,6 +29,7 @@ struct RunContext {
   int pid = 0;
   std::string selinux;  ///< /proc/self/attr/current, or "none"
   std::string kernel;   ///< uname release
+  std::string hostname; ///< uname nodename: the node a fleet report labels the run with
   /// DRM render nodes present (/dev/dri/renderD*, sorted paths); empty when none. The
   /// dma-buf image routes of a real display stack (GBM, scanout) need one.
   std::vector<std::string> drm_render_nodes;

@@ -34,6 +34,12 @@ Result<std::vector<Expectation>> read_baseline(const std::string& path);
 const Expectation* expectation_for(const std::vector<Expectation>& baseline, std::string_view row,
                                    const vk::DeviceInfo& device);
 
+/// The same from the device's name, driver name and driver info as a --json document
+/// carries them (what `extmem report --expect` matches against).
+const Expectation* expectation_for(const std::vector<Expectation>& baseline, std::string_view row,
+                                   std::string_view device_name, std::string_view driver_name,
+                                   std::string_view driver_info);
+
 /// Whether `name` is accepted by --require: a row of the table, or a printed run name of one.
 bool is_row_or_run_name(std::string_view name);
 

@@ -49,8 +49,11 @@ std::array<int, 5> count_statuses(const std::vector<RowResult>& rows);
 /// The overall word follows the exit code: 0 PASS, 1 FAIL, 2 USAGE, else ERROR.
 std::string verdict_line(int exit_code, const std::vector<RowResult>& rows, std::string_view why);
 
+struct Health;
+
 /// The --json document (schema_version kJsonSchemaVersion), with a trailing newline.
-std::string json_document(const Findings& findings, const ProbeOptions& options);
+/// Its "health" object is `health`'s; when null, assess(findings, options, no baseline)'s.
+std::string json_document(const Findings& findings, const ProbeOptions& options, const Health* health = nullptr);
 
 /// The --junit document: one <testcase> per row.
 std::string junit_document(const Findings& findings);

@@ -25,7 +25,10 @@ RunContext read_run_context() {
   // Without SELinux the file is absent or holds AppArmor's "unconfined"; both mean no SELinux domain.
   if (c.selinux.empty() || c.selinux.find(':') == std::string::npos) c.selinux = "none";
   utsname u{};
-  if (::uname(&u) == 0) c.kernel = u.release;
+  if (::uname(&u) == 0) {
+    c.kernel = u.release;
+    c.hostname = u.nodename;
+  }
   std::error_code ec;  // no /dev/dri at all is the common answer (containers, CI), not an error
   for (const auto& entry : std::filesystem::directory_iterator("/dev/dri", ec)) {
     const std::string name = entry.path().filename().string();
@@ -142,7 +145,7 @@ nlohmann::json to_json(const Result<gles::GlesInfo>& r, const vk::DeviceInfo& vk
 }
 
 nlohmann::json to_json(const RunContext& c) {
-  return {{"uid", c.uid}, {"pid", c.pid}, {"selinux", c.selinux}, {"kernel", c.kernel}, {"drm_render_nodes", c.drm_render_nodes}};
+  return {{"uid", c.uid}, {"pid", c.pid}, {"selinux", c.selinux}, {"kernel", c.kernel}, {"hostname", c.hostname}, {"drm_render_nodes", c.drm_render_nodes}};
 }
 
 nlohmann::json to_json(const vk::VulkanEnumeration& e, int selected) {

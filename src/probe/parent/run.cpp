@@ -77,7 +77,7 @@ int run_text(const ProbeOptions& o, std::ostream& out, std::vector<RowResult>& r
   out.flush();
   const double end = unix_seconds();
   std::vector<std::pair<std::string, std::string>> files;
-  if (!o.json_path.empty()) files.emplace_back(o.json_path, json_document(*found, o));
+  if (!o.json_path.empty()) files.emplace_back(o.json_path, json_document(*found, o, &*health));
   if (!o.junit_path.empty()) files.emplace_back(o.junit_path, junit_document(*found));
   if (!o.prometheus_path.empty()) files.emplace_back(o.prometheus_path, prometheus_text(*found, *health, end));
   if (!o.ctrf_path.empty())
