@@ -123,20 +123,25 @@ TEST(EntropySums, TheExactFlagAndTheCountsAreRightOnEveryPath) {
   }
 }
 
-std::vector<EntropyRun> naive_runs(const std::vector<std::uint8_t>& d, const EntropyQuery& q) {
-  std::vector<EntropyRun> runs;
-  for (std::size_t at = 0; at + q.block <= d.size(); at += q.block) {
-    const double h = byte_entropy(d.data() + at, q.block);
-    if (h + 1e-12 < q.bits) continue;
-    if (!runs.empty() && runs.back().offset + runs.back().bytes == at) {
-      runs.back().bytes += q.block;
-      runs.back().min_bits = std::min(runs.back().min_bits, h);
-      runs.back().max_bits = std::max(runs.back().max_bits, h);
-    } else {
-      runs.push_back({at, q.block, h, h});
+// The runs from every block's byte_entropy: maximal stretches of blocks at or
+// above the threshold, with their lowest and highest value.
+std::vector<EntropyRun> runs_from_exact(const std::vector<std::uint8_t>& d, const EntropyQuery& q) {
+  std::vector<double> h;
+  for (std::size_t at = 0; at + q.block <= d.size(); at += q.block) h.push_back(byte_entropy(d.data() + at, q.block));
+  auto reaches = [&](std::size_t b) { return h[b] + 1e-12 >= q.bits; };
+  std::vector<EntropyRun> out;
+  for (std::size_t b = 0; b < h.size();) {
+    if (!reaches(b)) {
+      ++b;
+      continue;
     }
+    std::size_t e = b;
+    double lo = h[b], hi = h[b];
+    for (; e < h.size() && reaches(e); ++e) lo = std::min(lo, h[e]), hi = std::max(hi, h[e]);
+    out.push_back({b * q.block, (e - b) * q.block, lo, hi});
+    b = e;
   }
-  return runs;
+  return out;
 }
 
 TEST(EntropyScan, EveryPathGivesTheExactRunsOnMadeBlocks) {
@@ -153,7 +158,7 @@ TEST(EntropyScan, EveryPathGivesTheExactRunsOnMadeBlocks) {
   }
   for (double bits : {4.875, 4.5, 2.0}) {
     const EntropyQuery q{bits, 32};
-    const std::vector<EntropyRun> want = naive_runs(d, q);
+    const std::vector<EntropyRun> want = runs_from_exact(d, q);
     for (ScanIsa isa : isas()) {
       std::vector<EntropyRun> got;
       detail::scan_entropy_bytes(d.data(), d.size(), q, [&](const EntropyRun& r) {
