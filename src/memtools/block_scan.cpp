@@ -109,14 +109,13 @@ std::uint64_t block_hash(const std::uint8_t* p, std::size_t size, bool& constant
   return h;
 }
 
-
 #if defined(__x86_64__)
 // The grouping hash on AVX2: each 32-byte chunk XORed with a key of its place
 // in a 512-byte stripe (16 keys), its 32-bit halves multiplied and added,
 // with the chunk itself, to one of four accumulators; after each stripe the
 // accumulators are scrambled (xorshift and a multiply), so chunks trading
-// places change the hash. Some 0.1 cycles a byte against block_hash's 0.4
-// (perf, 4K blocks), which matters as every block is hashed.
+// places change the hash. About half of block_hash's time (perf, 4K
+// blocks), which matters as every block is hashed.
 struct alignas(32) GroupKeys {
   std::uint64_t key[16][4];
   GroupKeys() {
