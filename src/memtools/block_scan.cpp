@@ -16,6 +16,10 @@
 #include <optional>
 #include <unordered_map>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <fmt/format.h>
 
 #include "extmem/os/fd.h"
@@ -31,6 +35,7 @@ constexpr std::size_t kPiece = 16 << 20;  // bytes per unit of work (a multiple 
 constexpr std::size_t kReadBytes = 256 << 10;  // bytes per pread of a file: a buffer that stays in L2
 constexpr std::size_t kMaxReadBlock = 1 << 20;  // larger twin blocks are searched in the mapping
 constexpr std::size_t kBatch = 256;             // blocks whose entropy sums are computed at once
+constexpr std::size_t kPrefetchBytes = 64 << 10;  // of a twin's reference block, asked for before its compare
 
 // A whole file mapped read-only; empty files have no mapping.
 struct MappedFile {
@@ -73,32 +78,6 @@ unsigned helper_threads() {
   return std::min(cores - 1, 7u);
 }
 
-// x * log2(x) for the counts of one block, so an entropy is a sum of table lookups.
-std::vector<double> xlogx_table(std::size_t block) {
-  std::vector<double> t(block + 1, 0.0);
-  for (std::size_t c = 1; c <= block; ++c) t[c] = static_cast<double>(c) * std::log2(static_cast<double>(c));
-  return t;
-}
-
-double entropy_with(const std::uint8_t* data, std::size_t size, const std::vector<double>& xlogx) {
-  // The counts, and which values occur (a bit each): the sum then takes only
-  // the values that occur, in increasing order, which adds exactly what the
-  // sum over all 256 counts adds (every skipped term is +0.0), in far fewer
-  // dependent additions.
-  std::array<std::uint32_t, 256> counts{};
-  std::uint64_t present[4] = {};
-  for (std::size_t i = 0; i < size; ++i) {
-    ++counts[data[i]];
-    present[data[i] >> 6] |= 1ull << (data[i] & 63);
-  }
-  double sum = 0;
-  for (int w = 0; w < 4; ++w)
-    for (std::uint64_t bits = present[w]; bits != 0; bits &= bits - 1)
-      sum += xlogx[counts[static_cast<std::size_t>(w * 64 + __builtin_ctzll(bits))]];
-  const double n = static_cast<double>(size);
-  return std::max(0.0, std::log2(n) - sum / n);
-}
-
 // Content hash of one block: eight independent lanes over 8-byte words, each
 // step a bijection of its lane (xor the word, multiply by an odd constant,
 // rotate), so a block differing in one word never hashes alike, and eight
@@ -129,6 +108,83 @@ std::uint64_t block_hash(const std::uint8_t* p, std::size_t size, bool& constant
   h ^= h >> 29;
   return h;
 }
+
+#if defined(__x86_64__)
+// The grouping hash on AVX2: each 32-byte chunk XORed with a key of its place
+// in a 512-byte stripe (16 keys), its 32-bit halves multiplied and added,
+// with the chunk itself, to one of four accumulators; after each stripe the
+// accumulators are scrambled (xorshift and a multiply), so chunks trading
+// places change the hash. About half of block_hash's time (perf, 4K
+// blocks), which matters as every block is hashed.
+struct alignas(32) GroupKeys {
+  std::uint64_t key[16][4];
+  GroupKeys() {
+    std::uint64_t x = 0x243f6a8885a308d3ull;  // splitmix64 from the digits of pi
+    for (auto& k : key)
+      for (auto& w : k) {
+        x += 0x9e3779b97f4a7c15ull;
+        std::uint64_t z = x;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        w = z ^ (z >> 31);
+      }
+  }
+};
+const GroupKeys kGroupKeys;
+
+// (No lambdas inside: they would not inherit the target.)
+__attribute__((target("avx2"))) std::uint64_t group_hash_avx2(const std::uint8_t* p, std::size_t size, bool& constant) {
+  // Constant blocks first, cheaply: almost every other block differs from
+  // its first byte within 64 bytes.
+  const __m256i first = _mm256_set1_epi8(static_cast<char>(p[0]));
+  __m256i diff = _mm256_or_si256(_mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), first),
+                                 _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)), first));
+  if (_mm256_testz_si256(diff, diff) != 0)
+    for (std::size_t i = 64; i < size; i += 32)
+      diff = _mm256_or_si256(diff, _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)), first));
+  constant = _mm256_testz_si256(diff, diff) != 0;
+  if (constant) return 0;  // left out by the caller: no hash needed (a zero page is one in four of the bench image)
+  const __m256i* keys = reinterpret_cast<const __m256i*>(kGroupKeys.key);
+  __m256i acc[4];
+  for (int a = 0; a < 4; ++a) acc[a] = _mm256_load_si256(keys + 15 - a);
+  const __m256i prime = _mm256_set1_epi32(static_cast<int>(0x9e3779b1u));
+#define EXTMEM_CHUNK(at, j)                                                                                   \
+  do {                                                                                                       \
+    const __m256i d_ = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + (at)));                     \
+    const __m256i dk_ = _mm256_xor_si256(d_, _mm256_load_si256(keys + (j)));                                \
+    const __m256i product_ = _mm256_mul_epu32(dk_, _mm256_srli_epi64(dk_, 32));                             \
+    acc[(j)&3] = _mm256_add_epi64(acc[(j)&3], _mm256_add_epi64(product_, _mm256_shuffle_epi32(d_, 0x4e))); \
+  } while (false)
+#define EXTMEM_SCRAMBLE()                                                                         \
+  for (int a = 0; a < 4; ++a) {                                                                   \
+    const __m256i x_ = _mm256_xor_si256(acc[a], _mm256_srli_epi64(acc[a], 47));                  \
+    const __m256i lo_ = _mm256_mul_epu32(x_, prime);                                              \
+    const __m256i hi_ = _mm256_slli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(x_, 32), prime), 32); \
+    acc[a] = _mm256_add_epi64(lo_, hi_);                                                          \
+  }
+  std::size_t at = 0;
+  for (; at + 512 <= size; at += 512) {
+    for (int j = 0; j < 16; ++j) EXTMEM_CHUNK(at + 32 * static_cast<std::size_t>(j), j);
+    EXTMEM_SCRAMBLE()
+  }
+  for (int j = 0; at < size; at += 32, ++j) EXTMEM_CHUNK(at, j);  // blocks of 64 to 256 bytes
+  EXTMEM_SCRAMBLE()
+#undef EXTMEM_CHUNK
+#undef EXTMEM_SCRAMBLE
+  alignas(32) std::uint64_t lanes[16];
+  for (int a = 0; a < 4; ++a) _mm256_store_si256(reinterpret_cast<__m256i*>(lanes + 4 * a), acc[a]);
+  std::uint64_t h = 0x9e3779b185ebca87ull ^ size;
+  for (std::uint64_t lane : lanes) {
+    h ^= lane;
+    h *= 0xc2b2ae3d27d4eb4full;
+    h = (h << 31) | (h >> 33);
+  }
+  h ^= h >> 33;
+  h *= 0x9e3779b185ebca87ull;
+  h ^= h >> 29;
+  return h;
+}
+#endif
 
 }  // namespace
 
@@ -246,14 +302,35 @@ struct ReadSpans {
 // whole blocks, one block at least.
 std::size_t read_step(std::size_t block) { return std::max(block, kReadBytes - kReadBytes % block); }
 
+// The largest sums S (EntropySums units; -1: none) whose fixed-point entropy
+// bits(S) places a block as the exact entropy would: bits(S) falls as S
+// grows, so each test holds up to a limit, found by bisection.
+struct SumLimits {
+  std::int64_t known;  // S exact (EntropySums' `exact`): bits(S) + 1e-12 >= threshold, the exact test
+  std::int64_t sure;   // bits(S) >= threshold + kEntropyError: the exact value reaches it too
+  std::int64_t maybe;  // bits(S) + 1e-12 >= threshold - kEntropyError: it may; beyond, it does not
+};
+SumLimits sum_limits(const EntropySums& fast, double threshold) {
+  auto limit = [&](auto holds) {
+    std::int64_t lo = -1, hi = std::int64_t{1} << 50;  // holds(lo) (or none), !holds(hi): sums stay below 2^48
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      (holds(fast.bits(static_cast<std::uint64_t>(mid))) ? lo : hi) = mid;
+    }
+    return lo;
+  };
+  return {limit([&](double b) { return b + 1e-12 >= threshold; }),
+          limit([&](double b) { return b >= threshold + kEntropyError; }),
+          limit([&](double b) { return b + 1e-12 >= threshold - kEntropyError; })};
+}
+
 template <class Spans>
 BlockScanStats entropy_pieces(std::size_t size, const EntropyQuery& q, const EntropySink& sink, const Spans& spans,
-                              const MappingGuard* guard, std::optional<Error>& failed) {
+                              const MappingGuard* guard, std::optional<Error>& failed, detail::ScanIsa isa) {
   BlockScanStats stats;
   if (size < q.block) return stats;
   const std::size_t usable = size - size % q.block;
-  const std::vector<double> xlogx = xlogx_table(q.block);
-  const EntropySums fast(q.block);
+  const EntropySums fast(q.block, isa);
   // A piece is a whole number of blocks, so runs only need joining at piece borders.
   const std::size_t piece = kPiece - kPiece % q.block;
   const std::size_t pieces = (usable + piece - 1) / piece;
@@ -263,41 +340,114 @@ BlockScanStats entropy_pieces(std::size_t size, const EntropyQuery& q, const Ent
     bool faulted = false;  // the mapping faulted by the end of the piece: void
     std::optional<Error> error;
   };
+  // The run lists, handed back after delivery and used again: on noise a
+  // piece holds some 80000 runs, and a fresh list grew through new pages,
+  // whose faults and copies measured more than the search (perf).
+  std::mutex spare_mutex;
+  std::vector<std::vector<EntropyRun>> spare;
+  const SumLimits limits = sum_limits(fast, q.bits);
   auto work = [&](std::size_t i) {
     PieceRuns piece_runs;
+    {
+      std::lock_guard<std::mutex> lock(spare_mutex);
+      if (!spare.empty()) {
+        piece_runs.runs = std::move(spare.back());
+        spare.pop_back();
+      }
+    }
     std::vector<EntropyRun>& runs = piece_runs.runs;
     const std::size_t lo = i * piece, hi = std::min(usable, lo + piece);
+    detail::ExactEntropy exact_entropy(q.block);
     std::uint64_t sums[kBatch];
+    std::uint8_t known[kBatch];  // sums[k] gives the exact value
+    double exact_h[kBatch];      // exact values computed to decide membership
+    const bool with_counts = fast.has_counts();
+    std::unique_ptr<std::uint8_t[]> counts(with_counts ? new std::uint8_t[32 * kBatch] : nullptr);
     piece_runs.error = spans(lo, hi, [&](const std::uint8_t* p, std::size_t base, std::size_t len) {
       const std::size_t blocks = len / q.block;
       for (std::size_t first = 0; first < blocks; first += kBatch) {
         const std::size_t batch = std::min(kBatch, blocks - first);
-        fast.sums(p + first * q.block, batch, sums);
-        for (std::size_t k = 0; k < batch; ++k) {
-          // The fixed-point entropy decides where it is clearly on one side
-          // of the threshold and clearly inside the run's range; elsewhere
-          // the exact value (byte_entropy's) is computed, so every decision
-          // and every printed bit count is what the exact value gives.
-          const double approx = fast.bits(sums[k]);
-          if (approx + 1e-12 < q.bits - kEntropyError) continue;  // below the threshold, whatever the rounding
+        const std::uint8_t* bp = p + first * q.block;
+        fast.sums(bp, batch, sums, known, counts.get());
+        auto exact_at = [&](std::size_t k) {
+          return exact_entropy(bp + k * q.block, with_counts ? counts.get() + 32 * k : nullptr);
+        };
+        // Which blocks reach the threshold, a bit each, decided on the
+        // sums (limits.*: what each sum must not exceed) without a branch
+        // per block; those the fixed point cannot place (within
+        // kEntropyError of the threshold) get their exact value.
+        std::uint64_t member[kBatch / 64] = {}, unsure[kBatch / 64] = {}, computed[kBatch / 64] = {};
+        for (std::size_t w = 0; w * 64 < batch; ++w) {
+          std::uint64_t m = 0, u = 0;
+          for (std::size_t j = 0; j < 64 && w * 64 + j < batch; ++j) {
+            const auto sum = static_cast<std::int64_t>(sums[w * 64 + j]);
+            const bool exact = known[w * 64 + j] != 0;
+            m |= static_cast<std::uint64_t>(sum <= (exact ? limits.known : limits.sure)) << j;
+            u |= static_cast<std::uint64_t>(!exact && sum > limits.sure && sum <= limits.maybe) << j;
+          }
+          member[w] = m;
+          unsure[w] = u;
+        }
+        for (std::size_t w = 0; w * 64 < batch; ++w) {
+          for (std::uint64_t u = unsure[w]; u != 0; u &= u - 1) {
+            const std::size_t k = w * 64 + static_cast<std::size_t>(__builtin_ctzll(u));
+            exact_h[k] = exact_at(k);
+            computed[w] |= std::uint64_t{1} << (k & 63);
+            if (exact_h[k] + 1e-12 >= q.bits) member[w] |= std::uint64_t{1} << (k & 63);
+          }
+        }
+        // Each run of member blocks: its lowest and highest exact entropy.
+        // Only blocks whose fixed-point value is within 3 x kEntropyError of
+        // the run's lowest (or highest) can hold it, so only those need
+        // their exact value: the same answer as the exact value of every block.
+        auto bit = [](const std::uint64_t* words, std::size_t k) { return (words[k / 64] >> (k % 64)) & 1; };
+        auto value = [&](std::size_t k) {
+          if (known[k] != 0) return fast.bits(sums[k]);
+          if (bit(computed, k) == 0) {
+            exact_h[k] = exact_at(k);
+            computed[k / 64] |= std::uint64_t{1} << (k % 64);
+          }
+          return exact_h[k];
+        };
+        std::size_t k = 0;
+        while (true) {
+          // The next member block, and the end of its run.
+          while (k < batch && (member[k / 64] >> (k % 64)) == 0) k = (k / 64 + 1) * 64;
+          if (k >= batch) break;
+          k += static_cast<std::size_t>(__builtin_ctzll(member[k / 64] >> (k % 64)));
+          std::size_t end = k;
+          while (end < batch && bit(member, end) != 0) {
+            const std::uint64_t ones = ~(member[end / 64] >> (end % 64));
+            end += ones == 0 ? 64 - end % 64 : static_cast<std::size_t>(__builtin_ctzll(ones));
+          }
+          end = std::min(end, batch);
+          std::uint64_t low_sum = sums[k], high_sum = sums[k];
+          for (std::size_t j = k + 1; j < end; ++j) {
+            low_sum = std::min(low_sum, sums[j]);
+            high_sum = std::max(high_sum, sums[j]);
+          }
+          // A low sum is a high entropy.
+          const double top = fast.bits(low_sum) - 3 * kEntropyError, bottom = fast.bits(high_sum) + 3 * kEntropyError;
+          double min_bits = 0, max_bits = 0;
+          bool first_value = true;
+          for (std::size_t j = k; j < end; ++j) {
+            const double approx = fast.bits(sums[j]);
+            if (approx < top && approx > bottom) continue;
+            const double h = value(j);
+            min_bits = first_value ? h : std::min(min_bits, h);
+            max_bits = first_value ? h : std::max(max_bits, h);
+            first_value = false;
+          }
           const std::size_t at = base + (first + k) * q.block;
-          EntropyRun* run = !runs.empty() && runs.back().offset + runs.back().bytes == at ? &runs.back() : nullptr;
-          const bool exact = approx < q.bits + kEntropyError || run == nullptr ||
-                             approx <= run->min_bits + kEntropyError || approx >= run->max_bits - kEntropyError;
-          double h = approx;
-          if (exact) {
-            h = entropy_with(p + (first + k) * q.block, q.block, xlogx);
-            if (h + 1e-12 < q.bits) continue;
-          }
-          if (run != nullptr) {
-            run->bytes += q.block;
-            if (exact) {
-              run->min_bits = std::min(run->min_bits, h);
-              run->max_bits = std::max(run->max_bits, h);
-            }
+          if (!runs.empty() && runs.back().offset + runs.back().bytes == at) {
+            EntropyRun& run = runs.back();
+            run.bytes += (end - k) * q.block;
+            run.min_bits = std::min(run.min_bits, min_bits);
+            run.max_bits = std::max(run.max_bits, max_bits);
           } else {
-            runs.push_back({at, q.block, h, h});
+            runs.push_back({at, (end - k) * q.block, min_bits, max_bits});
           }
+          k = end;
         }
       }
     });
@@ -323,6 +473,9 @@ BlockScanStats entropy_pieces(std::size_t size, const EntropyQuery& q, const Ent
       if (open && !sink(*open)) return false;
       open = r;
     }
+    piece_runs.runs.clear();
+    std::lock_guard<std::mutex> lock(spare_mutex);
+    spare.push_back(std::move(piece_runs.runs));
     return true;
   };
   const bool complete = detail::run_ordered_pieces<PieceRuns>(pieces, helper_threads(), work, deliver);
@@ -361,7 +514,7 @@ class ReferenceBlocks {
 // references, compared with).
 template <class Spans, class At>
 TwinResult twin_pieces(std::size_t size, const TwinQuery& q, const Spans& spans, At at,
-                       const MappingGuard* guard, std::optional<Error>& failed) {
+                       const MappingGuard* guard, std::optional<Error>& failed, detail::ScanIsa isa) {
   TwinResult result;
   if (size < q.block) return result;
   const std::size_t usable = size - size % q.block;
@@ -378,21 +531,47 @@ TwinResult twin_pieces(std::size_t size, const TwinQuery& q, const Spans& spans,
     std::optional<Error> error;
   };
   ReferenceBlocks references;
+  // Blocks are grouped by a hash of this run's choosing (the vector one where
+  // the CPU has AVX2); the hash printed is block_hash's, computed per group.
+  std::uint64_t (*hash)(const std::uint8_t*, std::size_t, bool&) = block_hash;
+#if defined(__x86_64__)
+  if (isa >= detail::ScanIsa::avx2) hash = group_hash_avx2;
+#endif
   auto work = [&](std::size_t i) {
     PieceResult r;
     const std::size_t lo = i * piece, hi = std::min(usable, lo + piece);
     r.seen.reserve((hi - lo) / q.block);
     r.error = spans(lo, hi, [&](const std::uint8_t* p, std::size_t base, std::size_t len) {
+      // Each block is compared with its reference one block later, after
+      // the next block's hash: the reference's lines, asked for at once when
+      // it is found, have arrived by then (a reference is anywhere in the
+      // image, so a compare at once waited on memory line by line).
+      const std::uint8_t* pending = nullptr;  // a block waiting for its compare
+      const std::uint8_t* pending_ref = nullptr;
+      auto compare_pending = [&] {
+        if (pending != nullptr) r.seen.back().same = std::memcmp(pending, pending_ref, q.block) == 0;
+        pending = nullptr;
+      };
       for (std::size_t k = 0; k < len; k += q.block) {
         bool constant = false;
-        const std::uint64_t h = block_hash(p + k, q.block, constant);
+        const std::uint64_t h = hash(p + k, q.block, constant);
+        compare_pending();
         if (constant) {
           ++r.constant;
           continue;
         }
         const auto ref = references.find_or_add(h, base + k);
-        r.seen.push_back({h, base + k, !ref || std::memcmp(p + k, at(*ref), q.block) == 0});
+        r.seen.push_back({h, base + k, true});
+        if (ref) {
+          pending = p + k;
+          pending_ref = at(*ref);
+#if defined(__x86_64__)
+          for (std::size_t line = 0; line < q.block && line < kPrefetchBytes; line += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(pending_ref + line), _MM_HINT_T0);
+#endif
+        }
       }
+      compare_pending();
     });
     r.faulted = guard != nullptr && guard->faulted();
     return r;
@@ -447,7 +626,8 @@ TwinResult twin_pieces(std::size_t size, const TwinQuery& q, const Spans& spans,
   for (Group& g : groups) {
     auto add = [&](std::vector<std::uint64_t>&& offsets) {
       ++result.distinct;
-      if (offsets.size() >= 2) result.groups.push_back({g.hash, std::move(offsets)});
+      bool constant = false;
+      if (offsets.size() >= 2) result.groups.push_back({block_hash(at(offsets.front()), q.block, constant), std::move(offsets)});
     };
     if (!g.same.empty()) add(std::move(g.same));
     std::vector<std::vector<std::uint64_t>> contents;
@@ -472,15 +652,15 @@ TwinResult twin_pieces(std::size_t size, const TwinQuery& q, const Spans& spans,
 namespace detail {
 
 BlockScanStats scan_entropy_bytes(const std::uint8_t* data, std::size_t size, const EntropyQuery& q,
-                                  const EntropySink& sink, const MappingGuard* guard) {
+                                  const EntropySink& sink, const MappingGuard* guard, ScanIsa isa) {
   std::optional<Error> failed;  // memory is not read through calls that fail
-  return entropy_pieces(size, q, sink, MemorySpans{data}, guard, failed);
+  return entropy_pieces(size, q, sink, MemorySpans{data}, guard, failed, isa);
 }
 
 TwinResult find_twins_bytes(const std::uint8_t* data, std::size_t size, const TwinQuery& q,
-                            const MappingGuard* guard) {
+                            const MappingGuard* guard, ScanIsa isa) {
   std::optional<Error> failed;
-  return twin_pieces(size, q, MemorySpans{data}, [data](std::uint64_t off) { return data + off; }, guard, failed);
+  return twin_pieces(size, q, MemorySpans{data}, [data](std::uint64_t off) { return data + off; }, guard, failed, isa);
 }
 
 }  // namespace detail
@@ -493,7 +673,7 @@ Result<BlockScanStats> scan_entropy(const std::string& path, const EntropyQuery&
   detail::test_stop_after_map();  // the test hook of the mapped forms, before anything is read
   std::optional<Error> failed;
   BlockScanStats stats = entropy_pieces(m.size, q, sink, ReadSpans{m.fd.get(), path, m.size, read_step(q.block)},
-                                        nullptr, failed);
+                                        nullptr, failed, detail::scan_isa());
   if (failed) return std::move(*failed);
   return stats;
 }
@@ -510,8 +690,8 @@ Result<TwinResult> find_twins(const std::string& path, const TwinQuery& q) {
   // reference blocks in the mapping: only those pages are entered.
   TwinResult result = q.block <= kMaxReadBlock
                           ? twin_pieces(m.size, q, ReadSpans{m.fd.get(), path, m.size, read_step(q.block)}, at,
-                                        &guard, failed)
-                          : twin_pieces(m.size, q, MemorySpans{data}, at, &guard, failed);
+                                        &guard, failed, detail::scan_isa())
+                          : twin_pieces(m.size, q, MemorySpans{data}, at, &guard, failed, detail::scan_isa());
   if (guard.shrank()) return guard.shrank_error();
   if (failed) return std::move(*failed);
   return result;
