@@ -34,7 +34,9 @@ depends=$(field Depends)
 # the release decides (bookworm libfmt9, trixie libfmt10), so it is read off this machine.
 fmt_soname=$(readelf -d "$build/extmem" | sed -n 's/.*NEEDED.*\[\(libfmt\.so\.[0-9]*\)\].*/\1/p')
 [ -n "$fmt_soname" ] || fail "$build/extmem does not link a shared libfmt"
-fmt_path=$(ldconfig -p | awk -v so="$fmt_soname" '$1 == so && /x86-64/ {print $NF; exit}')
+# awk reads to the end: ldconfig -p writes more than a pipe holds, and an awk that exits at the
+# first match leaves it to die of SIGPIPE, which pipefail makes this assignment's failure (silently).
+fmt_path=$(ldconfig -p | awk -v so="$fmt_soname" '$1 == so && /x86-64/ && path == "" {path = $NF} END {print path}')
 [ -n "$fmt_path" ] || fail "ldconfig does not know $fmt_soname"
 fmt_package=$(dpkg -S "$(readlink -f "$fmt_path")" | cut -d: -f1)
 [ -n "$fmt_package" ] || fail "no Debian package ships $fmt_path"
@@ -51,7 +53,8 @@ dpkg-deb -I "$deb" postinst | grep -q ldconfig || fail "postinst does not run ld
 dpkg-deb -I "$deb" shlibs | grep -q '^libextmem 0 extmem' || fail "no shlibs entry for libextmem.so.0"
 
 dpkg-deb -x "$deb" "$tmp/root"
-"$tmp/root/usr/bin/extmem" --version | grep -q "extmem $version" || fail "the packaged extmem --version"
+packaged_version=$("$tmp/root/usr/bin/extmem" --version) || fail "the packaged extmem --version exited $?"
+grep -qF "extmem $version" <<<"$packaged_version" || fail "the packaged extmem --version: $packaged_version"
 # The packaged (stripped) libraries still link: the C consumer against the extracted tree.
 lib=$tmp/root/usr/lib
 # shellcheck disable=SC2046
