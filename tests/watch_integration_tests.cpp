@@ -138,6 +138,15 @@ std::vector<std::vector<std::string>> tsv_rows(const std::string& text) {
   return rows;
 }
 
+// The count of mapping class `cls` in a census field ("memfd:a=3;memfd:b=1"), -1 when absent.
+long class_count(const std::string& census, const std::string& cls) {
+  const std::string key = cls + "=";
+  for (std::size_t at = census.find(key); at != std::string::npos; at = census.find(key, at + 1))
+    if (at == 0 || census[at - 1] == ';')
+      return std::strtol(census.c_str() + at + key.size(), nullptr, 10);
+  return -1;
+}
+
 bool is_uint(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
 
 // ------------------------------------------------------------------------------------------
@@ -148,11 +157,25 @@ bool is_uint(const std::string& s) { return !s.empty() && s.find_first_not_of("0
 TEST(WatchRun, GrowerSlopesPeaksAndChild) {
   TempDir dir;
   // --min-seen=1s: the child lives about 2 s, at the edge of the 2 s default; this test is about the slopes' values.
+  // Both growers stay alive until the TSV shows each one's census at 100 memfds: a fixed hold
+  // (300 ms here once) is shorter than a sample can take while the machine is loaded.
   Proc w(watch_args({"--period=50ms", "--min-seen=1s", "--classes", "--summary=" + dir / "s.json", "--out=" + dir / "s.tsv", "--",
-                     kGrower, "--interval-ms=20", "--count=100", "--child-count=100", "--hold-ms=300",
-                     "--exit-code=7"}),
+                     kGrower, "--interval-ms=20", "--count=100", "--child-count=100",
+                     "--release-file=" + dir / "release", "--exit-code=7"}),
          dir / "out", dir / "err");
   ASSERT_GT(w.pid, 0) << strerror(w.spawn_error);
+  const auto seen_all = [&] {
+    bool parent = false, child = false;
+    for (const auto& r : tsv_rows(slurp(dir / "s.tsv")))
+      if (r.size() == 14) {
+        parent = parent || class_count(r[13], "memfd:watch-grower") == 100;
+        child = child || class_count(r[13], "memfd:watch-grower-child") == 100;
+      }
+    return parent && child;
+  };
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(25);
+  while (!seen_all() && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::ofstream(dir / "release").put('\n');
   ASSERT_TRUE(w.wait(30)) << w.err();
   EXPECT_EQ(w.exit_code(), 7) << w.err();
   const json s = json::parse(slurp(dir / "s.json"));
@@ -179,15 +202,13 @@ TEST(WatchRun, GrowerSlopesPeaksAndChild) {
     EXPECT_GE((*p)["peak_mappings"].get<std::uint64_t>(), first_maps + 90);
     EXPECT_GE((*p)["peak_vmhwm_kib"].get<std::uint64_t>(), first_rss + 360);
   }
-  // Exact: the parent's last census, taken after its 100 maps (it held 300 ms), has 100 memfd mappings.
-  std::uint64_t last_memfd = 0;
+  // Exact: the parent's last census, taken after its 100 maps (it was held until seen), has 100 memfd mappings.
+  long last_memfd = -1;
   const int ppid = (*parent)["pid"].get<int>();
   for (const auto& r : tsv_rows(slurp(dir / "s.tsv")))
-    if (r.size() == 14 && r[1] == std::to_string(ppid)) {
-      const std::size_t at = r[13].find("memfd:watch-grower=");
-      if (at != std::string::npos) last_memfd = std::stoull(r[13].substr(at + 19));
-    }
-  EXPECT_EQ(last_memfd, 100u);
+    if (r.size() == 14 && r[1] == std::to_string(ppid))
+      if (const long n = class_count(r[13], "memfd:watch-grower"); n >= 0) last_memfd = n;  // an exiting process has none
+  EXPECT_EQ(last_memfd, 100);
   EXPECT_NE(w.out().find("watch_grower"), std::string::npos);
 }
 

@@ -7,11 +7,14 @@
 //
 //   watch_grower [--interval-ms=20] [--count=100] [--hold-ms=0] [--exit-code=0]
 //                [--name=watch-grower] [--child-count=N] [--child-name=NAME]
-//                [--die-with-parent]
+//                [--die-with-parent] [--release-file=PATH]
 //
 // --child-count=N first starts one copy of itself (no further child) that maps
 // N memfds named --child-name (default NAME-child) at the same interval; the
 // parent waits for it before exiting with --exit-code after --hold-ms.
+// --release-file=PATH: after its maps and --hold-ms, each process waits until
+// PATH exists (at most 20 s), so a test can keep both alive until it has seen
+// their last census, however late a loaded machine samples them.
 // --die-with-parent: PR_SET_PDEATHSIG(SIGKILL), so a test that kills the
 // watch (our parent) leaves nothing running.
 #include <spawn.h>
@@ -19,6 +22,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,7 +58,7 @@ timespec plus_ms(timespec t, long ms) {
 int main(int argc, char** argv) {
   long interval = 20, count = 100, hold = 0, exit_code = 0, child_count = -1;
   bool die_with_parent = false;
-  std::string name = "watch-grower", child_name;
+  std::string name = "watch-grower", child_name, release_file;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     if (!std::strncmp(a, "--interval-ms=", 14)) interval = number(a, "--interval-ms=");
@@ -65,6 +69,7 @@ int main(int argc, char** argv) {
     else if (!std::strncmp(a, "--name=", 7)) name = a + 7;
     else if (!std::strncmp(a, "--child-name=", 13)) child_name = a + 13;
     else if (!std::strcmp(a, "--die-with-parent")) die_with_parent = true;
+    else if (!std::strncmp(a, "--release-file=", 15)) release_file = a + 15;
     else {
       std::fprintf(stderr, "watch_grower: unknown argument %s\n", a);
       return 2;
@@ -78,6 +83,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> args = {argv[0], "--interval-ms=" + std::to_string(interval),
                                      "--count=" + std::to_string(child_count), "--name=" + child_name};
     if (die_with_parent) args.push_back("--die-with-parent");
+    if (!release_file.empty()) args.push_back("--release-file=" + release_file);
     std::vector<char*> cargs;
     for (auto& s : args) cargs.push_back(s.data());
     cargs.push_back(nullptr);
@@ -113,6 +119,10 @@ int main(int argc, char** argv) {
     static_cast<volatile char*>(p)[0] = static_cast<char>(i);  // touch: the page becomes resident
   }
   if (hold > 0) sleep_until(plus_ms(plus_ms(start, count * interval), hold));
+  if (!release_file.empty()) {
+    struct stat st {};
+    for (int polls = 0; polls < 4000 && stat(release_file.c_str(), &st) != 0; ++polls) usleep(5000);
+  }
   if (child > 0) {
     int status = 0;
     while (waitpid(child, &status, 0) < 0) {
