@@ -24,6 +24,7 @@ TEST(PeerCodec, EverySharedRequestRoundTrips) {
       peer::Count{Region::E, 42},           peer::Read{1u << 30, 4096},
       peer::Stamp{1ull << 33, 99},          peer::Unstamp{},
       peer::Missing{65536, 5},              peer::Done{},
+      peer::Fill{1u << 21, 4096, 11},
       peer::RouteOp{"handover", json{{"op", "handover"}, {"kind", "opaque"}, {"n", 3}}}};
   for (const auto& r : all) {
     const std::string wire = peer::encode(r);

@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "extmem/core/pattern.h"
+#include "extmem/os/clock.h"
 #include "probe/routes.h"
 #include "probe/routes/cuda_measure.h"
 #include "probe/routes/cuda_route_util.h"
@@ -115,7 +116,7 @@ class GatedProducer {
   // Host layout: the gate word, then the producer's region data.
   static constexpr std::size_t kDataAt = 256;
 
-  Result<nlohmann::json> hold(ChildContext& ctx) {
+  Result<s1::Ok> hold(ChildContext& ctx) {
     const cuda::Api& api = side_.api_;
     if (armed_) return Error{"hold", ErrorKind::protocol, {}, "hold requested twice"};
     if (auto s = side_.create(ctx, kDataAt + kRegionSize); !s) return std::move(s).error();
@@ -138,19 +139,20 @@ class GatedProducer {
       return cuda::cu_error(api, "cuMemcpyHtoDAsync(region E)", r);
     if (CUresult r = api.cuEventRecord(event_, side_.stream); r != CUDA_SUCCESS)
       return cuda::cu_error(api, "cuEventRecord(interprocess event)", r);
-    return nlohmann::json::object();
+    return s1::Ok{};
   }
-  nlohmann::json release(ChildContext& ctx) {
+  s1::Released release(ChildContext& ctx) {
     ctx.step("open the gate (host store of 1)");
+    const double t = os::monotonic_seconds();
     open_gate();
-    return nlohmann::json::object();
+    return s1::Released{t};
   }
   /// The gated work is queued and the gate shut: a cuCtxSynchronize now would wait for ever.
   bool gated() const { return armed_ && !gate_open_; }
-  nlohmann::json drain() {
+  s1::Drained drain() {
     open_gate();
     drained_ = !armed_ || side_.drain();
-    return {{"drained", drained_}};
+    return s1::Drained{.drained = drained_};
   }
 
  private:
@@ -250,19 +252,21 @@ int cuda_ipc_server(ChildContext& ctx) {
   };
   sync.publish = [&] { return cuda::gpu_write(api, base, *side->staging, mirror); };
   bool drained = true;
-  sync.extra = [&](const std::string& op, const nlohmann::json&, os::UniqueFd&) -> std::optional<Result<nlohmann::json>> {
-    if (op == "hold") {
+  // The ordering proof's requests (s1_codec.h) arrive as this route's own ops.
+  sync.extra = [&](const std::string&, const nlohmann::json& body, os::UniqueFd&) -> std::optional<Result<nlohmann::json>> {
+    auto req = s1::decode_request(body.dump());
+    if (!req) return Result<nlohmann::json>(s1::body(s1::refusal_of(req.error())));
+    if (std::holds_alternative<s1::Hold>(*req)) {
       auto r = producer.hold(ctx);
-      if (!r) return Result<nlohmann::json>(nlohmann::json{{"error", why_of(r.error())}, {"step", r.error().step},
-                                                           {"code", r.error().code}});
+      if (!r) return Result<nlohmann::json>(s1::body(s1::refusal_of(r.error())));
       drained = false;
-      return r;
+      return Result<nlohmann::json>(s1::body(*r));
     }
-    if (op == "release") return Result<nlohmann::json>(producer.release(ctx));
-    if (op == "drain") {
-      auto j = producer.drain();
-      drained = j.value("drained", false);
-      return Result<nlohmann::json>(std::move(j));
+    if (std::holds_alternative<s1::Release>(*req)) return Result<nlohmann::json>(s1::body(producer.release(ctx)));
+    if (std::holds_alternative<s1::Drain>(*req)) {
+      s1::Drained d = producer.drain();
+      drained = d.drained;
+      return Result<nlohmann::json>(s1::body(d));
     }
     return std::nullopt;
   };
@@ -287,7 +291,7 @@ class IpcEventConsumer final : public sync::OrderingSubject {
 
   Status hold() override {
     if (auto s = side_.create(ctx_, kHostBytes); !s) return s;
-    auto r = s1::ask(ctx_, {{"op", "hold"}}, nullptr);
+    auto r = s1::ask(ctx_, s1::Hold{.kind = "ipc-event"});  // the sync object is the IPC event, not a semaphore
     if (!r) return std::move(r).error();
     return {};
   }
@@ -318,8 +322,8 @@ class IpcEventConsumer final : public sync::OrderingSubject {
   Status release() override { return s1::release_producer(ctx_); }
   Result<sync::CopyCheck> check_copy() override { return s1::check_producer_copy(side_.host); }
   bool drain() override {
-    auto r = s1::ask(ctx_, {{"op", "drain"}}, nullptr);
-    const bool peer = r && r->value("drained", false);
+    auto r = s1::ask(ctx_, s1::Drain{});
+    const bool peer = r && r->drained;
     return (!armed_ || side_.drain()) && peer;
   }
 

@@ -18,7 +18,6 @@
 #include "probe/routes/cuda_chunks.h"
 #include "probe/routes/cuda_measure.h"
 #include "probe/routes/cuda_route_util.h"
-#include "probe/routes/s1_peer.h"
 #include "probe/worker/half_end.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
@@ -162,17 +161,8 @@ int cuda_vmm_multichunk_server(ChildContext& ctx) {
   ServeSync sync;
   sync.refresh = [&] { return cuda::gpu_read(api, range.va(), **staging, mirror); };
   sync.publish = [&] { return cuda::gpu_write(api, range.va(), **staging, mirror); };
-  // "fill": the client asks for a seeded pattern at a boundary window, written through this side's GPU.
-  sync.extra = [&](const std::string& op, const nlohmann::json& req, os::UniqueFd&) -> std::optional<Result<nlohmann::json>> {
-    if (op != "fill") return std::nullopt;
-    const auto off = req.value("offset", std::size_t{0}), len = req.value("length", std::size_t{0});
-    const auto seed = req.value("seed", std::uint64_t{0});
-    if (len == 0 || off > mirror.size() || len > mirror.size() - off)
-      return Result<nlohmann::json>(nlohmann::json{{"error", "fill outside the range"}});
-    ctx.step(fmt::format("fill {} bytes at {} for the peer", len, hex_offset(off)));
-    pattern::fill(std::span<std::byte>(mirror).subspan(off, len), seed);
-    return Result<nlohmann::json>(nlohmann::json{{"publish", true}});
-  };
+  // The client's boundary fills arrive as peer "fill" requests (peer_codec.h): serve() writes the
+  // mirror and publishes it through this side's GPU.
   return serve(ctx, mirror, sync) ? 0 : 1;
 }
 
@@ -219,8 +209,7 @@ void check_boundaries(ChildContext& ctx, const CudaSide& side, CUdeviceptr va, c
     }
     // Server writes, client reads.
     ctx.step("server writes across " + where);
-    auto filled = s1::ask(ctx, {{"op", "fill"}, {"offset", w.start}, {"length", w.length},
-                                {"seed", kServerFillSeed + w.boundary}}, nullptr);
+    auto filled = peer_fill(ctx, w.start, w.length, kServerFillSeed + w.boundary);
     if (!filled) {
       fail_leg(leg, filled.error());
       return;

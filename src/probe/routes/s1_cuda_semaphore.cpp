@@ -119,7 +119,7 @@ class CudaConsumer final : public sync::OrderingSubject {
   Status hold() override {
     if (auto s = side_.create(ctx_); !s) return s;
     os::UniqueFd fd;
-    auto r = s1::ask(ctx_, {{"op", "hold"}, {"kind", s1::key_of(kind_)}}, &fd);
+    auto r = s1::ask(ctx_, s1::Hold{.kind = s1::key_of(kind_)}, &fd);
     if (!r) {
       if (r.error().kind == ErrorKind::unsupported) unsupported = r.error().detail;
       return std::move(r).error();
@@ -163,8 +163,8 @@ class CudaConsumer final : public sync::OrderingSubject {
   Result<sync::CopyCheck> check_copy() override { return s1::check_producer_copy(side_.host_); }
 
   bool drain() override {
-    auto r = s1::ask(ctx_, {{"op", "drain"}}, nullptr);
-    const bool peer = r && r->value("drained", false);
+    auto r = s1::ask(ctx_, s1::Drain{});
+    const bool peer = r && r->drained;
     return (!armed_ || side_.drain()) && peer;
   }
 
@@ -230,7 +230,7 @@ class CudaWakeTimer {
       CudaStreamSide side(api_);
       if (!side.create(ctx_)) return;
       os::UniqueFd fd;
-      auto held = s1::ask(ctx_, {{"op", "hold"}, {"kind", s1::key_of(vksync::kTimelineOpaque)}, {"time", true}}, &fd);
+      auto held = s1::ask(ctx_, s1::Hold{.kind = s1::key_of(vksync::kTimelineOpaque), .time = true}, &fd);
       if (!held || !fd.valid() || !side.import(ctx_, fd.get(), true)) return drain_peer();
       CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS wp{};
       wp.params.fence.value = s1::kTimelineValue;
@@ -240,27 +240,27 @@ class CudaWakeTimer {
       }
       double seen = 0;
       std::thread spinner([&] { seen = spin_until(v); });
-      auto released = s1::ask(ctx_, {{"op", "release"}}, nullptr);
+      auto released = s1::ask(ctx_, s1::Release{});
       spinner.join();
-      auto d = s1::ask(ctx_, {{"op", "drain"}}, nullptr);
-      if (!released || seen == 0 || !d || !d->value("drained", false) || !side.drain()) {
+      auto d = s1::ask(ctx_, s1::Drain{});
+      if (!released || seen == 0 || !d || !d->drained || !side.drain()) {
         leaked_ = leaked_ || seen == 0;  // the stream may still write the word
         return fallback("signal-to-wake round " + std::to_string(i + 1) + " did not complete");
       }
-      if (!d->contains("gpu_t")) return fallback("producer: " + d->value("gpu_error", std::string("no GPU time")));
-      sem_us.push_back((seen - d->value("gpu_t", 0.0)) * 1e6);
-      deviation = std::max(deviation, d->value("max_deviation_ns", std::uint64_t{0}));
+      if (!d->gpu.gpu_t) return fallback("producer: " + d->gpu.gpu_error.value_or("no GPU time"));
+      sem_us.push_back((seen - *d->gpu.gpu_t) * 1e6);
+      deviation = std::max(deviation, d->gpu.max_deviation_ns);
 
       ctx_.step(fmt::format("measure GPU write, host relay, CUDA start, round {}", i + 1));
-      auto pg = s1::ask(ctx_, {{"op", "ping-gpu"}}, nullptr);
-      if (!pg || !pg->contains("gpu_t")) return fallback("producer: ping-gpu gave no GPU time");
+      auto pg = s1::ask(ctx_, s1::PingGpu{});
+      if (!pg || !pg->gpu.gpu_t) return fallback("producer: ping-gpu gave no GPU time");
       if (api_.cuStreamWriteValue32(side.stream_, flag_dev_, v + 1, 0) != CUDA_SUCCESS) return;
       const double relayed = spin_until(v + 1);
       if (relayed == 0 || !side.drain()) {
         leaked_ = true;
         return fallback("host-relay round " + std::to_string(i + 1) + " did not complete");
       }
-      socket_us.push_back((relayed - pg->value("gpu_t", 0.0)) * 1e6);
+      socket_us.push_back((relayed - *pg->gpu.gpu_t) * 1e6);
     }
     s1::report_gpu_wake("vk-calibrated-timestamp to cuda-host-observed-write", std::move(sem_us), std::move(socket_us),
                         deviation);
@@ -269,7 +269,7 @@ class CudaWakeTimer {
  private:
   double spin_until(std::uint32_t v) const { return s1::wake_word_seen(flag_, v); }
   void drain_peer() {
-    auto d = s1::ask(ctx_, {{"op", "drain"}}, nullptr);
+    auto d = s1::ask(ctx_, s1::Drain{});
     (void)d;
     fallback("a measure round could not be set up");
   }

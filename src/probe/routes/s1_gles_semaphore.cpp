@@ -106,7 +106,7 @@ class GlConsumer final : public sync::OrderingSubject {
 
   Status hold() override {
     os::UniqueFd fd;
-    auto r = s1::ask(ctx_, {{"op", "hold"}, {"kind", s1::key_of(vksync::kBinaryOpaque)}}, &fd);
+    auto r = s1::ask(ctx_, s1::Hold{.kind = s1::key_of(vksync::kBinaryOpaque)}, &fd);
     if (!r) {
       if (r.error().kind == ErrorKind::unsupported) unsupported = r.error().detail;
       return std::move(r).error();
@@ -187,8 +187,8 @@ class GlConsumer final : public sync::OrderingSubject {
   Result<sync::CopyCheck> check_copy() override { return s1::check_producer_copy(copy_.map); }
 
   bool drain() override {
-    auto r = s1::ask(ctx_, {{"op", "drain"}}, nullptr);
-    bool ok = r && r->value("drained", false);
+    auto r = s1::ask(ctx_, s1::Drain{});
+    bool ok = r && r->drained;
     if (armed_) {
       auto w = client_wait(gl_, fence_.sync, s1::kDrainNs);
       if (!w || w->result != sync::WaitResult::signalled) ok = false;
@@ -245,32 +245,32 @@ class GlWakeTimer {
       os::UniqueFd fd;
       std::string fd_text;
       GlSemaphore sem{gl_};
-      auto held = s1::ask(ctx_, {{"op", "hold"}, {"kind", s1::key_of(vksync::kBinaryOpaque)}, {"time", true}}, &fd);
+      auto held = s1::ask(ctx_, s1::Hold{.kind = s1::key_of(vksync::kBinaryOpaque), .time = true}, &fd);
       if (!held || !fd.valid() || !import_semaphore(ctx_, gl_, sem, fd.get(), fd_text)) return drain_peer();
       gl_.gl().glWaitSemaphoreEXT(sem.id, 1, &shared_, 0, nullptr, nullptr);
       if (!copy_value(v)) return drain_peer();
       double seen = 0;
       std::thread spinner([&] { seen = spin_until(v); });
-      auto released = s1::ask(ctx_, {{"op", "release"}}, nullptr);
+      auto released = s1::ask(ctx_, s1::Release{});
       spinner.join();
-      auto d = s1::ask(ctx_, {{"op", "drain"}}, nullptr);
+      auto d = s1::ask(ctx_, s1::Drain{});
       gl_.gl().glFinish();
-      if (!released || seen == 0 || !d || !d->value("drained", false)) {
+      if (!released || seen == 0 || !d || !d->drained) {
         sem.leaked = true;
         return fallback("signal-to-wake round " + std::to_string(i + 1) + " did not complete");
       }
-      if (!d->contains("gpu_t")) return fallback("producer: " + d->value("gpu_error", std::string("no GPU time")));
-      sem_us.push_back((seen - d->value("gpu_t", 0.0)) * 1e6);
-      deviation = std::max(deviation, d->value("max_deviation_ns", std::uint64_t{0}));
+      if (!d->gpu.gpu_t) return fallback("producer: " + d->gpu.gpu_error.value_or("no GPU time"));
+      sem_us.push_back((seen - *d->gpu.gpu_t) * 1e6);
+      deviation = std::max(deviation, d->gpu.max_deviation_ns);
 
       ctx_.step(fmt::format("measure GPU write, host relay, GL start, round {}", i + 1));
-      auto pg = s1::ask(ctx_, {{"op", "ping-gpu"}}, nullptr);
-      if (!pg || !pg->contains("gpu_t")) return fallback("producer: ping-gpu gave no GPU time");
+      auto pg = s1::ask(ctx_, s1::PingGpu{});
+      if (!pg || !pg->gpu.gpu_t) return fallback("producer: ping-gpu gave no GPU time");
       if (!copy_value(v + 1)) return;
       const double relayed = spin_until(v + 1);
       gl_.gl().glFinish();
       if (relayed == 0) return fallback("host-relay round " + std::to_string(i + 1) + " did not complete");
-      socket_us.push_back((relayed - pg->value("gpu_t", 0.0)) * 1e6);
+      socket_us.push_back((relayed - *pg->gpu.gpu_t) * 1e6);
     }
     s1::report_gpu_wake("vk-calibrated-timestamp to gl-host-observed-write", std::move(sem_us), std::move(socket_us),
                         deviation);
@@ -292,7 +292,7 @@ class GlWakeTimer {
   }
   double spin_until(std::uint32_t v) const { return s1::wake_word_seen(watch_.map, v); }
   void drain_peer() {
-    (void)s1::ask(ctx_, {{"op", "drain"}}, nullptr);
+    (void)s1::ask(ctx_, s1::Drain{});
     gl_.gl().glFinish();
     fallback("a measure round could not be set up");
   }
@@ -379,7 +379,7 @@ int gl_client(ChildContext& ctx) {
             [&]() -> Status {
               // GL's write of E, held behind a bare Vulkan gate signal.
               os::UniqueFd fd;
-              auto r = s1::ask(ctx, {{"op", "hold"}, {"kind", s1::key_of(vksync::kBinaryOpaque)}, {"write", false}}, &fd);
+              auto r = s1::ask(ctx, s1::Hold{.kind = s1::key_of(vksync::kBinaryOpaque), .write = false}, &fd);
               if (!r) return std::move(r).error();
               if (!fd.valid()) return Error{"receive the gate's fd", ErrorKind::protocol, {}, "no fd with the reply"};
               if (auto s = import_semaphore(ctx, gl, gate, fd.get(), gate_text); !s) return s;
@@ -404,7 +404,7 @@ int gl_client(ChildContext& ctx) {
             },
         .write_and_signal =
             [&]() -> Status {
-              auto r = s1::ask(ctx, {{"op", "release"}}, nullptr);  // the Vulkan host signals the gate
+              auto r = s1::ask(ctx, s1::Release{});  // the Vulkan host signals the gate
               if (!r) return std::move(r).error();
               return {};
             },

@@ -7,8 +7,6 @@
 
 namespace extmem::probe::s1 {
 
-using nlohmann::json;
-
 sync::ProofConfig proof_config() { return sync::ProofConfig{}; }
 
 sync::CopyCheck check_producer_copy(const void* copy) {
@@ -18,16 +16,16 @@ sync::CopyCheck check_producer_copy(const void* copy) {
 }
 
 Status release_producer(const ChildContext& ctx) {
-  auto r = ask(ctx, {{"op", "release"}}, nullptr);
+  auto r = ask(ctx, Release{});
   if (!r) return std::move(r).error();
   return {};
 }
 
 void step_sink(void* user, std::string_view step) { static_cast<ChildContext*>(user)->step(step); }
 
-Result<json> ask(const ChildContext& ctx, const json& req, os::UniqueFd* fd) {
-  const std::string op = req.value("op", std::string("?"));
-  if (auto s = ctx.peer().send(os::MsgType::request, req.dump()); !s) return std::move(s).error();
+Result<os::Frame> exchange(const ChildContext& ctx, const Request& req, os::UniqueFd* fd) {
+  const std::string op = op_of(req);
+  if (auto s = ctx.peer().send(os::MsgType::request, encode(req)); !s) return std::move(s).error();
   auto frame = ctx.peer().recv(kReplyTimeoutMs);
   if (!frame) {
     Error e = std::move(frame).error();
@@ -37,16 +35,8 @@ Result<json> ask(const ChildContext& ctx, const json& req, os::UniqueFd* fd) {
   if (frame->type != os::MsgType::reply)
     return Error{fmt::format("producer's reply to \"{}\"", op), ErrorKind::protocol, {},
                  fmt::format("message type {}, not a reply", int(frame->type))};
-  json j = json::parse(frame->payload, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    return Error{fmt::format("producer's reply to \"{}\"", op), ErrorKind::protocol, {}, "not a JSON object"};
-  if (auto e = j.find("error"); e != j.end() && e->is_string()) {
-    const bool unsupported = j.value("unsupported", false);
-    return Error{j.value("step", std::string("producer")), unsupported ? ErrorKind::unsupported : ErrorKind::driver,
-                 j.value("code", std::string()), "server: " + e->get<std::string>()};
-  }
   if (fd != nullptr) *fd = std::move(frame->fd);
-  return j;
+  return frame;
 }
 
 Error site_error(const Error& e, const SiteFailure& site) {

@@ -9,10 +9,9 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
 #include "extmem/core/verdict.h"
 #include "extmem/os/fd.h"
+#include "probe/routes/s1_codec.h"
 #include "probe/sync_proof.h"
 #include "probe/worker/child_context.h"
 #include "probe/worker/route_util.h"
@@ -43,12 +42,26 @@ sync::ProofConfig proof_config();
 /// prove_ordering's StepSink: `user` is the ChildContext; reports each step to the parent.
 void step_sink(void* user, std::string_view step);
 
-/// Sends request `req` to the producer and waits at most kReplyTimeoutMs for
-/// its reply; the fd that came with it (if any) goes to `*fd` when `fd` is set.
-/// Errors: the channel's (timeout, peer closed); a reply with "error" comes back
-/// with the producer's step, code and text, kind unsupported when the producer
-/// found the capability not advertised ("server: ..." in the detail), else driver.
-Result<nlohmann::json> ask(const ChildContext& ctx, const nlohmann::json& req, os::UniqueFd* fd);
+/// Sends `req` to the producer and waits at most kReplyTimeoutMs for its frame;
+/// the fd that came with it (if any) goes to `*fd` when `fd` is set. Errors:
+/// the channel's (timeout, peer closed), step "producer's reply to \"OP\": ...";
+/// protocol for a frame that is not a reply.
+Result<os::Frame> exchange(const ChildContext& ctx, const Request& req, os::UniqueFd* fd);
+
+/// `req`'s reply, typed (s1_codec.h). Errors: exchange()'s; the producer's
+/// refusal with its step, code and text (kind unsupported when the producer
+/// found the capability not advertised, "server: ..." in the detail, else
+/// driver); protocol for a reply decode_reply refuses.
+template <class Req>
+Result<typename Req::Reply> ask(const ChildContext& ctx, const Req& req, os::UniqueFd* fd = nullptr) {
+  auto frame = exchange(ctx, Request{req}, fd);
+  if (!frame) return std::move(frame).error();
+  auto r = decode_reply<typename Req::Reply>(frame->payload);
+  if (r || r.error().kind != ErrorKind::protocol) return r;
+  Error e = r.error();
+  e.step = std::string("producer's reply to \"") + op_of(Request{req}) + "\": " + e.step;
+  return e;
+}
 
 /// An error reply's Error for a site failure: kind unsupported when `site` says
 /// so, its text in the detail.

@@ -40,7 +40,7 @@ class VkConsumer final : public sync::OrderingSubject {
 
   Status hold() override {
     os::UniqueFd fd;
-    auto r = s1::ask(ctx_, {{"op", "hold"}, {"kind", s1::key_of(kind_)}}, &fd);
+    auto r = s1::ask(ctx_, s1::Hold{.kind = s1::key_of(kind_)}, &fd);
     if (!r) {
       if (r.error().kind == ErrorKind::unsupported) unsupported = r.error().detail;
       return std::move(r).error();
@@ -83,14 +83,14 @@ class VkConsumer final : public sync::OrderingSubject {
   Result<sync::Observation> observe() override { return waiter_.observe(); }
   Result<sync::Waited> wait_consumer(std::chrono::milliseconds bound) override { return waiter_.wait(bound); }
   Status release() override {
-    auto r = s1::ask(ctx_, {{"op", "release"}}, nullptr);
+    auto r = s1::ask(ctx_, s1::Release{});
     if (!r) return std::move(r).error();
     return {};
   }
   Result<sync::CopyCheck> check_copy() override { return waiter_.check(s1::kProducerSeed); }
   bool drain() override {
-    auto r = s1::ask(ctx_, {{"op", "drain"}}, nullptr);
-    const bool peer = r && r->value("drained", false);
+    auto r = s1::ask(ctx_, s1::Drain{});
+    const bool peer = r && r->drained;
     return waiter_.drain() && peer;
   }
 
@@ -138,15 +138,14 @@ class WakeTimer {
   }
   bool on() const { return fallback_.empty(); }
 
-  // One sample into `out`: the waiter's GPU start minus the producer's GPU end from `peer_reply`.
-  void sample(std::vector<double>& out, const s1::VkWaiter& w, const nlohmann::json* peer_reply) {
-    if (!on() || peer_reply == nullptr) return;
-    if (auto e = peer_reply->find("gpu_error"); e != peer_reply->end() && e->is_string()) {
-      (void)fail("producer: " + e->get<std::string>());
+  // One sample into `out`: the waiter's GPU start minus the producer's GPU end `end`.
+  void sample(std::vector<double>& out, const s1::VkWaiter& w, const s1::GpuEnd& end) {
+    if (!on()) return;
+    if (end.gpu_error) {
+      (void)fail("producer: " + *end.gpu_error);
       return;
     }
-    auto t = peer_reply->find("gpu_t");
-    if (t == peer_reply->end() || !t->is_number()) {
+    if (!end.gpu_t) {
       (void)fail("producer: no GPU time in its reply");
       return;
     }
@@ -160,9 +159,8 @@ class WakeTimer {
       (void)fail(why_of(start.error()));
       return;
     }
-    out.push_back((*start - t->get<double>()) * 1e6);
-    deviation_ns_ = std::max({deviation_ns_, clock->max_deviation_ns(),
-                              peer_reply->value("max_deviation_ns", std::uint64_t{0})});
+    out.push_back((*start - *end.gpu_t) * 1e6);
+    deviation_ns_ = std::max({deviation_ns_, clock->max_deviation_ns(), end.max_deviation_ns});
   }
 
   void report(std::vector<double> sem_us, std::vector<double> socket_us) {
@@ -196,7 +194,7 @@ void measure_wake(ChildContext& ctx, const SemaphoreKind& kind, vksync::SyncDevi
   for (unsigned i = 0; i < measure::repeats(); ++i) {
     ctx.step(fmt::format("measure signal-to-wake, round {}", i + 1));
     os::UniqueFd fd;
-    if (!s1::ask(ctx, {{"op", "hold"}, {"kind", s1::key_of(kind)}, {"time", gpu.on()}}, &fd) || !fd.valid()) break;
+    if (!s1::ask(ctx, s1::Hold{.kind = s1::key_of(kind), .time = gpu.on()}, &fd) || !fd.valid()) break;
     auto sem = vksync::create_semaphore(sd, kind.type, 0, "import (measure)");
     if (!sem) break;
     auto dup = ImportDup::of(fd.get());
@@ -206,39 +204,39 @@ void measure_wake(ChildContext& ctx, const SemaphoreKind& kind, vksync::SyncDevi
     if (!imported) break;
     (*waiter)->set_semaphore(std::move(*sem), kind.type);
     if (!(*waiter)->arm()) break;
-    auto released = s1::ask(ctx, {{"op", "release"}}, nullptr);
+    auto released = s1::ask(ctx, s1::Release{});
     if (!released) break;
     auto w = (*waiter)->wait(std::chrono::milliseconds(5000));
     const double woke = os::monotonic_seconds();
     if (!w || w->result != sync::WaitResult::signalled) break;
-    sem_us.push_back((woke - released->value("t", woke)) * 1e6);
-    auto d = s1::ask(ctx, {{"op", "drain"}}, nullptr);
-    if (!d || !d->value("drained", false)) break;
-    gpu.sample(sem_gpu_us, **waiter, &*d);
+    sem_us.push_back((woke - released->t) * 1e6);
+    auto d = s1::ask(ctx, s1::Drain{});
+    if (!d || !d->drained) break;
+    gpu.sample(sem_gpu_us, **waiter, d->gpu);
 
     ctx.step(fmt::format("measure socket round trip + submit, round {}", i + 1));
-    auto ping = s1::ask(ctx, {{"op", "ping"}}, nullptr);
+    auto ping = s1::ask(ctx, s1::Ping{});
     if (!ping) break;
     if (!(*plain)->arm()) break;
     auto pw = (*plain)->wait(std::chrono::milliseconds(5000));
     const double done = os::monotonic_seconds();
     if (!pw || pw->result != sync::WaitResult::signalled) break;
-    socket_us.push_back((done - ping->value("t", done)) * 1e6);
+    socket_us.push_back((done - ping->t) * 1e6);
 
     if (gpu.on()) {
       ctx.step(fmt::format("measure GPU write, host relay, GPU start, round {}", i + 1));
-      auto pg = s1::ask(ctx, {{"op", "ping-gpu"}}, nullptr);
+      auto pg = s1::ask(ctx, s1::PingGpu{});
       if (!pg) break;
       if (!(*plain)->arm()) break;
       auto gw = (*plain)->wait(std::chrono::milliseconds(5000));
       if (!gw || gw->result != sync::WaitResult::signalled) break;
-      gpu.sample(socket_gpu_us, **plain, &*pg);
+      gpu.sample(socket_gpu_us, **plain, pg->gpu);
     }
   }
   // A round cut short may have left a held signal: the producer releases it here.
   const bool peer = [&] {
-    auto d = s1::ask(ctx, {{"op", "drain"}}, nullptr);
-    return d && d->value("drained", false);
+    auto d = s1::ask(ctx, s1::Drain{});
+    return d && d->drained;
   }();
   if (!(*waiter)->drain() || !(*plain)->drain() || !peer) return;
   measure::route_latency("semaphore_wake_us", std::move(sem_us));

@@ -200,7 +200,7 @@ struct Server {
   std::unique_ptr<VkWaiter> waiter;
   // --measure: the producer write's end on the GPU, and the last timed round's result for the drain reply.
   std::optional<vk::TimestampSlot> end_slot;
-  json gpu_time;
+  std::optional<GpuEnd> gpu_time;
 
   VkDeviceSize offset() const { return ctx.layout().offset(kRegion); }
   std::span<std::byte> region() const {
@@ -226,26 +226,26 @@ struct Server {
     if (end_slot) return true;
     auto slot = vk::TimestampSlot::create(*ex.device);
     if (!slot) {
-      gpu_time = {{"gpu_error", why_of(slot.error())}};
+      gpu_time = GpuEnd{.gpu_error = why_of(slot.error())};
       return false;
     }
     end_slot.emplace(std::move(*slot));
     return true;
   }
 
-  // The timed write's end on the host clock, as the reply fields "gpu_t" or "gpu_error".
-  json read_end_time() {
+  // The timed write's end on the host clock, or why there is none.
+  GpuEnd read_end_time() {
     auto ticks = end_slot->ticks();
-    if (!ticks) return {{"gpu_error", why_of(ticks.error())}};
+    if (!ticks) return GpuEnd{.gpu_error = why_of(ticks.error())};
     auto clock = vk::HostClock::calibrate(*ex.device);
-    if (!clock) return {{"gpu_error", why_of(clock.error())}};
-    return {{"gpu_t", clock->host_seconds(*ticks)}, {"max_deviation_ns", clock->max_deviation_ns()}};
+    if (!clock) return GpuEnd{.gpu_error = why_of(clock.error())};
+    return GpuEnd{.gpu_t = clock->host_seconds(*ticks), .max_deviation_ns = clock->max_deviation_ns()};
   }
 
   // ping-gpu: the same write with no semaphore, waited for on the host, as a CPU-relayed handoff would be.
-  Result<json> ping_gpu() {
+  Result<PingGpuReply> ping_gpu() {
     if (!drain_round()) return Error{"ping-gpu", ErrorKind::timeout, {}, "the previous round did not drain"};
-    if (!ensure_end_slot()) return std::exchange(gpu_time, json());
+    if (!ensure_end_slot()) return PingGpuReply{.gpu = std::exchange(gpu_time, std::nullopt).value_or(GpuEnd{})};
     auto cmd = record_write(true);
     if (!cmd) return std::move(cmd).error();
     auto fence = vksync::create_fence(*sd);
@@ -258,9 +258,7 @@ struct Server {
       fence->leak();
       return Error{"vkWaitForFences(producer write, ping-gpu)", ErrorKind::timeout, {}, "did not complete"};
     }
-    json reply = read_end_time();
-    reply["t"] = t;
-    return reply;
+    return PingGpuReply{.t = t, .gpu = read_end_time()};
   }
 
   bool drain_round() {
@@ -283,8 +281,8 @@ struct Server {
     return ok;
   }
 
-  Result<json> hold(const json& req, os::UniqueFd& fd_out) {
-    const SemaphoreKind* kind = kind_by_key(req.value("kind", std::string()));
+  Result<Ok> hold(const Hold& req, os::UniqueFd& fd_out) {
+    const SemaphoreKind* kind = kind_by_key(req.kind);
     if (kind == nullptr) return Error{"hold", ErrorKind::protocol, {}, "unknown semaphore kind"};
     if (!drain_round()) return Error{"hold", ErrorKind::timeout, {}, "the previous round did not drain"};
     auto r = std::make_unique<Round>();
@@ -299,8 +297,8 @@ struct Server {
     if (!fence) return std::move(fence).error();
     r->fence = std::move(*fence);
     // write=false: a bare gate (the peer writes E itself, after waiting on this signal).
-    if (req.value("write", true)) {
-      r->timed = req.value("time", false) && ensure_end_slot();
+    if (req.write) {
+      r->timed = req.time && ensure_end_slot();
       auto cmd = record_write(r->timed);
       if (!cmd) return std::move(cmd).error();
       r->write = *cmd;
@@ -328,7 +326,7 @@ struct Server {
       return Error{fmt::format("vkGetSemaphoreFdKHR({})", kind->handle_name), ErrorKind::driver, "fd -1",
                    "the driver says the payload is already signalled, but the signal is held back"};
     fd_out = std::move(fd->fd);
-    return json{{"ok", true}};
+    return Ok{};
   }
 
   // `draining`: the signal is sent whatever a test fault says, so nothing stays pending.
@@ -358,11 +356,11 @@ struct Server {
   }
 
   // The reverse direction: this process waits, the peer signals.
-  Result<json> wait_export(const json& req, os::UniqueFd& fd_out) {
+  Result<Ok> wait_export(const WaitExport& req, os::UniqueFd& fd_out) {
     if (!drain_round()) return Error{"wait-export", ErrorKind::timeout, {}, "the previous round did not drain"};
     if (waiter && !waiter->drain()) return Error{"wait-export", ErrorKind::timeout, {}, "the previous waiter did not drain"};
     waiter.reset();
-    const SemaphoreKind* k = kind_by_key(req.value("kind", std::string("timeline-opaque")));
+    const SemaphoreKind* k = kind_by_key(req.kind);
     if (k == nullptr || k->bit != VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT)
       return Error{"wait-export", ErrorKind::protocol, {}, "the waiter's semaphore must be an OPAQUE_FD kind"};
     const SemaphoreKind& kind = *k;
@@ -379,57 +377,50 @@ struct Server {
     (*w)->set_semaphore(std::move(*sem), kind.type);
     waiter = std::move(*w);
     fd_out = std::move(fd->fd);
-    return json{{"ok", true}};
+    return Ok{};
   }
 
-  static json observation(const sync::Observation& o) {
-    json j = {{"fence", o.fence_signalled}, {"marker", o.marker_present}};
-    if (o.counter) j["counter"] = o.counter->value;
-    return j;
-  }
-
-  Result<json> waiter_op(const std::string& op, const json& req) {
+  Status need_waiter(const char* op) const {
     if (!waiter) return Error{op, ErrorKind::protocol, {}, "no waiter (wait-export first)"};
-    if (op == "wait-arm") {
-      ctx.step("vkQueueSubmit(waiter: wait + copy + marker)");
-      if (auto st = waiter->arm(); !st) return std::move(st).error();
-      return json{{"ok", true}};
-    }
-    if (op == "wait-ungated") {
-      const auto ms = std::chrono::milliseconds(std::min<std::int64_t>(req.value("ms", std::int64_t{0}), 5000));
-      ctx.step(fmt::format("vkQueueSubmit(waiter: copy + marker, no wait) + vkWaitForFences({} ms)", ms.count()));
-      auto w = waiter->ungated(ms);
-      if (!w) return std::move(w).error();
-      return json{{"signalled", w->result == sync::WaitResult::signalled}, {"code", w->code}};
-    }
-    if (op == "wait-observe") {
-      auto o = waiter->observe();
-      if (!o) return std::move(o).error();
-      return observation(*o);
-    }
-    if (op == "wait-wait") {
-      const auto ms = std::chrono::milliseconds(std::min<std::int64_t>(req.value("ms", std::int64_t{0}), 5000));
-      ctx.step(fmt::format("vkWaitForFences(waiter, {} ms)", ms.count()));
-      auto w = waiter->wait(ms);
-      if (!w) return std::move(w).error();
-      return json{{"signalled", w->result == sync::WaitResult::signalled}, {"code", w->code}};
-    }
-    if (op == "wait-check") {
-      sync::CopyCheck c = waiter->check(kProducerSeed);
-      json j = {{"mismatched", c.mismatched_words}, {"words", c.words}};
-      if (c.first_mismatch) j["first"] = *c.first_mismatch;
-      return j;
-    }
-    return Error{op, ErrorKind::protocol, {}, "unknown op"};
+    return {};
+  }
+  Result<Ok> wait_arm() {
+    if (auto st = need_waiter("wait-arm"); !st) return std::move(st).error();
+    ctx.step("vkQueueSubmit(waiter: wait + copy + marker)");
+    if (auto st = waiter->arm(); !st) return std::move(st).error();
+    return Ok{};
+  }
+  static WaitReply waited(const sync::Waited& w) { return WaitReply{w.result == sync::WaitResult::signalled, w.code}; }
+  Result<WaitReply> wait_ungated(const WaitUngated& req) {
+    if (auto st = need_waiter("wait-ungated"); !st) return std::move(st).error();
+    const auto ms = std::chrono::milliseconds(req.ms);
+    ctx.step(fmt::format("vkQueueSubmit(waiter: copy + marker, no wait) + vkWaitForFences({} ms)", ms.count()));
+    auto w = waiter->ungated(ms);
+    if (!w) return std::move(w).error();
+    return waited(*w);
+  }
+  Result<ObserveReply> wait_observe() {
+    if (auto st = need_waiter("wait-observe"); !st) return std::move(st).error();
+    auto o = waiter->observe();
+    if (!o) return std::move(o).error();
+    ObserveReply r{o->fence_signalled, o->marker_present, std::nullopt};
+    if (o->counter) r.counter = o->counter->value;
+    return r;
+  }
+  Result<WaitReply> wait_wait(const WaitWait& req) {
+    if (auto st = need_waiter("wait-wait"); !st) return std::move(st).error();
+    const auto ms = std::chrono::milliseconds(req.ms);
+    ctx.step(fmt::format("vkWaitForFences(waiter, {} ms)", ms.count()));
+    auto w = waiter->wait(ms);
+    if (!w) return std::move(w).error();
+    return waited(*w);
+  }
+  Result<CheckReply> wait_check() {
+    if (auto st = need_waiter("wait-check"); !st) return std::move(st).error();
+    sync::CopyCheck c = waiter->check(kProducerSeed);
+    return CheckReply{c.mismatched_words, c.words, c.first_mismatch};
   }
 };
-
-json error_reply(const Error& e) {
-  return {{"error", e.detail.empty() ? e.message() : e.detail},
-          {"step", e.step},
-          {"code", e.code},
-          {"unsupported", e.kind == ErrorKind::unsupported}};
-}
 
 }  // namespace EXTMEM_ROUTE_FILE
 using namespace EXTMEM_ROUTE_FILE;
@@ -475,35 +466,41 @@ int vk_side_serve(ChildContext& ctx, std::span<const SemaphoreKind* const> kinds
   for (;;) {
     auto frame = ctx.peer().recv();
     if (!frame || frame->type != os::MsgType::request) break;
-    json j = json::parse(frame->payload, nullptr, false);
-    const std::string op = j.is_object() ? j.value("op", std::string()) : std::string();
-    if (op == "done") break;
+    auto req = decode_request(frame->payload);
+    if (req && std::holds_alternative<Done>(*req)) break;
     json reply;
     os::UniqueFd fd;
-    auto answer = [&](Result<json> r) { reply = r ? std::move(*r) : error_reply(r.error()); };
-    if (op == "hold") {
-      answer(s.hold(j, fd));
-    } else if (op == "release" || op == "release-timed") {
+    auto answer = [&](auto r) { reply = r ? body(*r) : body(refusal_of(r.error())); };
+    if (!req) {
+      reply = body(refusal_of(req.error()));
+    } else if (const auto* h = std::get_if<Hold>(&*req)) {
+      answer(s.hold(*h, fd));
+    } else if (std::holds_alternative<Release>(*req)) {
       // --measure: the host clock (CLOCK_MONOTONIC, one clock for every process)
       // just before the signal is handed to the driver.
       const double t = os::monotonic_seconds();
       Status st = s.release();
-      reply = st ? json{{"ok", true}, {"t", t}} : error_reply(st.error());
-    } else if (op == "ping") {
-      reply = {{"t", os::monotonic_seconds()}};
-    } else if (op == "ping-gpu") {
+      reply = st ? body(Released{t}) : body(refusal_of(st.error()));
+    } else if (std::holds_alternative<Ping>(*req)) {
+      reply = body(Pong{os::monotonic_seconds()});
+    } else if (std::holds_alternative<PingGpu>(*req)) {
       answer(s.ping_gpu());
-    } else if (op == "drain") {
+    } else if (std::holds_alternative<Drain>(*req)) {
       bool ok = s.drain_round();
       if (s.waiter) ok = s.waiter->drain() && ok;
-      reply = {{"drained", ok}};
-      if (!s.gpu_time.is_null()) reply.update(std::exchange(s.gpu_time, json()));
-    } else if (op == "wait-export") {
-      answer(s.wait_export(j, fd));
-    } else if (op.rfind("wait-", 0) == 0) {
-      answer(s.waiter_op(op, j));
+      reply = body(Drained{ok, std::exchange(s.gpu_time, std::nullopt).value_or(GpuEnd{})});
+    } else if (const auto* we = std::get_if<WaitExport>(&*req)) {
+      answer(s.wait_export(*we, fd));
+    } else if (std::holds_alternative<WaitArm>(*req)) {
+      answer(s.wait_arm());
+    } else if (const auto* wu = std::get_if<WaitUngated>(&*req)) {
+      answer(s.wait_ungated(*wu));
+    } else if (std::holds_alternative<WaitObserve>(*req)) {
+      answer(s.wait_observe());
+    } else if (const auto* ww = std::get_if<WaitWait>(&*req)) {
+      answer(s.wait_wait(*ww));
     } else {
-      reply = {{"error", "unknown op \"" + op + "\""}, {"step", "producer"}};
+      answer(s.wait_check());
     }
     if (!ctx.peer().send(os::MsgType::reply, reply.dump(), fd.get())) break;
   }
@@ -522,42 +519,48 @@ int vk_side_serve(ChildContext& ctx, std::span<const SemaphoreKind* const> kinds
 
 // ------------------------------------------------------- peer's Vulkan wait --
 
+// A wait bound as a request carries it: whole ms, at most kMaxWaitMs (the producer's cap).
+static std::uint64_t wire_ms(std::chrono::milliseconds bound) {
+  return static_cast<std::uint64_t>(std::clamp<std::int64_t>(bound.count(), 0, kMaxWaitMs));
+}
+static sync::Waited waited(const WaitReply& r) {
+  return sync::Waited{r.signalled ? sync::WaitResult::signalled : sync::WaitResult::timed_out, r.code};
+}
+
 Result<os::UniqueFd> PeerVkWaiter::prepare(const vksync::SemaphoreKind& kind) {
   os::UniqueFd fd;
-  auto r = ask(ctx_, {{"op", "wait-export"}, {"kind", key_of(kind)}}, &fd);
+  auto r = ask(ctx_, WaitExport{key_of(kind)}, &fd);
   if (!r) return std::move(r).error();
   if (!fd.valid()) return Error{"receive the waiter's semaphore fd", ErrorKind::protocol, {}, "no fd with the reply"};
   return fd;
 }
 
 Status PeerVkWaiter::arm() {
-  auto r = ask(ctx_, {{"op", "wait-arm"}}, nullptr);
+  auto r = ask(ctx_, WaitArm{});
   if (!r) return std::move(r).error();
   return {};
 }
 
 Result<sync::Waited> PeerVkWaiter::ungated_copy(std::chrono::milliseconds bound) {
-  auto r = ask(ctx_, {{"op", "wait-ungated"}, {"ms", bound.count()}}, nullptr);
+  auto r = ask(ctx_, WaitUngated{wire_ms(bound)});
   if (!r) return std::move(r).error();
-  return sync::Waited{r->value("signalled", false) ? sync::WaitResult::signalled : sync::WaitResult::timed_out,
-                      r->value("code", std::string("?"))};
+  return waited(*r);
 }
 
 Result<sync::Observation> PeerVkWaiter::observe() {
-  auto r = ask(ctx_, {{"op", "wait-observe"}}, nullptr);
+  auto r = ask(ctx_, WaitObserve{});
   if (!r) return std::move(r).error();
   sync::Observation o;
-  o.fence_signalled = r->value("fence", false);
-  o.marker_present = r->value("marker", false);
-  if (auto c = r->find("counter"); c != r->end() && c->is_number_unsigned()) o.counter = sync::TimelineValue{c->get<std::uint64_t>()};
+  o.fence_signalled = r->fence;
+  o.marker_present = r->marker;
+  if (r->counter) o.counter = sync::TimelineValue{*r->counter};
   return o;
 }
 
 Result<sync::Waited> PeerVkWaiter::wait_consumer(std::chrono::milliseconds bound) {
-  auto r = ask(ctx_, {{"op", "wait-wait"}, {"ms", bound.count()}}, nullptr);
+  auto r = ask(ctx_, WaitWait{wire_ms(bound)});
   if (!r) return std::move(r).error();
-  return sync::Waited{r->value("signalled", false) ? sync::WaitResult::signalled : sync::WaitResult::timed_out,
-                      r->value("code", std::string("?"))};
+  return waited(*r);
 }
 
 Status PeerVkWaiter::release() {
@@ -567,12 +570,12 @@ Status PeerVkWaiter::release() {
 }
 
 Result<sync::CopyCheck> PeerVkWaiter::check_copy() {
-  auto r = ask(ctx_, {{"op", "wait-check"}}, nullptr);
+  auto r = ask(ctx_, WaitCheck{});
   if (!r) return std::move(r).error();
   sync::CopyCheck c;
-  c.mismatched_words = r->value("mismatched", std::size_t{0});
-  c.words = r->value("words", std::size_t{0});
-  if (auto f = r->find("first"); f != r->end() && f->is_number_unsigned()) c.first_mismatch = f->get<std::size_t>();
+  c.mismatched_words = r->mismatched;
+  c.words = r->words;
+  if (r->first) c.first_mismatch = *r->first;
   return c;
 }
 
@@ -580,8 +583,8 @@ bool PeerVkWaiter::drain() {
   // The peer's wait can only finish once this side has signalled.
   if (!released_) (void)p_.write_and_signal();
   const bool mine = p_.drain();
-  auto r = ask(ctx_, {{"op", "drain"}}, nullptr);
-  return mine && r && r->value("drained", false);
+  auto r = ask(ctx_, Drain{});
+  return mine && r && r->drained;
 }
 
 }  // namespace extmem::probe::s1

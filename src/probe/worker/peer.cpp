@@ -110,6 +110,12 @@ Status peer_unstamp(const ChildContext& ctx) {
   return {};
 }
 
+Status peer_fill(const ChildContext& ctx, std::size_t offset, std::size_t length, std::uint64_t seed) {
+  auto r = request<peer::Ack>(ctx, peer::Fill{offset, length, seed});
+  if (!r) return std::move(r).error();
+  return {};
+}
+
 Result<std::optional<std::size_t>> peer_first_missing(const ChildContext& ctx, std::size_t size, std::uint64_t seed) {
   auto r = request<peer::MissingReply>(ctx, peer::Missing{size, seed});
   if (!r) return std::move(r).error();
@@ -200,6 +206,16 @@ Status serve(ChildContext& ctx, std::span<std::byte> view, const ServeSync& sync
       if (in_view(w->region)) pattern::fill(layout.region(view, w->region), w->seed.value_or(seed_of(w->region)));
       if (auto s = publish(); !s) return s;
       reply = peer::encode(peer::Ack{});
+    } else if (const auto* fl = std::get_if<peer::Fill>(&*req)) {
+      if (fl->length == 0 || fl->offset > view.size() || fl->length > view.size() - fl->offset) {
+        reply = peer::encode(peer::ErrorReply{fmt::format("fill of {} bytes at {} is outside the view of {} bytes",
+                                                          fl->length, fl->offset, view.size())});
+      } else {
+        ctx.step(fmt::format("fill {} bytes at +{} (0x{:x}) for the peer", fl->length, fl->offset, fl->offset));
+        pattern::fill(view.subspan(fl->offset, fl->length), fl->seed);
+        if (auto s = publish(); !s) return s;
+        reply = peer::encode(peer::Ack{});
+      }
     } else if (const auto* n = std::get_if<peer::Count>(&*req)) {
       // No step report here: a soak sends thousands of these.
       const std::size_t stale =
@@ -212,12 +228,7 @@ Status serve(ChildContext& ctx, std::span<std::byte> view, const ServeSync& sync
         reply = peer::encode(peer::ErrorReply{"unknown op \"" + op.op + "\""});
       } else {
         if (!*handled) return std::move(*handled).error();
-        json body = std::move(**handled);
-        if (body.is_object() && body.value("publish", false)) {
-          body.erase("publish");
-          if (auto s = publish(); !s) return s;
-        }
-        reply = body.dump();
+        reply = (**handled).dump();
       }
     }
     if (auto s = send_reply(ctx, reply, reply_fd.get()); !s) return s;

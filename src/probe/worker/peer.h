@@ -61,6 +61,10 @@ Status peer_done(const ChildContext& ctx);
 Status peer_stamp(const ChildContext& ctx, std::size_t size, std::uint64_t seed);
 /// Asks the peer to put back the words its first peer_stamp overwrote.
 Status peer_unstamp(const ChildContext& ctx);
+/// Asks the peer to write `length` bytes of `seed`'s pattern at `offset` of its
+/// view (and publish it, for a mirrored view). Errors: the channel's; protocol
+/// when the peer refuses a range outside its view.
+Status peer_fill(const ChildContext& ctx, std::size_t offset, std::size_t length, std::uint64_t seed);
 /// Asks the peer for the offset of the first stamp of `seed` its view does not
 /// hold (nullopt: it holds every one).
 Result<std::optional<std::size_t>> peer_first_missing(const ChildContext& ctx, std::size_t size, std::uint64_t seed);
@@ -87,8 +91,7 @@ struct ServeSync {
   /// boundary fills): called, after refresh, with the op and the request for
   /// every op serve() does not know; returns the reply to send, or nullopt when
   /// the op is unknown to it too (answered with an "unknown op" error). An
-  /// error ends serving. serve() runs publish after it when the reply carries
-  /// "publish": true (and strips that field). An fd the op leaves in `fd_out`
+  /// error ends serving. An fd the op leaves in `fd_out`
   /// goes with the reply (the reply's frame owns a dup; serve() closes this one).
   std::function<std::optional<Result<nlohmann::json>>(const std::string& op, const nlohmann::json& req,
                                                       os::UniqueFd& fd_out)>

@@ -1,143 +1,25 @@
 #include "probe/worker/peer_codec.h"
 
-#include <set>
-
 #include <fmt/format.h>
 
 #include "probe/json_kind.h"
+#include "probe/wire_fields.h"
 
 namespace extmem::probe::peer {
 namespace {
 
 using nlohmann::json;
 
-Error refusal(std::string_view what, std::string_view field, std::string detail) {
-  return Error{field.empty() ? std::string(what) : fmt::format("{}.{}", what, field), ErrorKind::protocol, {},
-               std::move(detail)};
-}
+using wire::Fields;
+using wire::finished;
+using wire::nullable;
+using wire::refusal;
 
-// The payload as one object of at most kMaxMessageBytes.
+// A region index: A..F.
+Region region_of(Fields& f) { return static_cast<Region>(f.whole("region", static_cast<std::uint64_t>(Region::F))); }
+
 Result<json> parse_object(std::string_view payload, std::string_view what) {
-  if (payload.size() > kMaxMessageBytes)
-    return refusal(what, {}, fmt::format("{} bytes: at most {} are accepted", payload.size(), kMaxMessageBytes));
-  json j = json::parse(payload, nullptr, false);
-  if (j.is_discarded()) return refusal(what, {}, "not JSON: one JSON object is accepted");
-  if (!j.is_object()) return refusal(what, {}, fmt::format("found {}: a JSON object is accepted", json_kind(j)));
-  return j;
-}
-
-// Reads the fields of one object; keeps the first refusal, and refuses a field
-// nobody asked for (finish()).
-class Fields {
- public:
-  Fields(const json& in, std::string_view what) : in_(in), what_(what) {}
-
-  const json* get(const char* name, bool required) {
-    seen_.insert(name);
-    if (error_) return nullptr;
-    auto it = in_.find(name);
-    if (it == in_.end()) {
-      if (required) error_ = refusal(what_, name, "missing");
-      return nullptr;
-    }
-    return &*it;
-  }
-  void refuse(const char* name, std::string detail) {
-    if (!error_) error_ = refusal(what_, name, std::move(detail));
-  }
-
-  std::uint64_t whole(const char* name, std::uint64_t max = UINT64_MAX) {
-    const json* j = get(name, true);
-    if (j == nullptr) return 0;
-    return whole_of(name, *j, max).value_or(0);
-  }
-  // Absent or a whole number.
-  std::optional<std::uint64_t> absent_or_whole(const char* name) {
-    const json* j = get(name, false);
-    if (j == nullptr) return std::nullopt;
-    return whole_of(name, *j, UINT64_MAX);
-  }
-  // Present: null or a whole number.
-  std::optional<std::uint64_t> null_or_whole(const char* name) {
-    const json* j = get(name, true);
-    if (j == nullptr || j->is_null()) return std::nullopt;
-    return whole_of(name, *j, UINT64_MAX);
-  }
-  bool boolean(const char* name) {
-    const json* j = get(name, true);
-    if (j == nullptr) return false;
-    if (!j->is_boolean()) refuse(name, fmt::format("found {}: true or false is accepted", json_kind(*j)));
-    return j->is_boolean() && j->get<bool>();
-  }
-  std::optional<std::string> optional_text(const char* name) {
-    const json* j = get(name, true);
-    if (j == nullptr || j->is_null()) return std::nullopt;
-    if (!j->is_string()) {
-      refuse(name, fmt::format("found {}: a string or null is accepted", json_kind(*j)));
-      return std::nullopt;
-    }
-    return j->get<std::string>();
-  }
-  Region region() {
-    const std::uint64_t r = whole("region", static_cast<std::uint64_t>(Region::F));
-    return static_cast<Region>(r);
-  }
-
-  // The first refusal, or one for a field no reader asked for.
-  std::optional<Error> finish() {
-    if (error_) return error_;
-    for (const auto& [key, value] : in_.items())
-      if (!seen_.contains(key))
-        return refusal(what_, {}, fmt::format("unknown field \"{}\" (fields accepted here: {})", printable(key), accepted()));
-    return std::nullopt;
-  }
-
- private:
-  std::optional<std::uint64_t> whole_of(const char* name, const json& j, std::uint64_t max) {
-    if (!j.is_number_unsigned() && !(j.is_number_integer() && j.get<std::int64_t>() >= 0)) {
-      refuse(name, fmt::format("found {}: a whole number from 0 to {} is accepted",
-                               j.is_number_integer() ? "a negative number" : json_kind(j), max));
-      return std::nullopt;
-    }
-    const std::uint64_t v = j.get<std::uint64_t>();
-    if (v > max) {
-      refuse(name, fmt::format("{} is not accepted: a whole number from 0 to {}", v, max));
-      return std::nullopt;
-    }
-    return v;
-  }
-  static std::string printable(std::string_view s) {
-    std::string out;
-    for (char c : s.substr(0, 40)) out += (c > ' ' && c <= '~') ? c : '?';
-    return s.size() > 40 ? out + "..." : out;
-  }
-  std::string accepted() const {
-    std::string out;
-    for (const auto& s : seen_) out += (out.empty() ? "" : ", ") + s;
-    return out;
-  }
-
-  const json& in_;
-  std::string_view what_;
-  std::set<std::string, std::less<>> seen_;
-  std::optional<Error> error_;
-};
-
-json nullable(const std::optional<std::uint64_t>& v) { return v ? json(*v) : json(nullptr); }
-json nullable(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
-
-template <class T>
-Result<T> finished(Fields& f, T value) {
-  if (auto e = f.finish()) return std::move(*e);
-  return value;
-}
-
-// A request's op: a printable word of at most 32 bytes.
-bool op_ok(const std::string& op) {
-  if (op.empty() || op.size() > 32) return false;
-  for (char c : op)
-    if (c <= ' ' || c > '~') return false;
-  return true;
+  return wire::parse_object(payload, what, kMaxMessageBytes);
 }
 
 constexpr std::string_view kRequest = "peer request";
@@ -208,6 +90,7 @@ std::string op_of(const Request& r) {
         else if constexpr (std::is_same_v<T, Stamp>) return "stamp";
         else if constexpr (std::is_same_v<T, Unstamp>) return "unstamp";
         else if constexpr (std::is_same_v<T, Missing>) return "missing";
+        else if constexpr (std::is_same_v<T, Fill>) return "fill";
         else if constexpr (std::is_same_v<T, Done>) return "done";
         else return q.op;
       },
@@ -228,6 +111,8 @@ std::string encode(const Request& r) {
           return {{"offset", q.offset}, {"length", q.length}};
         } else if constexpr (std::is_same_v<T, Stamp> || std::is_same_v<T, Missing>) {
           return {{"size", q.size}, {"seed", q.seed}};
+        } else if constexpr (std::is_same_v<T, Fill>) {
+          return {{"offset", q.offset}, {"length", q.length}, {"seed", q.seed}};
         } else if constexpr (std::is_same_v<T, RouteOp>) {
           return q.body.is_object() ? q.body : json::object();
         } else {
@@ -243,15 +128,15 @@ Result<Request> decode_request(std::string_view payload) {
   auto j = parse_object(payload, kRequest);
   if (!j) return std::move(j).error();
   auto op_it = j->find("op");
-  if (op_it == j->end() || !op_it->is_string() || !op_ok(op_it->get_ref<const std::string&>()))
+  if (op_it == j->end() || !op_it->is_string() || !wire::is_word(op_it->get_ref<const std::string&>()))
     return refusal(kRequest, "op", "missing or not a word: a string of 1 to 32 printable characters is accepted");
   const std::string op = op_it->get<std::string>();
   Fields f(*j, kRequest);
   f.get("op", true);
-  if (op == "check") return finished<Request>(f, Check{f.region(), f.absent_or_whole("seed")});
-  if (op == "write") return finished<Request>(f, Write{f.region(), f.absent_or_whole("seed")});
+  if (op == "check") return finished<Request>(f, Check{region_of(f), f.absent_or_whole("seed")});
+  if (op == "write") return finished<Request>(f, Write{region_of(f), f.absent_or_whole("seed")});
   if (op == "count") {
-    const Region region = f.region();
+    const Region region = region_of(f);
     return finished<Request>(f, Count{region, f.whole("seed")});
   }
   if (op == "read") {
@@ -263,6 +148,11 @@ Result<Request> decode_request(std::string_view payload) {
     const std::uint64_t seed = f.whole("seed");
     if (op == "stamp") return finished<Request>(f, Stamp{size, seed});
     return finished<Request>(f, Missing{size, seed});
+  }
+  if (op == "fill") {
+    const std::uint64_t offset = f.whole("offset");
+    const std::uint64_t length = f.whole("length");
+    return finished<Request>(f, Fill{offset, length, f.whole("seed")});
   }
   if (op == "unstamp") return finished<Request>(f, Unstamp{});
   if (op == "done") return finished<Request>(f, Done{});
@@ -306,8 +196,7 @@ template Result<MissingReply> decode_reply<MissingReply>(std::string_view);
 Result<json> decode_route_reply(std::string_view payload) {
   auto j = parse_object(payload, kReply);
   if (!j) return std::move(j).error();
-  if (auto e = j->find("error"); e != j->end() && e->is_string())
-    return Error{"peer message", ErrorKind::protocol, {}, "peer: " + e->get<std::string>()};
+  if (auto e = as_refusal(*j)) return std::move(*e);
   return j;
 }
 

@@ -4,7 +4,7 @@
 //
 // Every message is one JSON object in the payload of one frame (os/ipc.h).
 // The requests every route shares (check, write, count, read, stamp, unstamp,
-// missing, done) and their replies are decoded strictly: exactly their fields,
+// missing, fill, done) and their replies are decoded strictly: exactly their fields,
 // each of its type and within its bounds. A request with any other op is a
 // route's own (RouteOp): only its op is checked here, its fields are the
 // route's to read. The setup's `info` is likewise the route's (allocation size,
@@ -91,6 +91,14 @@ struct Missing {
   std::uint64_t seed = 0;
   bool operator==(const Missing&) const = default;
 };
+/// Write `length` bytes of `seed`'s pattern at `offset` of the serving side's
+/// view (T1-cuda-vmm-multichunk's boundary windows); a range outside the view is refused.
+struct Fill {
+  std::uint64_t offset = 0;  ///< bytes from the view's start
+  std::uint64_t length = 0;  ///< bytes
+  std::uint64_t seed = 0;
+  bool operator==(const Fill&) const = default;
+};
 /// The end of the conversation; no reply.
 struct Done {
   bool operator==(const Done&) const = default;
@@ -102,7 +110,7 @@ struct RouteOp {
   nlohmann::json body;
   bool operator==(const RouteOp&) const = default;
 };
-using Request = std::variant<Check, Write, Count, Read, Stamp, Unstamp, Missing, Done, RouteOp>;
+using Request = std::variant<Check, Write, Count, Read, Stamp, Unstamp, Missing, Fill, Done, RouteOp>;
 
 std::string encode(const Request& r);
 /// Errors: protocol; step "peer request" for the payload, "peer request.FIELD"
@@ -113,7 +121,7 @@ std::string op_of(const Request& r);
 
 // ---------------------------------------------------------------- replies --
 
-/// To Write, Stamp and Unstamp.
+/// To Write, Stamp, Unstamp and Fill.
 struct Ack {
   bool operator==(const Ack&) const = default;
 };
