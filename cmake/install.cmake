@@ -1,5 +1,5 @@
 # What `cmake --install` and CPack put where, for others to build on:
-#   include/extmem/...            the public headers
+#   include/extmem/...            the public headers (extmem/version.h generated)
 #   LIBDIR/libextmem.a            the C++ library (static), for find_package(extmem)
 #   LIBDIR/libextmem.so.0         the C interface (zerocopy_c.h) as a shared library, for pkg-config
 #   LIBDIR/cmake/extmem/          extmemConfig.cmake, extmemTargets*.cmake
@@ -26,6 +26,7 @@ set_target_properties(extmem_c PROPERTIES OUTPUT_NAME extmem VERSION ${PROJECT_V
 
 install(TARGETS extmem extmem_c extmem_cli EXPORT extmemTargets)
 install(DIRECTORY include/extmem DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${EXTMEM_PUBLIC_GENERATED_DIR}/extmem/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/extmem)
 install(EXPORT extmemTargets NAMESPACE extmem:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/extmem)
 include(CMakePackageConfigHelpers)
 configure_package_config_file(cmake/extmemConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/extmemConfig.cmake

@@ -19,7 +19,7 @@ set(CPACK_PACKAGE_DESCRIPTION "extmem probe reports, route by route, whether mem
 is really seen (not copied) by another and by the GPU on both sides; the
 library checks alias-or-copy (C and C++), reclaims orphaned buffer stores,
 and watches the memory of process trees.")
-set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_PACKAGING_INSTALL_PREFIX ${EXTMEM_PACKAGE_PREFIX})  # CMakeLists.txt: the library looks for its executable there
 set(CPACK_STRIP_FILES ON)
 set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_CURRENT_LIST_DIR}/strip_static.cmake)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "report/fleet.h"
+#include "extmem/report/report.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

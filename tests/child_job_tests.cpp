@@ -1,5 +1,5 @@
 // A fresh route half (`extmem probe --child`) takes its parameters only from
-// the job message on its report socket (src/probe/worker/child_main.h): a
+// the job message on its report socket (include/extmem/probe/worker.h): a
 // malformed job, a job for another half, or no job at all is a usage exit (2)
 // before any driver loads, never a crash or a half run with guessed parameters.
 #include <gtest/gtest.h>

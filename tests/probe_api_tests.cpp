@@ -2,7 +2,10 @@
 // calls back in order, and the writers turn the same findings into the text,
 // JSON and JUnit the CLI prints; options are refused in the library's words.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cerrno>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,7 +23,7 @@ namespace probe = extmem::probe;
 
 probe::ProbeOptions one_row(const std::string& row) {
   probe::ProbeOptions o;
-  o.self_exe = EXTMEM_BINARY;  // the children are the real binary's child mode
+  o.worker = EXTMEM_BINARY;  // the children are the real binary's child mode
   o.only = {row};
   return o;
 }
@@ -101,11 +104,59 @@ TEST(ProbeApi, ParseOptionAndValidateShareTheirWords) {
   EXPECT_FALSE(probe::parse_option(j, "--jobs", "-1"));
   ASSERT_TRUE(probe::parse_option(j, "--jobs", "65"));
   EXPECT_FALSE(probe::validate(j));
+  // A word option is typed once parsed: a word it does not know is refused there, naming what is accepted.
   probe::ProbeOptions i;
-  ASSERT_TRUE(probe::parse_option(i, "--isolate", "process"));
-  auto isolate = probe::validate(i);
+  auto isolate = probe::parse_option(i, "--isolate", "process");
   ASSERT_FALSE(isolate);
   EXPECT_EQ(isolate.error().step, "--isolate");
+  EXPECT_NE(isolate.error().detail.find("\"process\" is not accepted: route"), std::string::npos) << isolate.error().detail;
+  ASSERT_TRUE(probe::parse_option(i, "--isolate", "route"));
+  EXPECT_EQ(i.isolate, probe::Isolation::route);
+  ASSERT_TRUE(probe::parse_option(i, "--fd-transport", "both"));
+  EXPECT_EQ(i.fd_transport, probe::FdTransportChoice::both);
+  EXPECT_FALSE(probe::parse_option(i, "--fd-transport", "SCM"));
+}
+
+// find() needs a worker executable and never starts the program that calls it
+// in its place: a named one that is missing is a typed error, and nothing starts.
+TEST(ProbeApi, FindWithoutAWorkerExecutableSaysWhereItLookedAndStartsNothing) {
+  probe::ProbeOptions o = one_row("T3-memfd-cross-process");
+  o.worker = "/nonexistent-extmem-dir/extmem";
+  auto found = probe::find(o);
+  ASSERT_FALSE(found);
+  EXPECT_EQ(found.error().kind, extmem::ErrorKind::os);
+  EXPECT_TRUE(found.error().is_errno(ENOENT)) << found.error().message();
+  EXPECT_EQ(found.error().step, "find the worker executable");
+  EXPECT_NE(found.error().detail.find("/nonexistent-extmem-dir/extmem: no such file"), std::string::npos)
+      << found.error().detail;
+  EXPECT_EQ(probe::exit_code_for(found.error()), probe::kExitCannotRun);
+  errno = 0;
+  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);  // no child was started
+  EXPECT_EQ(errno, ECHILD);
+  // A directory is not a worker.
+  o.worker = "/tmp";
+  auto dir = probe::find_worker(o);
+  ASSERT_FALSE(dir);
+  EXPECT_TRUE(dir.error().is_errno(EACCES)) << dir.error().message();
+  // Named and there: taken as named.
+  o.worker = EXTMEM_BINARY;
+  auto named = probe::find_worker(o);
+  ASSERT_TRUE(named) << named.error().message();
+  EXPECT_EQ(*named, EXTMEM_BINARY);
+}
+
+// Unnamed, the worker is the extmem installed beside the library, never this test program.
+TEST(ProbeApi, AnUnnamedWorkerIsTheInstalledExtmemNeverTheCaller) {
+  probe::ProbeOptions o;
+  auto found = probe::find_worker(o);
+  if (found) {
+    EXPECT_NE(std::filesystem::canonical(*found), std::filesystem::canonical("/proc/self/exe")) << *found;
+    EXPECT_EQ(std::filesystem::path(*found).filename(), "extmem");
+    return;
+  }
+  EXPECT_EQ(found.error().step, "find the worker executable");
+  EXPECT_NE(found.error().detail.find("installed beside the library"), std::string::npos) << found.error().detail;
+  EXPECT_NE(found.error().detail.find("/bin/extmem"), std::string::npos) << found.error().detail;
 }
 
 }  // namespace

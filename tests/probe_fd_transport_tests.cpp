@@ -231,7 +231,7 @@ TEST(ProbeFdTransport, BothRunTwinsSayTheirFdsCrossedByPidfd) {
 
 // ---- the refusal: the fetching side may not fetch ----
 
-// A script the probe starts its processes through (ProbeOptions::self_exe): the
+// A script the probe starts its processes through (ProbeOptions::worker): the
 // processes that hold the exported memory stay root, every other process of the
 // probe runs as uid and gid 65534 with no groups and no capabilities (setpriv).
 // Warm workers: slot A, the first worker (--phase-a), runs the server halves and
@@ -251,12 +251,12 @@ std::string write_wrapper(const std::filesystem::path& dir) {
   return path;
 }
 
-probe::Findings refusal_run(const std::string& isolate) {
+probe::Findings refusal_run(probe::Isolation isolate) {
   extmem::test::TempDir dir;
   ::chmod(dir.path.c_str(), 0755);  // 65534 must reach the wrapper
   probe::ProbeOptions o;
-  o.self_exe = write_wrapper(dir.path);
-  o.fd_transport = "both";
+  o.worker = write_wrapper(dir.path);
+  o.fd_transport = probe::FdTransportChoice::both;
   o.isolate = isolate;
   o.only = {"T1-opaque-fd", "T3-external-memory-host", "T3-memfd-cross-process"};
   auto found = probe::find(o);
@@ -335,14 +335,14 @@ bool can_run_as_nobody(std::string& why) {
 TEST(ProbeFdTransport, OtherUidWithoutCapSysPtraceIsUnsupportedWithReason) {
   std::string why;
   if (!can_run_as_nobody(why)) GTEST_SKIP() << why;
-  expect_refused_but_scm_works(refusal_run("none"));
+  expect_refused_but_scm_works(refusal_run(probe::Isolation::none));
 }
 
 // The same with fresh processes per route (--isolate=route).
 TEST(ProbeFdTransport, OtherUidRefusalIsTheSameWithIsolatedRoutes) {
   std::string why;
   if (!can_run_as_nobody(why)) GTEST_SKIP() << why;
-  expect_refused_but_scm_works(refusal_run("route"));
+  expect_refused_but_scm_works(refusal_run(probe::Isolation::route));
 }
 
 }  // namespace

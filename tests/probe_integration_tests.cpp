@@ -946,7 +946,7 @@ TEST_F(ProbeIntegration, DeviceByUuidSelectsLlvmpipe) {
 
 extmem::probe::ProbeOptions in_process_options() {
   extmem::probe::ProbeOptions o;
-  o.self_exe = kBinary;
+  o.worker = kBinary;
   return o;
 }
 
@@ -1149,7 +1149,7 @@ TEST_F(ProbeIntegration, InProcessHungChildKeepsFdCountAndLeavesNoChildren) {
   ScopedEnv fault("EXTMEM_TEST_FAULT", "T3-memfd-cross-process:server:mmap:hang");
   extmem::probe::ProbeOptions o = in_process_options();
   o.only = {"T3-memfd-cross-process"};
-  o.timeout_s = 1;
+  o.timeout = std::chrono::seconds(1);
   std::ostringstream out, err;
   const std::size_t before = extmem::os::count_open_fds();
   int code = extmem::probe::run(o, out, err);

@@ -111,24 +111,25 @@ TEST(ArgsFile, ReadRefusesBadFiles) {
   EXPECT_EQ(ok->size(), 1u);
 }
 
-// --timeout and --soak read the duration grammar into seconds; validate() refuses what a library
+// --timeout and --soak read the duration grammar into std::chrono durations; validate() refuses what a library
 // caller sets out of bounds in the same words; the new paths may not be empty.
 TEST(ProbeOptionsLaunch, DurationsAndPathsInTheLibrary) {
   extmem::probe::ProbeOptions o;
   ASSERT_TRUE(extmem::probe::parse_option(o, "--timeout", "250ms"));
-  EXPECT_DOUBLE_EQ(o.timeout_s, 0.25);
+  EXPECT_EQ(o.timeout, std::chrono::milliseconds(250));
   ASSERT_TRUE(extmem::probe::parse_option(o, "--timeout", "2m"));
-  EXPECT_DOUBLE_EQ(o.timeout_s, 120.0);
+  EXPECT_EQ(o.timeout, std::chrono::minutes(2));
   ASSERT_TRUE(extmem::probe::parse_option(o, "--soak", "0"));
-  EXPECT_DOUBLE_EQ(o.soak_s, 0.0);
+  EXPECT_EQ(o.soak, std::chrono::nanoseconds(0));
   EXPECT_FALSE(extmem::probe::parse_option(o, "--timeout", "1e3"));
   EXPECT_FALSE(extmem::probe::parse_option(o, "--output", ""));
   EXPECT_FALSE(extmem::probe::parse_option(o, "--verdict-file", ""));
-  for (double bad : {0.0, -1.0, 3600.5, std::nan("")}) {
+  using std::chrono::milliseconds;
+  for (milliseconds bad : {milliseconds(0), milliseconds(-1000), milliseconds(3600500)}) {
     extmem::probe::ProbeOptions v;
-    v.timeout_s = bad;
+    v.timeout = bad;
     auto r = extmem::probe::validate(v);
-    ASSERT_FALSE(r) << bad;
+    ASSERT_FALSE(r) << bad.count();
     EXPECT_EQ(r.error().step, "--timeout");
     EXPECT_NE(r.error().detail.find(extmem::describe_duration(extmem::probe::kTimeoutRange)), std::string::npos)
         << r.error().detail;

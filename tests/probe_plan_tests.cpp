@@ -113,7 +113,7 @@ TEST(ProbePlan, MemoryTypeTwinsFollowTheirRow) {
 TEST(ProbePlan, PidfdTwinsFollowTheirRowWhenBoth) {
   const auto dev = lavapipe_like();
   probe::ProbeOptions both;
-  both.fd_transport = "both";
+  both.fd_transport = extmem::probe::FdTransportChoice::both;
   auto plan = probe::plan_rows(both, {-1}, probe::PhaseAFacts{&dev, &kNoDriver});
   std::size_t twins = 0;
   for (std::size_t i = 0; i < plan.size(); ++i) {
@@ -143,7 +143,7 @@ TEST(ProbePlan, PidfdTwinsFollowTheirRowWhenBoth) {
 TEST(ProbePlan, PidfdAloneRenamesOnlyRowsThatPassFds) {
   const auto dev = lavapipe_like();
   probe::ProbeOptions pidfd;
-  pidfd.fd_transport = "pidfd";
+  pidfd.fd_transport = extmem::probe::FdTransportChoice::pidfd;
   auto plan = probe::plan_rows(pidfd, {-1}, probe::PhaseAFacts{&dev, &kNoDriver});
   for (const probe::PlannedRow& r : plan) {
     const bool twin = r.fd_transport == extmem::os::FdTransport::pidfd;
@@ -167,7 +167,7 @@ TEST(ProbePlan, ScmPlansNoPidfdRow) {
 TEST(ProbePlan, MemoryTypeTwinHasItsPidfdTwin) {
   const auto dev = lavapipe_like();
   probe::ProbeOptions both;
-  both.fd_transport = "both";
+  both.fd_transport = extmem::probe::FdTransportChoice::both;
   auto plan = probe::plan_rows(both, {-1, 2}, probe::PhaseAFacts{&dev, &kNoDriver});
   const auto& r = row(plan, "T1-opaque-fd@mt2@pidfd");
   EXPECT_EQ(r.memory_type, 2);

@@ -17,7 +17,8 @@
 #include "support/shared_run.h"
 #include "support/temp_files.h"
 
-#include "report/fleet.h"
+#include "extmem/report/report.h"
+#include "report/key_figures.h"
 
 namespace {
 

@@ -1,12 +1,14 @@
 // extmem: one executable, one subcommand per tool (each registers itself, see commands.h).
-#include "probe/trace.h"
+// The command includes only the library's public headers (lint.cli_public_headers).
 #include <iostream>
 #include <string>
 #include <string_view>
 
 #include "cli/commands.h"
-#include "cuda/loader.h"
+#include "extmem/cuda/enumerate.h"
 #include "extmem/probe/probe.h"
+#include "extmem/probe/trace.h"
+#include "extmem/version.h"
 
 namespace extmem::cli {
 std::vector<AddCommand>& registry() {
@@ -76,7 +78,8 @@ int main(int argc, char** argv) {
   extmem::probe::tracing::event("main");
   CLI::App app{"extmem: cross-process GPU memory sharing probe and live-memory tools"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "extmem 0.1.0 (Vulkan and EGL/GLES loaded at run time; " + extmem::cuda::build_note() + ")");
+  app.set_version_flag("--version", std::string("extmem ") + extmem::kVersion +
+                                        " (Vulkan and EGL/GLES loaded at run time; " + extmem::cuda::build_note() + ")");
   std::vector<std::pair<CLI::App*, extmem::cli::Runner>> runners;
   for (extmem::cli::AddCommand add : extmem::cli::registry()) {
     std::size_t before = app.get_subcommands({}).size();

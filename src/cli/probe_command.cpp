@@ -1,5 +1,6 @@
 // `extmem probe`: option parsing only; the work is in extmem::probe.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <deque>
 #include <iostream>
@@ -18,9 +19,7 @@
 #include "extmem/probe/failure_codes.h"
 #include "extmem/probe/probe.h"
 #include "extmem/probe/routes.h"
-#include "probe/worker/child_main.h"
-#include "probe/worker/fd_check_child.h"
-#include "probe/worker/worker_main.h"
+#include "extmem/probe/worker.h"
 
 namespace extmem::cli {
 namespace {
@@ -74,7 +73,7 @@ struct State {
   std::string child_role;          // --role: the fresh child's label (its parameters come in its job)
   unsigned worker_device_index = 0;  // --device-index: the device a worker opens unless --worker-select
   bool worker = false;
-  bool fd_transport_check = false;  // hidden: phase A's fd-transport check child (probe/worker/fd_check_child.h)
+  bool fd_transport_check = false;  // hidden: phase A's fd-transport check child (extmem/probe/worker.h)
   std::vector<std::string> warm;
   std::string worker_device;
   bool worker_select = false;
@@ -96,7 +95,10 @@ void define_options(CLI::App* cmd, State& st) {
   auto flag = [&](const std::string& name, bool& target, const std::string& help) {
     st.flags.push_back({name, cmd->add_flag(name, target, help), &target});
   };
-  valued("--size", "BYTES", "Shared allocation in bytes: a multiple of 4096, at least 32768, fitting the heap", "65536");
+  // The defaults --help shows are the library's (probe.h), not restated here.
+  const probe::ProbeOptions defaults;
+  valued("--size", "BYTES", "Shared allocation in bytes: a multiple of 4096, at least 32768, fitting the heap",
+         std::to_string(defaults.size));
   flag("--regions-at-end", o.regions_at_end, "Place the 4 KiB verification regions in the last 32 KiB");
   st.only_opt = cmd->add_option("--only", st.only, "Run only these rows (comma-separated row names)")->delimiter(',');
   // The group flags come from the route table's groups: --only-GROUP for each, --no-GROUP where excludable.
@@ -106,29 +108,36 @@ void define_options(CLI::App* cmd, State& st) {
     flag("--only-" + st.groups[i].name, st.only_group[i], "Run only " + st.groups[i].rows);
   for (std::size_t i = 0; i < st.groups.size(); ++i)
     if (st.groups[i].excludable) flag("--no-" + st.groups[i].name, st.no_group[i], "Skip " + st.groups[i].rows);
-  valued("--timeout", "DURATION", "Per-route limit (" + describe_duration(probe::kTimeoutRange) + ")", "60s");
+  valued("--timeout", "DURATION", "Per-route limit (" + describe_duration(probe::kTimeoutRange) + ")",
+         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(defaults.timeout).count()) + "s");
   valued("--soak", "DURATION",
          "Repeat each OK route's round trip this long, counting stale words; 0: off (" +
              describe_duration(probe::kSoakRange) + ")",
          "");
   flag("--measure", o.measure,
        "Per round-tripped leg: CPU and GPU bandwidth vs private/device-local memory, export/import/map latency");
-  valued("--image-size", "WxH", "Texels of the image rows' shared image, each side 1..maxImageDimension2D", "256x256");
-  valued("--measure-size", "BYTES", "Bytes of the measured allocation: a multiple of 4096, 1 MiB to 1 GiB", "67108864");
-  valued("--measure-repeats", "N", "Samples per figure (1..100); the median and min/max are reported", "7");
+  valued("--image-size", "WxH", "Texels of the image rows' shared image, each side 1..maxImageDimension2D",
+         std::to_string(defaults.image_width) + "x" + std::to_string(defaults.image_height));
+  valued("--measure-size", "BYTES", "Bytes of the measured allocation: a multiple of 4096, 1 MiB to 1 GiB",
+         std::to_string(defaults.measure_size));
+  valued("--measure-repeats", "N", "Samples per figure (1..100); the median and min/max are reported",
+         std::to_string(defaults.measure_repeats));
   valued("--memory-type", "auto|all|INDEX",
-         "Memory type the exporting rows allocate from: auto, all (one row per HOST_VISIBLE type), or INDEX", "auto");
+         "Memory type the exporting rows allocate from: auto, all (one row per HOST_VISIBLE type), or INDEX",
+         defaults.memory_type);
   valued("--junit", "FILE", "Write one JUnit testcase per row to FILE", "");
   valued("--json", "FILE", "Write the whole run as JSON (schema docs/probe-result.schema.json)", "");
   valued("--device", "DEVICE", "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)", "");
   valued("--jobs", "N", "Routes run side by side, 1..64 (at most one per CPU and per 512 MiB available); 0 or absent: 1", "");
-  valued("--isolate", "none|route", "route: fresh processes for every route; none: warm workers (default)", "none");
+  valued("--isolate", "none|route", "route: fresh processes for every route; none: warm workers (default)",
+         probe::to_string(defaults.isolate));
   valued("--gl-driver", "auto|system|zink|llvmpipe",
-         "GL for the GLES rows: auto (zink on lavapipe, else the system GL), system, zink or llvmpipe", "auto");
+         "GL for the GLES rows: auto (zink on lavapipe, else the system GL), system, zink or llvmpipe",
+         defaults.gl_driver);
   valued("--fd-transport", "scm|pidfd|both",
          "How rows that pass an fd pass it: scm (SCM_RIGHTS), pidfd (pidfd_getfd; those rows print as ROW@pidfd), "
          "both (each such row, then its ROW@pidfd twin)",
-         "scm");
+         probe::to_string(defaults.fd_transport));
   valued("--require", "ROW[,ROW...]", "Rows that must be OK: the exit follows them; a name matching no row fails (docs/fleet.md)", "");
   valued("--require-group", "GROUP[,GROUP...]", "Groups whose every row must be OK (as --require)", "");
   valued("--expect", "FILE", "Baseline of expected statuses per row (and device or driver); differences fail", "");
@@ -253,6 +262,8 @@ Runner add_probe(CLI::App& app) {
 
   return [state]() -> int {
     probe::ProbeOptions& opts = state->options;
+    // This command is the worker executable (--worker, --child below): its halves are its own processes.
+    opts.worker = "/proc/self/exe";
     if (state->fd_transport_check) return probe::run_fd_transport_check();
     if (!state->child.empty()) return probe::run_fresh_child(state->child, state->child_role);
     if (state->worker) {

@@ -10,7 +10,7 @@
 #include "extmem/core/error.h"
 #include "extmem/os/file.h"
 #include "extmem/probe/health.h"
-#include "report/fleet.h"
+#include "extmem/report/report.h"
 
 namespace extmem::cli {
 namespace {

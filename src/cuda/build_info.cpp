@@ -1,7 +1,9 @@
 // What this build knows about CUDA: the rows are always built, since the
 // driver API they call is declared in cuda_api.h; whether they run depends
 // only on libcuda.so.1 at run time.
-#include "cuda/loader.h"
+#include "extmem/cuda/enumerate.h"
+
+#include <string>
 
 namespace extmem::cuda {
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "extmem/core/error.h"
+#include "extmem/cuda/enumerate.h"  // routes_built(), build_note()
 
 namespace extmem::cuda {
 
@@ -43,13 +44,5 @@ class DriverLibrary {
 
 /// The listed entry point names, in list order.
 const std::vector<const char*>& symbol_names();
-
-/// Whether this build has the CUDA routes: always true since the driver API
-/// is declared in cuda_api.h (kept for the "built" field of --json).
-bool routes_built() noexcept;
-
-/// One phrase for --version and phase A: "CUDA routes built (libcuda.so.1
-/// loaded at run time)".
-std::string build_note();
 
 }  // namespace extmem::cuda

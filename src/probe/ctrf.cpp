@@ -3,6 +3,7 @@
 
 #include "extmem/probe/failure_codes.h"
 #include "extmem/probe/fleet_write.h"
+#include "extmem/version.h"
 #include "probe/parent/row_result.h"
 
 namespace extmem::probe {
@@ -60,7 +61,7 @@ std::string ctrf_document(const Findings& f, const Health& h, long long start_ms
               {"specVersion", "0.0.0"},
               {"generatedBy", "extmem probe"},
               {"results",
-               {{"tool", {{"name", "extmem probe"}, {"version", "0.1.0"}}},
+               {{"tool", {{"name", "extmem probe"}, {"version", kVersion}}},
                 {"summary", summary},
                 {"tests", tests},
                 {"environment",

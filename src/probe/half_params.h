@@ -45,16 +45,16 @@ struct HalfParams {
   std::string row;                   ///< the route's row (RouteDef::row, no "@" suffix)
   Role role = Role::server;
   std::uint32_t device_index = 0;    ///< Vulkan physical device index phase A selected
-  Layout layout{65536, false};       ///< allocation bytes and where the regions lie
+  Layout layout{kDefaultSize, false};  ///< allocation bytes and where the regions lie
   double soak_s = 0;                 ///< --soak seconds; 0: no soak
   bool measure = false;              ///< collect --measure figures (worker/measure.h)
-  unsigned measure_repeats = 5;      ///< samples per figure when measuring
+  unsigned measure_repeats = kDefaultMeasureRepeats;  ///< samples per figure when measuring
   int memory_type = -1;              ///< the exporting side allocates from this type; -1: auto
   /// GL driver to put in place before EGL loads: a fresh child takes phase A's
   /// choice (system, zink, llvmpipe); a warm worker has chosen at its start from
   /// the same request and ignores this (docs/probe.md, "Which GL serves").
-  std::string gl_driver = "auto";
-  std::uint32_t image_width = 256, image_height = 256;  ///< --image-size: the image rows' image, texels
+  std::string gl_driver{kDefaultGlDriver};
+  std::uint32_t image_width = kDefaultImageSide, image_height = kDefaultImageSide;  ///< --image-size: the image rows' image, texels
   /// How the fds of the peer socket cross: SCM_RIGHTS, or pidfd_getfd for a row's
   /// "@pidfd" twin (os/ipc.h; both halves get the same one).
   os::FdTransport fd_transport = os::FdTransport::scm;

@@ -49,19 +49,31 @@ bool whole_number(const std::string& text, T& out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-// A duration option in the one grammar (extmem/core/duration.h), stored as seconds.
-Status duration_seconds(std::string_view option, const std::string& text, DurationRange range, double& out) {
+// A duration option in the one grammar (extmem/core/duration.h).
+Status duration_option(std::string_view option, const std::string& text, DurationRange range,
+                       std::chrono::nanoseconds& out) {
   auto d = parse_duration(text, range);
   if (!d) return usage(std::string(option), d.error().detail);
-  out = std::chrono::duration<double>(*d).count();
+  out = *d;
   return {};
 }
 
 // validate()'s check of a duration set directly by a library caller, in parse_duration's words.
-Status duration_in_range(std::string_view option, double seconds, DurationRange range) {
-  const std::chrono::duration<double> lo = range.min, hi = range.max;
-  if (seconds >= lo.count() && seconds <= hi.count()) return {};  // false for NaN too
-  return usage(std::string(option), fmt::format("{:g} s is not accepted: {}", seconds, describe_duration(range)));
+Status duration_in_range(std::string_view option, std::chrono::nanoseconds d, DurationRange range) {
+  if (d >= range.min && d <= range.max) return {};
+  return usage(std::string(option), fmt::format("{:g} s is not accepted: {}", std::chrono::duration<double>(d).count(),
+                                                describe_duration(range)));
+}
+
+// The value whose to_string() is `text`, among `values`.
+template <typename E, std::size_t N>
+bool one_of(const std::string& text, const E (&values)[N], E& out) {
+  for (E v : values)
+    if (text == to_string(v)) {
+      out = v;
+      return true;
+    }
+  return false;
 }
 
 const RouteGroup* find_group(std::string_view name) {
@@ -86,6 +98,23 @@ std::string joined_rows() {
 
 }  // namespace
 
+const char* to_string(Isolation isolation) noexcept {
+  switch (isolation) {
+    case Isolation::none: return "none";
+    case Isolation::route: return "route";
+  }
+  return "unknown";
+}
+
+const char* to_string(FdTransportChoice transport) noexcept {
+  switch (transport) {
+    case FdTransportChoice::scm: return "scm";
+    case FdTransportChoice::pidfd: return "pidfd";
+    case FdTransportChoice::both: return "both";
+  }
+  return "unknown";
+}
+
 std::vector<std::string> row_names() {
   std::vector<std::string> out;
   for (const RouteDef& r : route_table()) out.emplace_back(r.row);
@@ -96,9 +125,9 @@ Status parse_option(ProbeOptions& o, std::string_view name, const std::string& t
   if (name == "--size") {
     if (!whole_number(text, o.size)) return not_accepted(name, text, kSizeAccepts);
   } else if (name == "--timeout") {
-    return duration_seconds(name, text, kTimeoutRange, o.timeout_s);
+    return duration_option(name, text, kTimeoutRange, o.timeout);
   } else if (name == "--soak") {
-    return duration_seconds(name, text, kSoakRange, o.soak_s);
+    return duration_option(name, text, kSoakRange, o.soak);
   } else if (name == "--measure-size") {
     if (!whole_number(text, o.measure_size)) return not_accepted(name, text, kMeasureSizeAccepts);
   } else if (name == "--measure-repeats") {
@@ -106,7 +135,7 @@ Status parse_option(ProbeOptions& o, std::string_view name, const std::string& t
   } else if (name == "--jobs") {
     if (!whole_number(text, o.jobs)) return not_accepted(name, text, kJobsAccepts);
   } else if (name == "--isolate") {
-    o.isolate = text;
+    if (!one_of(text, {Isolation::none, Isolation::route}, o.isolate)) return not_accepted(name, text, kIsolateAccepts);
   } else if (name == "--image-size") {
     // WxH: two plain decimal numbers around one 'x'; the ranges are validate()'s and, per device, find()'s.
     const std::size_t x = text.find('x');
@@ -118,7 +147,8 @@ Status parse_option(ProbeOptions& o, std::string_view name, const std::string& t
   } else if (name == "--gl-driver") {
     o.gl_driver = text;
   } else if (name == "--fd-transport") {
-    o.fd_transport = text;
+    if (!one_of(text, {FdTransportChoice::scm, FdTransportChoice::pidfd, FdTransportChoice::both}, o.fd_transport))
+      return not_accepted(name, text, kFdTransportAccepts);
   } else if (name == "--json" || name == "--junit" || name == "--output" || name == "--verdict-file") {
     // Empty would read as "not given": the run would write no file and say nothing.
     if (text.empty()) return usage(std::string(name), fmt::format("the path is empty; accepted: {}", kPathAccepts));
@@ -138,8 +168,8 @@ Status parse_option(ProbeOptions& o, std::string_view name, const std::string& t
 Status validate(const ProbeOptions& o) {
   if (o.size % 4096 != 0 || o.size < kMinSize)
     return usage("--size", fmt::format("{} bytes is not accepted: {}", o.size, kSizeAccepts));
-  if (auto s = duration_in_range("--soak", o.soak_s, kSoakRange); !s) return s;
-  if (auto s = duration_in_range("--timeout", o.timeout_s, kTimeoutRange); !s) return s;
+  if (auto s = duration_in_range("--soak", o.soak, kSoakRange); !s) return s;
+  if (auto s = duration_in_range("--timeout", o.timeout, kTimeoutRange); !s) return s;
   for (const std::string& r : o.only) {
     if (find_route(r)) continue;
     // A run's printed name (ROW@mtN, ROW@pidfd, ROW@mtN@pidfd) pasted back: say which row and which option.
@@ -192,13 +222,9 @@ Status validate(const ProbeOptions& o) {
   if (o.measure_repeats < 1 || o.measure_repeats > 100)
     return usage("--measure-repeats", fmt::format("{} is not accepted: {}", o.measure_repeats, kRepeatsAccepts));
   if (o.jobs > 64) return usage("--jobs", fmt::format("{} is not accepted: {}", o.jobs, kJobsAccepts));
-  if (o.isolate != "none" && o.isolate != "route")
-    return usage("--isolate", fmt::format("\"{}\" is not accepted: {}", o.isolate, kIsolateAccepts));
   if (o.memory_type != "auto" && o.memory_type != "all" &&
       (o.memory_type.empty() || o.memory_type.size() > 2 || o.memory_type.find_first_not_of("0123456789") != std::string::npos))
     return usage("--memory-type", fmt::format("\"{}\" is not accepted: {}", o.memory_type, kMemoryTypeAccepts));
-  if (o.fd_transport != "scm" && o.fd_transport != "pidfd" && o.fd_transport != "both")
-    return usage("--fd-transport", fmt::format("\"{}\" is not accepted: {}", o.fd_transport, kFdTransportAccepts));
   if (!gl_driver_name_ok(o.gl_driver))
     return usage("--gl-driver", fmt::format("\"{}\" is not accepted: {}", o.gl_driver, kGlDriverAccepts));
   return validate_fleet(o);

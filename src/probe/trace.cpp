@@ -1,4 +1,4 @@
-#include "probe/trace.h"
+#include "extmem/probe/trace.h"
 
 #include <fcntl.h>
 #include <time.h>

@@ -1,11 +1,13 @@
 // The JSON writer: the --json document (docs/probe-result.schema.json), from what find() returned.
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "extmem/probe/failure_codes.h"
+#include "extmem/version.h"
 #include "extmem/probe/health.h"
 #include "extmem/probe/write.h"
 #include "probe/parent/cuda_phase_a.h"
@@ -18,6 +20,9 @@ namespace extmem::probe {
 namespace {
 
 using nlohmann::json;
+
+// A duration option as the document has always carried it: seconds, a number.
+double option_seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
 
 json leg_json(const Leg& l) {
   return {{"name", l.name}, {"decisive", l.decisive}, {"attempted", l.attempted}, {"read_ok", l.read_ok},
@@ -79,13 +84,13 @@ std::string json_document(const Findings& f, const ProbeOptions& o, const Health
   const bool no_gles = std::find(o.excluded_groups.begin(), o.excluded_groups.end(), "gles") != o.excluded_groups.end();
   json doc = {{"schema", "extmem-probe-result"},
               {"schema_version", kJsonSchemaVersion},
-              {"tool_version", "0.1.0"},
+              {"tool_version", kVersion},
               {"generated_at", utc_now()},
               {"options",
-               {{"size", o.size}, {"regions_at_end", o.regions_at_end}, {"timeout_s", o.timeout_s}, {"soak_s", o.soak_s},
+               {{"size", o.size}, {"regions_at_end", o.regions_at_end}, {"timeout_s", option_seconds(o.timeout)}, {"soak_s", option_seconds(o.soak)},
                 {"device", o.device}, {"only", o.only}, {"groups", o.groups}, {"no_gles", no_gles},
                 {"memory_type", o.memory_type}, {"gl_driver", o.gl_driver}, {"measure", o.measure}, {"measure_size", o.measure_size},
-                {"measure_repeats", o.measure_repeats}, {"fd_transport", o.fd_transport},
+                {"measure_repeats", o.measure_repeats}, {"fd_transport", to_string(o.fd_transport)},
                 {"image_size", fmt::format("{}x{}", o.image_width, o.image_height)}}},
               {"context", to_json(f.phase_a.context)},
               {"vulkan", to_json(f.phase_a.vulkan, static_cast<int>(f.phase_a.selected))},

@@ -1,5 +1,6 @@
 // The text writer: what `extmem probe` prints, from what find() returned.
 #include <algorithm>
+#include <chrono>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -24,8 +25,10 @@ void write_phase_a(std::ostream& out, const PhaseA& a, const ProbeOptions& o) {
   print_cuda(out, a.cuda, dev.device_uuid);
   print_fd_transport(out, a.fd_transport);
   out << fmt::format("== routes (size={} bytes, regions at {}, timeout={:g} s{}{}{})\n", o.size,
-                     o.regions_at_end ? "end" : "start", o.timeout_s,
-                     o.soak_s > 0 ? fmt::format(", soak={:g} s", o.soak_s) : std::string(),
+                     o.regions_at_end ? "end" : "start", std::chrono::duration<double>(o.timeout).count(),
+                     o.soak > std::chrono::nanoseconds(0)
+                         ? fmt::format(", soak={:g} s", std::chrono::duration<double>(o.soak).count())
+                         : std::string(),
                      o.measure ? fmt::format(", measure={} bytes x {}", o.measure_size, o.measure_repeats) : std::string(),
                      o.memory_type != "auto" ? ", memory-type=" + o.memory_type : std::string());
 }

@@ -1,4 +1,5 @@
-#include "report/fleet.h"
+#include "extmem/report/report.h"
+#include "report/key_figures.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,6 +8,8 @@
 #include <sstream>
 
 #include <fmt/format.h>
+
+#include "extmem/probe/probe.h"
 
 namespace extmem::report {
 namespace {
@@ -82,8 +85,13 @@ std::string options_text(const json& o) {
   if (!o.is_object()) return {};
   std::vector<std::string> parts;
   if (o.value("measure", false)) parts.push_back(fmt::format("measure({} MiB)", o.value("measure_size", 0ull) >> 20));
-  if (std::string mt = o.value("memory_type", std::string("auto")); mt != "auto") parts.push_back("memory-type=" + mt);
-  if (o.value("size", 65536ull) != 65536) parts.push_back(fmt::format("size={}", o.value("size", 0ull)));
+  // What differs from the probe's defaults (extmem/probe/probe.h); an absent field is the default.
+  const std::string default_memory_type(probe::kDefaultMemoryType), default_gl_driver(probe::kDefaultGlDriver);
+  const std::string default_transport = probe::to_string(probe::FdTransportChoice::scm);
+  if (std::string mt = o.value("memory_type", default_memory_type); mt != default_memory_type)
+    parts.push_back("memory-type=" + mt);
+  if (o.value("size", std::uint64_t{probe::kDefaultSize}) != probe::kDefaultSize)
+    parts.push_back(fmt::format("size={}", o.value("size", 0ull)));
   if (o.value("regions_at_end", false)) parts.push_back("regions-at-end");
   if (o.value("soak_s", 0.0) > 0) parts.push_back(fmt::format("soak={:g}s", o.value("soak_s", 0.0)));
   if (o.value("no_gles", false)) parts.push_back("no-gles");
@@ -95,8 +103,9 @@ std::string options_text(const json& o) {
   };
   if (std::string only = list("only"); !only.empty()) parts.push_back("only=" + only);
   if (std::string groups = list("groups"); !groups.empty()) parts.push_back("groups=" + groups);
-  if (std::string t = o.value("fd_transport", std::string("scm")); t != "scm") parts.push_back("fd-transport=" + t);
-  if (std::string g = o.value("gl_driver", std::string("auto")); g != "auto") parts.push_back("gl-driver=" + g);
+  if (std::string t = o.value("fd_transport", default_transport); t != default_transport)
+    parts.push_back("fd-transport=" + t);
+  if (std::string g = o.value("gl_driver", default_gl_driver); g != default_gl_driver) parts.push_back("gl-driver=" + g);
   if (std::string d = o.value("device", std::string()); !d.empty()) parts.push_back("device=" + d);
   return fmt::format("{}", fmt::join(parts, " "));
 }

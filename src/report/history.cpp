@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "report/fleet.h"
+#include "extmem/report/report.h"
 
 namespace extmem::report {
 

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "extmem/probe/routes.h"
-#include "report/fleet.h"
+#include "extmem/report/report.h"
 #include "core/xml_text.h"
 
 namespace extmem::report {

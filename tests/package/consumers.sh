@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs an already-built extmem into a temporary prefix and builds and runs
-# two programs against that prefix only: a C program through pkg-config
-# (tests/package/c_consumer.c, the C interface in libextmem.so) and a C++
-# project through find_package(extmem CONFIG) (tests/package/cxx_consumer:
-# zerocopy and reclaim from the static library). Nothing is rebuilt.
+# programs against that prefix only: a C program through pkg-config
+# (tests/package/c_consumer.c, the C interface in libextmem.so) and C++
+# projects through find_package(extmem CONFIG): cxx_consumer (zerocopy and
+# reclaim from the static library), no_standard_consumer (no C++ standard of
+# its own) and find_consumer (probe::find() on the default device, lavapipe in
+# CI, with the installed extmem as its worker executable). Nothing of extmem
+# is rebuilt.
 # Usage: consumers.sh BUILD_DIR CC CXX "FLAGS" (FLAGS: the build's sanitizer
 # flags, which a consumer of an instrumented library must link with too).
 set -euo pipefail
@@ -48,4 +51,17 @@ cmake -S "$here/cxx_consumer" -B "$tmp/cxx" -DCMAKE_PREFIX_PATH="$prefix" -DCMAK
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build "$tmp/cxx" >/dev/null
 "$tmp/cxx/cxx_consumer"
-echo "consumers: C via pkg-config and C++ via find_package built against $prefix and passed"
+
+# C++ without a standard of its own: the exported target carries cxx_std_20.
+cmake -S "$here/no_standard_consumer" -B "$tmp/nostd" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build "$tmp/nostd" >/dev/null
+"$tmp/nostd/no_standard_consumer"
+
+# The probe as a library call: find() on the default device (lavapipe here), its
+# halves run by the extmem executable this prefix installed, not by the consumer.
+cmake -S "$here/find_consumer" -B "$tmp/find" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build "$tmp/find" >/dev/null
+"$tmp/find/find_consumer"
+echo "consumers: C via pkg-config, C++ via find_package (with and without a standard of its own) and find() built against $prefix and passed"

@@ -42,4 +42,12 @@ struct Enumeration {
 /// A failed name/UUID/attribute query of one device is recorded, not fatal.
 Result<Enumeration> enumerate();
 
+/// Whether this build has the CUDA routes: always true since the driver API
+/// is declared in the library (kept for the "built" field of --json).
+bool routes_built() noexcept;
+
+/// One phrase for --version and phase A: "CUDA routes built (libcuda.so.1
+/// loaded at run time)".
+std::string build_note();
+
 }  // namespace extmem::cuda

@@ -119,16 +119,36 @@ struct FindCallbacks {
   std::function<void(const RowResult&)> row;
 };
 
-/// Runs phase A and then every row (route halves in child processes; a crash,
-/// hang or malformed message is that row's FAIL), printing nothing. With
-/// options.list_devices it stops after the Vulkan enumeration (rows empty, gles
-/// and cuda "not enumerated"). Errors, nothing else run after them:
+/// The worker executable find() would start its route halves from (a path, as
+/// looked at; the caller owns the string). find() never starts the program that
+/// calls it unless that program is named here. Looked for in this order, the
+/// first executable regular file taken:
+///  1. options.worker when not empty, and then only it;
+///  2. the extmem executable installed beside the library: when the library is a
+///     shared object, <its directory>/../bin/extmem (the install layout); then
+///     <bindir>/extmem where this build installs (`cmake --install`, its
+///     CMAKE_INSTALL_PREFIX) and /usr/bin/extmem (the .deb). A static library
+///     cannot know where it was installed: a program built against an install
+///     elsewhere names it (the CMake package's target extmem::extmem_cli,
+///     `$<TARGET_FILE:extmem::extmem_cli>`; docs/library.md).
+/// Starts nothing. Error: kind os, step "find the worker executable", code and
+/// native the errno of the last place looked at (ENOENT: no file there; EACCES:
+/// not a regular file or not executable), detail every place looked at and what
+/// was wrong there.
+Result<std::string> find_worker(const ProbeOptions& options);
+
+/// Runs phase A and then every row (route halves in processes of the worker
+/// executable, find_worker(); a crash, hang or malformed message is that row's
+/// FAIL), printing nothing. With options.list_devices it stops after the Vulkan
+/// enumeration (rows empty, gles and cuda "not enumerated"), in this process,
+/// and needs no worker executable. Errors, nothing else run after them:
 /// invalid_argument (exit 2: validate()'s, --device naming no device, --size or
 /// --measure-size not fitting the heap, --memory-type not a HOST_VISIBLE type),
 /// step = the option or empty, detail = what was wrong and what is accepted;
-/// any other kind (exit 3): no Vulkan loader or device (step "cannot run"), a child
-/// could not be started (step "cannot start the route children"; rows before it
-/// were already handed to callbacks.row). Never throws.
+/// any other kind (exit 3): find_worker()'s error (kind os, step "find the worker
+/// executable") before anything starts, no Vulkan loader or device (step "cannot
+/// run"), a child could not be started (step "cannot start the route children";
+/// rows before it were already handed to callbacks.row). Never throws.
 Result<Findings> find(const ProbeOptions& options, const FindCallbacks& callbacks = {});
 
 /// The process exit code for a find() error: kExitUsage for invalid_argument, else kExitCannotRun.

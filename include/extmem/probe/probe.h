@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -27,38 +28,65 @@ inline constexpr DurationRange kTimeoutRange{std::chrono::milliseconds(1), std::
 /// Bounds of --soak (inclusive): 0 (off) to 1 h.
 inline constexpr DurationRange kSoakRange{std::chrono::nanoseconds(0), std::chrono::hours(1)};
 
+/// --isolate: how the route halves run.
+enum class Isolation {
+  none,   ///< warm workers that run one half after another (the default)
+  route,  ///< fresh processes for every route
+};
+
+/// --fd-transport: how the rows that pass an fd pass it (docs/probe.md, "How fds cross").
+enum class FdTransportChoice {
+  scm,    ///< SCM_RIGHTS (the default)
+  pidfd,  ///< pidfd_getfd only: each such row runs as "<row>@pidfd" instead
+  both,   ///< each such row, then its "@pidfd" twin
+};
+
+/// The option's word for each value ("none", "route"; "scm", "pidfd", "both").
+const char* to_string(Isolation isolation) noexcept;
+const char* to_string(FdTransportChoice transport) noexcept;
+
+// The options' defaults, each stated here once: ProbeOptions starts from them,
+// and so do the records the run copies them into and the CLI's --help.
+inline constexpr std::size_t kDefaultSize = 65536;                     ///< --size, bytes
+inline constexpr std::chrono::seconds kDefaultTimeout{60};             ///< --timeout, per route
+inline constexpr std::size_t kDefaultMeasureSize = std::size_t{64} << 20;  ///< --measure-size, bytes
+inline constexpr unsigned kDefaultMeasureRepeats = 7;                  ///< --measure-repeats, samples per figure
+inline constexpr std::uint32_t kDefaultImageSide = 256;               ///< --image-size, texels a side
+inline constexpr std::string_view kDefaultGlDriver = "auto";           ///< --gl-driver
+inline constexpr std::string_view kDefaultMemoryType = "auto";         ///< --memory-type
+
 /// Version of the --json document; bump on any incompatible change (docs/probe-result.schema.json).
 inline constexpr int kJsonSchemaVersion = 1;
 
 struct ProbeOptions {
-  std::size_t size = 65536;           ///< shared allocation, bytes: multiple of 4096, >= 32768, fits the heap
+  std::size_t size = kDefaultSize;    ///< shared allocation, bytes: multiple of 4096, >= 32768, fits the heap
   bool regions_at_end = false;        ///< region window in the last 8 x 4 KiB
   std::vector<std::string> only;      ///< row names; empty = all
   std::vector<std::string> groups;    ///< --only-GROUP: group names (route_groups()); empty = all
   std::vector<std::string> excluded_groups;  ///< --no-GROUP: groups left out (only those marked excludable: "gles")
-  double timeout_s = 60.0;            ///< per-route limit, seconds, within kTimeoutRange; a soak adds its own time
-  double soak_s = 0;                  ///< --soak: repeat each OK route's round trip this long, seconds (kSoakRange); 0 = off
+  std::chrono::nanoseconds timeout = kDefaultTimeout;  ///< per-route limit, within kTimeoutRange; a soak adds its own time
+  std::chrono::nanoseconds soak{0};   ///< --soak: repeat each OK route's round trip this long (kSoakRange); 0 = off
   std::string json_path;              ///< --json=FILE; empty = none
   std::string device;                 ///< --device=INDEX|UUID|NAME-SUBSTRING; empty = first GPU
   bool list_devices = false;          ///< print phase A's device list and stop
   bool measure = false;                ///< --measure: bandwidth/latency figures per round-tripped leg (a second run)
-  std::size_t measure_size = 64u << 20;  ///< --measure-size: bytes of the measured allocation, 1 MiB..1 GiB, multiple of 4096
-  unsigned measure_repeats = 7;       ///< --measure-repeats: samples per figure, 1..100 (median and min/max reported)
-  std::string memory_type = "auto";   ///< --memory-type: "auto", "all" or a memory type INDEX (exporting rows)
+  std::size_t measure_size = kDefaultMeasureSize;  ///< --measure-size: bytes of the measured allocation, 1 MiB..1 GiB, multiple of 4096
+  unsigned measure_repeats = kDefaultMeasureRepeats;  ///< --measure-repeats: samples per figure, 1..100 (median and min/max reported)
+  std::string memory_type{kDefaultMemoryType};  ///< --memory-type: "auto", "all" or a memory type INDEX (exporting rows)
   std::string junit_path;             ///< --junit=FILE; empty = none
   std::string output_path;            ///< --output=FILE: what run() prints goes there instead of `out`, as it goes; empty = none
   std::string verdict_path;           ///< --verdict-file=FILE: run() writes the one verdict line there at the end; empty = none
   unsigned jobs = 0;                  ///< --jobs: routes run side by side, 1..64; 0 = the default, 1 lane (default_jobs)
-  std::string isolate = "none";       ///< --isolate: "none" (warm workers) or "route" (fresh processes per route)
-  std::string gl_driver = "auto";     ///< --gl-driver: auto, system, zink or llvmpipe (docs/probe.md, "Which GL serves")
-  std::string self_exe = "/proc/self/exe";  ///< binary re-executed in child mode (tests point it at extmem)
+  Isolation isolate = Isolation::none;  ///< --isolate
+  std::string gl_driver{kDefaultGlDriver};  ///< --gl-driver: auto, system, zink or llvmpipe (docs/probe.md, "Which GL serves")
+  /// The worker executable: the extmem executable find() starts the route halves from
+  /// (`extmem probe --worker`, `--child`). Empty: the one installed beside the library
+  /// (find_worker(), extmem/probe/findings.h). The extmem command names itself.
+  std::string worker;
   /// --image-size=WxH: texels of the image rows' shared image, each side 1..kMaxImageSide here and at
   /// most the device's maxImageDimension2D (checked after phase A).
-  std::uint32_t image_width = 256, image_height = 256;
-  /// --fd-transport: how the rows that pass an fd pass it (docs/probe.md, "How fds cross"):
-  /// "scm" (SCM_RIGHTS, the default), "pidfd" (pidfd_getfd only: each such row runs as
-  /// "<row>@pidfd" instead) or "both" (each such row, then its "@pidfd" twin).
-  std::string fd_transport = "scm";
+  std::uint32_t image_width = kDefaultImageSide, image_height = kDefaultImageSide;
+  FdTransportChoice fd_transport = FdTransportChoice::scm;  ///< --fd-transport
   // Fleet options (docs/fleet.md).
   std::vector<std::string> require;         ///< --require: row or run names that must be OK; the exit then follows them
   std::vector<std::string> require_groups;  ///< --require-group: groups (route_groups()) whose rows must be OK
@@ -86,15 +114,16 @@ std::vector<std::string> row_names();
 /// "--junit", "--output", "--verdict-file", "--device", "--gl-driver", "--fd-transport") of `options` from its
 /// command-line `text`: numbers must be plain decimal (a sign or a suffix is
 /// refused), --timeout and --soak are durations (extmem/core/duration.h, within
-/// kTimeoutRange / kSoakRange, refused in parse_duration's words), paths and
-/// the device must not be empty. Ranges are validate()'s. On error `options` may hold a partly
+/// kTimeoutRange / kSoakRange, refused in parse_duration's words), --isolate and
+/// --fd-transport one of their words (to_string()), paths and the device must
+/// not be empty. Ranges are validate()'s. On error `options` may hold a partly
 /// set value; do not run with it. Errors: invalid_argument, step = `name`,
 /// detail = the text and what is accepted, in validate()'s words.
 Status parse_option(ProbeOptions& options, std::string_view name, const std::string& text);
 
 /// Checks option values that need no driver, the one place they are checked:
 /// size shape, timeout and soak ranges, row and group names, --jobs 0..64 (0 =
-/// the default), --isolate, --memory-type's form, measure size and repeats, the
+/// the default), --memory-type's form, measure size and repeats, the
 /// JSON, JUnit, output and verdict files can be created (nothing is left behind), --gl-driver is a known name. Errors: invalid_argument, step = the
 /// option name, detail = what was wrong and what is accepted.
 Status validate(const ProbeOptions& options);

@@ -15,7 +15,7 @@
 #include "probe/phase_a_wire.h"
 #include "probe/parent/fd_check.h"
 #include "probe/parent/phase_a.h"
-#include "probe/trace.h"
+#include "extmem/probe/trace.h"
 #include "probe/parent/plan.h"
 #include "probe/parent/schedule.h"
 
@@ -162,6 +162,13 @@ int exit_code_for(const Error& error) {
 Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   const double start = os::monotonic_seconds();
   if (auto v = validate(o); !v) return std::move(v).error();
+  // The worker executable first: nothing starts when there is none, and never this program unless named.
+  std::string worker;
+  if (!o.list_devices) {
+    auto found_worker = find_worker(o);
+    if (!found_worker) return std::move(found_worker).error();
+    worker = std::move(*found_worker);
+  }
   // First, so that it outlives every child this call starts.
   const PrivateRuntimeDir runtime_dir;
   Findings f;
@@ -169,20 +176,21 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   runtime_dir.describe(f.phase_a.context);
   // One short-lived child, beside the workers' driver start-up rather than after it.
   std::future<FdTransportFinding> fd_check;
-  if (!o.list_devices) fd_check = std::async(std::launch::async, [exe = o.self_exe] { return check_fd_transport(exe); });
+  if (!o.list_devices) fd_check = std::async(std::launch::async, [worker] { return check_fd_transport(worker); });
 
   EngineOptions engine;
-  engine.base.exe = o.self_exe;
-  engine.base.timeout_s = o.timeout_s;
+  engine.base.exe = worker;
+  const double timeout_s = std::chrono::duration<double>(o.timeout).count(), soak_s = std::chrono::duration<double>(o.soak).count();
+  engine.base.timeout_s = timeout_s;
   engine.base.half.layout = Layout{o.size, o.regions_at_end};
-  engine.base.half.soak_s = o.soak_s;
+  engine.base.half.soak_s = soak_s;
   engine.base.half.image_width = o.image_width;
   engine.base.half.image_height = o.image_height;
   engine.measure = o.measure;
   engine.measure_size = o.measure_size;
   engine.measure_repeats = o.measure_repeats;
-  engine.jobs = o.measure || o.soak_s > 0 ? 1 : (o.jobs == 0 ? default_jobs() : std::min(o.jobs, jobs_limit()));
-  engine.isolate_route = o.isolate == "route";
+  engine.jobs = o.measure || o.soak > std::chrono::nanoseconds(0) ? 1 : (o.jobs == 0 ? default_jobs() : std::min(o.jobs, jobs_limit()));
+  engine.isolate_route = o.isolate == Isolation::route;
   engine.base.half.gl_driver = o.gl_driver;  // warm workers each decide what auto means before their EGL starts
   // Warm workers start first and the first one enumerates phase A, so this process
   // loads no driver: driver start-up, not route work, is most of a run's time and memory.
@@ -201,7 +209,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
     early.select_device = o.device;
     warm.emplace(early, early_plan);
     if (warm->finds_phase_a()) {
-      auto a = warm->phase_a(std::max(o.timeout_s, kPhaseAMinTimeoutS));
+      auto a = warm->phase_a(std::max(timeout_s, kPhaseAMinTimeoutS));
       tracing::event("phase A received");
       if (!a) return Error{"cannot run", ErrorKind::unsupported, {}, a.error().message()};
       found = std::move(*a);

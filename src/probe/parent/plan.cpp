@@ -77,7 +77,7 @@ void redecide(std::vector<PlannedRow>& planned, const ProbeOptions& o, const Pha
 std::vector<PlannedRow> plan_rows(const ProbeOptions& o, const std::vector<int>& memory_types, const PhaseAFacts& found) {
   std::vector<PlannedRow> planned;
   const std::vector<int> just_the_row{-1};
-  const bool with_scm = o.fd_transport != "pidfd", with_pidfd = o.fd_transport != "scm";
+  const bool with_scm = o.fd_transport != FdTransportChoice::pidfd, with_pidfd = o.fd_transport != FdTransportChoice::scm;
   for (const RouteDef& route : route_table()) {
     const bool twins = route.memory_types == MemoryTypes::exporter_picks;
     for (int memory_type : twins ? memory_types : just_the_row) {

@@ -11,7 +11,7 @@
 
 #include "probe/parent/measure_row.h"
 #include "probe/parent/worker_pool.h"
-#include "probe/trace.h"
+#include "extmem/probe/trace.h"
 
 #include <fmt/format.h>
 

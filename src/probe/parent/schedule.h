@@ -30,8 +30,8 @@ struct PlannedRow {
 struct EngineOptions {
   SuperviseParams base;                 ///< exe, device index, layout, timeout, soak of the verdict runs
   bool measure = false;                 ///< a second, measuring run per row with a round-tripped leg
-  std::size_t measure_size = 64u << 20; ///< bytes of the measuring run's allocation
-  unsigned measure_repeats = 7;         ///< samples per figure
+  std::size_t measure_size = kDefaultMeasureSize;    ///< bytes of the measuring run's allocation
+  unsigned measure_repeats = kDefaultMeasureRepeats; ///< samples per figure
   unsigned jobs = 1;                    ///< routes side by side (1 with measure or soak: figures run alone)
   bool isolate_route = false;           ///< fresh processes for every route instead of warm workers
   /// Set (warm workers only): the device is not chosen yet; workers choose it with

@@ -17,7 +17,7 @@ class Lane;
 
 struct SuperviseParams {
   std::string exe;              ///< binary to re-execute
-  double timeout_s = 60;        ///< for the whole route, seconds; the halves' soak_s is added to it
+  double timeout_s = std::chrono::duration<double>(kDefaultTimeout).count();  ///< for the whole route, seconds; the halves' soak_s is added to it
   /// What both halves run with; supervise() fills in row and role per half and
   /// sends it as each half's job (probe/job_codec.h), to a fresh child or a worker alike.
   HalfParams half;

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "probe/trace.h"
+#include "extmem/probe/trace.h"
 
 namespace extmem::probe {
 

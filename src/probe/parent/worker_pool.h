@@ -12,6 +12,7 @@
 #include "extmem/core/error.h"
 #include "extmem/os/child.h"
 #include "extmem/os/ipc.h"
+#include "extmem/probe/probe.h"
 #include "probe/worker/child_context.h"
 
 namespace extmem::probe {
@@ -29,7 +30,7 @@ struct WorkerProcess {
 struct WorkerWarmth {
   bool gl = false;    ///< slot A starts EGL (it runs every GL half)
   bool cuda = false;  ///< both slots load CUDA (a CUDA route may use it on both sides)
-  std::string gl_driver = "auto";  ///< --gl-driver as the user gave it: each worker decides before its EGL starts
+  std::string gl_driver{kDefaultGlDriver};  ///< --gl-driver as the user gave it: each worker decides before its EGL starts
 };
 
 enum class Slot { a = 0, b = 1 };

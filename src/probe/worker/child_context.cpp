@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "probe/trace.h"
+#include "extmem/probe/trace.h"
 #include "probe/worker/measure.h"
 
 namespace extmem::probe {

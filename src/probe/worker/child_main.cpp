@@ -1,4 +1,4 @@
-#include "probe/worker/child_main.h"
+#include "extmem/probe/worker.h"
 
 #include <fcntl.h>
 #include <sys/prctl.h>

@@ -7,6 +7,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include "extmem/probe/probe.h"
 #include "probe/routes/gles_import.h"
 
 namespace extmem::probe::drivers {
@@ -35,7 +36,7 @@ Kept<gles::EglContext>& kept_egl() {
 }
 
 struct GlRequest {
-  std::string requested = "auto";
+  std::string requested{kDefaultGlDriver};
   std::uint32_t device_index = 0;
   std::optional<GlDriverChoice> chosen;
   bool applied = false;

@@ -1,4 +1,4 @@
-#include "probe/worker/fd_check_child.h"
+#include "extmem/probe/worker.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -17,6 +17,7 @@
 #include "probe/worker/vk_gpu_clock.h"
 #include "extmem/os/clock.h"
 #include "extmem/os/fd.h"
+#include "extmem/probe/probe.h"
 #include "vulkan/dispatch.h"
 
 namespace extmem::probe::measure {
@@ -26,7 +27,7 @@ using nlohmann::json;
 
 struct Log {
   bool enabled = false;
-  unsigned repeats = 5;
+  unsigned repeats = kDefaultMeasureRepeats;  // enable() sets the run's
   std::size_t size = 0;  // bytes of the largest view measured
   json baseline = json::object();
   json legs = json::object();

@@ -21,7 +21,7 @@
 #include "probe/job_codec.h"
 #include "probe/phase_a_wire.h"
 #include "probe/routes.h"
-#include "probe/trace.h"
+#include "extmem/probe/trace.h"
 #include "probe/worker/child_context.h"
 #include "probe/worker/drivers.h"
 #include "probe/worker/measure.h"

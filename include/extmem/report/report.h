@@ -1,14 +1,15 @@
 // `extmem report`: many `extmem probe --json` documents (one per device or
 // run) merged into one device x row matrix, as Markdown or a self-contained
 // HTML page. Reads schema docs/probe-result.schema.json, schema_version 1.
+// What `extmem report` runs (src/cli/report_command.cpp); docs/report.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "extmem/core/error.h"
 #include "extmem/probe/health.h"
@@ -105,10 +106,5 @@ std::string markdown(const std::vector<Run>& runs, const FleetOptions& options =
 /// The same as one HTML5 page with inline CSS and no external asset
 /// (no script, font, image or link), statuses coloured, why: texts as titles.
 std::string html(const std::vector<Run>& runs, const FleetOptions& options = {});
-
-/// The key figures of one row's "measure" object in one line: the leg with
-/// the lowest CPU read ratio ("cpu r x0.37 w x1.02 (vkimport)"), the GPU copy
-/// in/out GB/s against device-local, and export/import/map µs. "" for null.
-std::string key_figures(const nlohmann::json& measure);
 
 }  // namespace extmem::report
