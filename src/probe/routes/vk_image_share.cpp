@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "extmem/os/fd.h"
+#include "probe/routes/image_codec.h"
 #include "probe/routes/vk_export.h"
 #include "probe/worker/peer.h"
 #include "probe/worker/route_util.h"
@@ -32,34 +33,16 @@ std::uint32_t load(std::span<const std::byte> data, std::size_t offset) {
 
 Error protocol(std::string what) { return Error{"image peer message", ErrorKind::protocol, {}, std::move(what)}; }
 
-json rect_json(const std::optional<Rect>& r) { return r ? json::array({r->x, r->y, r->w, r->h}) : json(nullptr); }
-
-std::optional<Rect> rect_from(const json& j) {
-  if (!j.is_array() || j.size() != 4) return std::nullopt;
-  return Rect{j[0].get<std::uint32_t>(), j[1].get<std::uint32_t>(), j[2].get<std::uint32_t>(), j[3].get<std::uint32_t>()};
-}
-
-// One request and its reply; the fd that came with the reply, if any, goes to `fd`.
-Result<json> request(const ChildContext& ctx, const json& req, os::UniqueFd* fd = nullptr) {
-  if (auto s = ctx.peer().send(os::MsgType::request, req.dump()); !s) return std::move(s).error();
+// One request and its typed reply; the fd that came with the reply, if any, goes to `fd`.
+template <class Reply>
+Result<Reply> request(const ChildContext& ctx, const Request& req, os::UniqueFd* fd = nullptr) {
+  if (auto s = ctx.peer().send(os::MsgType::request, encode(req)); !s) return std::move(s).error();
   auto frame = ctx.peer().recv();
   if (!frame) return std::move(frame).error();
   if (frame->type != os::MsgType::reply) return protocol("expected a reply");
-  json j = json::parse(frame->payload, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return protocol("reply is not a JSON object");
-  if (auto e = j.find("error"); e != j.end() && e->is_string()) {
-    // The owner's unsupported stays unsupported (a driver without semaphore export is no protocol fault).
-    if (j.value("unsupported", false)) return Error{"owner", ErrorKind::unsupported, {}, e->get<std::string>()};
-    return protocol("owner: " + e->get<std::string>());
-  }
-  if (fd != nullptr) *fd = std::move(frame->fd);
-  return j;
-}
-
-json error_json(const Error& e) {
-  json j{{"error", why_of(e)}};
-  if (e.kind == ErrorKind::unsupported) j["unsupported"] = true;
-  return j;
+  auto r = decode_reply<Reply>(frame->payload);
+  if (r && fd != nullptr) *fd = std::move(frame->fd);
+  return r;
 }
 
 }  // namespace EXTMEM_ROUTE_FILE
@@ -154,24 +137,6 @@ Compare compare(std::span<const std::byte> data, std::size_t row_pitch, std::uin
   else if (e.rect && c.rect_mismatches == c.mismatches) c.shape = "wrong only inside the rectangle, the rest intact";
   else if (e.rect && c.rect_mismatches == 0) c.shape = "rectangle right, wrong outside it";
   else c.shape = "unrelated to the pattern";
-  return c;
-}
-
-json to_json(const Compare& c) {
-  json j = {{"texels", c.texels}, {"mismatches", c.mismatches}, {"rect_mismatches", c.rect_mismatches}, {"shape", c.shape}};
-  if (c.first) j["first"] = {c.first->x, c.first->y, c.first->got, c.first->want};
-  return j;
-}
-
-Compare compare_from_json(const json& j) {
-  Compare c;
-  c.texels = j.value("texels", std::size_t{0});
-  c.mismatches = j.value("mismatches", std::size_t{0});
-  c.rect_mismatches = j.value("rect_mismatches", std::size_t{0});
-  c.shape = j.value("shape", std::string());
-  if (auto f = j.find("first"); f != j.end() && f->is_array() && f->size() == 4)
-    c.first = Compare::Texel{(*f)[0].get<std::uint32_t>(), (*f)[1].get<std::uint32_t>(), (*f)[2].get<std::uint32_t>(),
-                             (*f)[3].get<std::uint32_t>()};
   return c;
 }
 
@@ -380,16 +345,11 @@ Result<vk::ImageShape> shape_from_info(const json& info) {
 }
 
 Result<Compare> owner_check(const ChildContext& ctx, const Expected& e) {
-  json req = {{"op", "image-check"}, {"base_seed", e.base_seed}, {"rect", rect_json(e.rect)}, {"rect_seed", e.rect_seed}};
-  if (e.rect_constant) req["rect_constant"] = *e.rect_constant;
-  if (e.rect_gl_seed) req["rect_gl_seed"] = *e.rect_gl_seed;
-  auto r = request(ctx, req);
-  if (!r) return std::move(r).error();
-  return compare_from_json(*r);
+  return request<Compare>(ctx, CheckRequest{e});
 }
 
 Status owner_fill(const ChildContext& ctx, std::uint64_t seed) {
-  auto r = request(ctx, {{"op", "image-fill"}, {"seed", seed}});
+  auto r = request<Ok>(ctx, FillRequest{seed});
   if (!r) return std::move(r).error();
   return {};
 }
@@ -459,10 +419,10 @@ Result<HandoverFds> use_semaphores(ChildContext& ctx, ExportedImage& ex, VkImage
 
 Result<HandoverFds> owner_semaphores(const ChildContext& ctx, VkImageLayout gl_layout) {
   HandoverFds fds;
-  auto first = request(ctx, {{"op", "image-semaphores"}, {"gl_layout", static_cast<int>(gl_layout)}}, &fds.released);
+  auto first = request<Ok>(ctx, SemaphoresRequest{static_cast<std::uint32_t>(gl_layout)}, &fds.released);
   if (!first) return std::move(first).error();
   if (!fds.released.valid()) return protocol("the image-semaphores reply carried no fd");
-  auto second = request(ctx, {{"op", "image-semaphore-gl"}}, &fds.acquired);
+  auto second = request<Ok>(ctx, SemaphoreGlRequest{}, &fds.acquired);
   if (!second) return std::move(second).error();
   if (!fds.acquired.valid()) return protocol("the image-semaphore-gl reply carried no fd");
   return fds;
@@ -477,41 +437,34 @@ Status serve_image(ChildContext& ctx, ExportedImage& ex) {
   for (;;) {
     auto frame = ctx.peer().recv();
     if (!frame) return {};  // the driving side closing without "done" ends the route; its report says why
-    json j = json::parse(frame->payload, nullptr, false);
-    const std::string op = j.is_object() ? j.value("op", std::string()) : std::string();
-    if (op == "done") return {};
-    json reply;
+    auto req = decode_request(frame->payload);
+    if (req && std::holds_alternative<DoneRequest>(*req)) return {};
+    std::string reply;
     os::UniqueFd fd;  // sent with the reply, closed here after it
-    if (op == "image-semaphores") {
-      auto fds = use_semaphores(ctx, ex, static_cast<VkImageLayout>(j.value("gl_layout", static_cast<int>(kHandoverLayout))));
+    if (!req) {
+      reply = encode(Refusal{req.error().message()});
+    } else if (const auto* sr = std::get_if<SemaphoresRequest>(&*req)) {
+      auto fds = use_semaphores(ctx, ex, static_cast<VkImageLayout>(sr->gl_layout));
       if (fds) {
         fd = std::move(fds->released);
         gl_signals = std::move(fds->acquired);
-        reply = {{"ok", true}};
+        reply = encode(Ok{});
       } else {
-        reply = error_json(fds.error());
+        reply = encode(refusal_of(fds.error()));
       }
-    } else if (op == "image-semaphore-gl") {
+    } else if (std::holds_alternative<SemaphoreGlRequest>(*req)) {
       fd = std::move(gl_signals);
-      reply = fd.valid() ? json{{"ok", true}} : json{{"error", "no handover semaphores exported"}};
-    } else if (op == "image-check") {
+      reply = fd.valid() ? encode(Ok{}) : encode(Refusal{"no handover semaphores exported"});
+    } else if (const auto* cr = std::get_if<CheckRequest>(&*req)) {
       ctx.step("owner: acquire the image from VK_QUEUE_FAMILY_EXTERNAL, copy it out, compare every texel");
-      Expected e;
-      e.base_seed = j.value("base_seed", std::uint64_t{0});
-      e.rect = rect_from(j.value("rect", json(nullptr)));
-      e.rect_seed = j.value("rect_seed", std::uint64_t{0});
-      if (auto c = j.find("rect_constant"); c != j.end() && c->is_number_unsigned()) e.rect_constant = c->get<std::uint32_t>();
-      if (auto g = j.find("rect_gl_seed"); g != j.end() && g->is_number_unsigned()) e.rect_gl_seed = g->get<std::uint32_t>();
-      auto c = check_owned(ex, e);
-      reply = c ? to_json(*c) : json{{"error", why_of(c.error())}};
-    } else if (op == "image-fill") {
-      ctx.step("owner: refill the image on the GPU and release it to VK_QUEUE_FAMILY_EXTERNAL");
-      auto s = fill_owned(ex, j.value("seed", std::uint64_t{0}));
-      reply = s ? json{{"ok", true}} : json{{"error", why_of(s.error())}};
+      auto c = check_owned(ex, cr->expected);
+      reply = c ? encode(*c) : encode(Refusal{why_of(c.error())});
     } else {
-      reply = {{"error", "unknown request \"" + op + "\""}};
+      ctx.step("owner: refill the image on the GPU and release it to VK_QUEUE_FAMILY_EXTERNAL");
+      auto st = fill_owned(ex, std::get<FillRequest>(*req).seed);
+      reply = st ? encode(Ok{}) : encode(Refusal{why_of(st.error())});
     }
-    if (auto s = ctx.peer().send(os::MsgType::reply, reply.dump(), fd.get()); !s) return s;
+    if (auto s = ctx.peer().send(os::MsgType::reply, reply, fd.get()); !s) return s;
   }
 }
 

@@ -99,8 +99,6 @@ struct Compare {
 Compare compare(std::span<const std::byte> data, std::size_t row_pitch, std::uint32_t width, std::uint32_t height,
                 const Expected& e);
 
-nlohmann::json to_json(const Compare& c);
-Compare compare_from_json(const nlohmann::json& j);
 
 /// Where an image is kept between owners: every release and acquire uses
 /// oldLayout = newLayout = GENERAL (no transition at the handover, so nothing
