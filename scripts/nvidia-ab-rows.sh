@@ -11,10 +11,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$PWD/nvidia-ab-rows-out}"
 mkdir -p "$out"
-for f in .gl/*.deb; do dpkg -x "$f" /; done 2>/dev/null
-ldconfig
-export LD_LIBRARY_PATH="$PWD/.devbuild" VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json \
-  __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+source scripts/nvidia-env.sh
 B=.devbuild/extmem-base N=.devbuild/extmem-new
 s1=--only=S1-semaphore-opaque-fd,S1-timeline-opaque-fd,S1-sync-fd,S1-gles-semaphore,S1-cuda-semaphore,T1-cuda-ipc
 timed() { local s=$EPOCHREALTIME; "$@" > /dev/null 2>&1; echo "exit $? $(awk -v a="$s" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.3f", b-a}') s: $*"; }

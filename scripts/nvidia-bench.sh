@@ -10,11 +10,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$PWD/nvidia-bench-out}"
 mkdir -p "$out"
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export LD_LIBRARY_PATH="$PWD/.devbuild"
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+source scripts/nvidia-env.sh
 base=.devbuild/extmem-base new=.devbuild/extmem-new
 seven=--only=T1-opaque-fd,T1-dma-buf,T1-gles-memobj-fd-same-proc,T1-gles-memobj-fd-cross-proc,T3-memfd-cross-process,T3-external-memory-host,T3-client-memfd-server-import
 {

@@ -15,10 +15,7 @@ mode="${1:-}"
 case "$mode" in traces | ab) ;; *) echo "usage: $0 traces|ab" >&2; exit 2 ;; esac
 out="${OUT:-$PWD/nvidia-gpu-runs-out}"
 mkdir -p "$out"
-for f in .gl/*.deb; do dpkg -x "$f" /; done 2>/dev/null
-ldconfig
-export LD_LIBRARY_PATH="$PWD/.devbuild" VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json \
-  __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+source scripts/nvidia-env.sh
 B=.devbuild/extmem-base N=.devbuild/extmem-new
 whole=--only=T1-opaque-fd,T3-memfd-cross-process,T3-external-memory-host,T1-opaque-fd-cuda,T1-cuda-vmm-fd,T3-cuda-host-register,T1-gles-memobj-fd-cross-proc
 seven=--only=T1-opaque-fd,T1-dma-buf,T1-gles-memobj-fd-same-proc,T1-gles-memobj-fd-cross-proc,T3-memfd-cross-process,T3-external-memory-host,T3-client-memfd-server-import

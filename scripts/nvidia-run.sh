@@ -5,9 +5,5 @@
 # .devbuild/ (build/extmem and libfmt.so.9*). Arguments go to `extmem probe`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export LD_LIBRARY_PATH="$PWD/.devbuild"
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+source scripts/nvidia-env.sh
 exec ./.devbuild/extmem probe "$@"
