@@ -30,6 +30,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto setup = peer::decode_setup(payload)) {
     auto again = peer::decode_setup(peer::encode(*setup));
     if (!again || again->index() != setup->index()) __builtin_trap();
+    // A decoded info is exactly what its encoding gives back.
+    if (const auto* ok = std::get_if<peer::SetupOk>(&*setup))
+      if (!(std::get<peer::SetupOk>(*again) == *ok)) __builtin_trap();
   }
   reply_round_trip<peer::CheckReply>(payload);
   reply_round_trip<peer::CountReply>(payload);

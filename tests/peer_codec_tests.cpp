@@ -105,9 +105,10 @@ TEST(PeerCodec, MalformedRepliesAreRefused) {
 }
 
 TEST(PeerCodec, SetupRoundTripsAndAFailureAlwaysHasAReason) {
-  auto ok = peer::decode_setup(peer::encode(peer::Setup{peer::SetupOk{json{{"size", 65536}, {"dedicated", true}}}}));
+  peer::SetupInfo info{.allocation_size = 65536, .dedicated = true};
+  auto ok = peer::decode_setup(peer::encode(peer::Setup{peer::SetupOk{info}}));
   ASSERT_TRUE(ok);
-  EXPECT_EQ(std::get<peer::SetupOk>(*ok).info.at("size"), 65536);
+  EXPECT_EQ(std::get<peer::SetupOk>(*ok).info, info);
 
   extmem::RouteFacts f;
   f.unsupported = "VK_ERROR_INVALID_EXTERNAL_HANDLE";
@@ -124,8 +125,64 @@ TEST(PeerCodec, SetupRoundTripsAndAFailureAlwaysHasAReason) {
   EXPECT_EQ(std::get<peer::SetupFailed>(*bare).facts.fatal, "peer setup failed without a reason");
 
   EXPECT_FALSE(peer::decode_setup(R"({"ok":true,"info":[]})"));
+  EXPECT_FALSE(peer::decode_setup(R"({"ok":true,"info":{"size":65536}})"));
   EXPECT_FALSE(peer::decode_setup(R"({"ok":true})"));
   EXPECT_FALSE(peer::decode_setup(R"({"ok":false,"unsupported":null,"fatal":"x","skip":null,"stop_kind":"bogus"})"));
 }
 
+// Every family's part of the setup survives the round trip, field for field.
+TEST(PeerCodec, SetupInfoOfEveryFamilyRoundTrips) {
+  peer::SetupInfo vk{.allocation_size = 1179648, .memory_type_index = 7, .dedicated = false, .fd_size = 0,
+                     .fd_target = "anon_inode:[memfd]", .exportable_advertised = true, .device_uuid = "ab01"};
+  vk.measure = json{{"route", {{"export_us", {{"median", 12.5}, {"min", 11}, {"max", 14}, {"n", 5}}}}}};
+  peer::SetupInfo image = vk;
+  image.image = peer::ImageCreate{37, "R8G8B8A8_UNORM", 1024, 768, 1, "LINEAR", 3, 0, 1, 1, 1, "GENERAL", true, false};
+  peer::SetupInfo ipc{.allocation_size = 4096, .device_uuid = "ab"};
+  ipc.ipc = peer::IpcHandles{"00ff", std::nullopt, "cuIpcGetMemHandle -> CUDA_ERROR_INVALID_VALUE", 12288, 2097152, "ee"};
+  peer::SetupInfo chunks{.granularity = 2097152};
+  chunks.chunks = peer::ChunkList{{2097152, 4194304}, 6291456, {"/dev/nvidiactl", "/dev/nvidiactl"}};
+  peer::SetupInfo seals;
+  seals.seals = peer::Seals{15, "MFD_NOEXEC_SEAL accepted"};
+  for (const auto& i : {vk, image, ipc, chunks, seals, peer::SetupInfo{}}) {
+    auto back = peer::decode_setup_info(peer::to_json(i));
+    ASSERT_TRUE(back) << back.error().step << ": " << back.error().detail;
+    EXPECT_EQ(*back, i) << peer::to_json(i).dump();
+  }
+}
+
+// A loose read took a default for a field of the wrong type; the strict one
+// names the field, nested ones too, and refuses what no route sends.
+TEST(PeerCodec, SetupInfoRefusesWhatNoRouteSendsNamingTheField) {
+  struct Case {
+    const char* info;
+    const char* step;
+  };
+  const Case cases[] = {
+      {R"({"allocation_size":"65536"})", "peer setup.info.allocation_size"},
+      {R"({"allocation_size":-1})", "peer setup.info.allocation_size"},
+      {R"({"memory_type_index":32})", "peer setup.info.memory_type_index"},
+      {R"({"dedicated":1})", "peer setup.info.dedicated"},
+      {R"({"size":65536})", "peer setup.info"},
+      {R"({"image":{"format":37}})", "peer setup.info.image.format_name"},
+      {R"({"image":[]})", "peer setup.info.image"},
+      {R"({"ipc":{"mem_handle":"00","view_offset":0,"range_size":0,"event_handle":"e","extra":1}})", "peer setup.info.ipc"},
+      {R"({"chunks":{"sizes":[],"total":0}})", "peer setup.info.chunks.sizes"},
+      {R"({"chunks":{"sizes":[1,"2"],"total":3}})", "peer setup.info.chunks.sizes"},
+      {R"({"seals":{"seals":4294967296,"noexec":"x"}})", "peer setup.info.seals.seals"},
+      {R"({"measure":[1]})", "peer setup.info.measure"},
+  };
+  for (const Case& c : cases) {
+    auto r = peer::decode_setup(std::string(R"({"ok":true,"info":)") + c.info + "}");
+    ASSERT_FALSE(r) << c.info;
+    EXPECT_EQ(r.error().kind, ErrorKind::protocol) << c.info;
+    EXPECT_EQ(r.error().step, c.step) << c.info << " -> " << r.error().detail;
+  }
+  json many = json::array();
+  for (int i = 0; i < 65; ++i) many.push_back(4096);
+  auto r = peer::decode_setup_info(json{{"chunks", {{"sizes", many}, {"total", 65 * 4096}}}});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().step, "peer setup.info.chunks.sizes");
+}
+
 }  // namespace
+

@@ -53,6 +53,10 @@ void Fields::refuse(const char* name, std::string detail) {
   if (!error_) error_ = refusal(what_, name, std::move(detail));
 }
 
+void Fields::adopt(Error e) {
+  if (!error_) error_ = std::move(e);
+}
+
 std::uint64_t Fields::whole(const char* name, std::uint64_t max) {
   const json* j = get(name, true);
   if (j == nullptr) return 0;
@@ -76,6 +80,16 @@ bool Fields::boolean(const char* name) {
   if (j == nullptr) return false;
   if (!j->is_boolean()) refuse(name, fmt::format("found {}: true or false is accepted", json_kind(*j)));
   return j->is_boolean() && j->get<bool>();
+}
+
+std::optional<bool> Fields::absent_or_boolean(const char* name) {
+  const json* j = get(name, false);
+  if (j == nullptr) return std::nullopt;
+  if (!j->is_boolean()) {
+    refuse(name, fmt::format("found {}: true or false is accepted", json_kind(*j)));
+    return std::nullopt;
+  }
+  return j->get<bool>();
 }
 
 double Fields::number(const char* name) {
@@ -116,6 +130,37 @@ std::string Fields::word(const char* name) {
   std::string w = text(name, 32);
   if (!error_ && !is_word(w)) refuse(name, "not a word: 1 to 32 printable characters without spaces are accepted");
   return w;
+}
+
+// An array's elements, each read by `one` (which refuses what it does not accept).
+template <class T, class One>
+static std::optional<std::vector<T>> list_of(Fields& f, const char* name, const json* j, std::size_t max_items, One one) {
+  if (j == nullptr) return std::nullopt;
+  if (!j->is_array()) {
+    f.refuse(name, fmt::format("found {}: an array is accepted", json_kind(*j)));
+    return std::nullopt;
+  }
+  if (j->size() > max_items) {
+    f.refuse(name, fmt::format("{} items: at most {} are accepted", j->size(), max_items));
+    return std::nullopt;
+  }
+  std::vector<T> out;
+  for (const json& item : *j) {
+    auto v = one(item);
+    if (!v) return std::nullopt;
+    out.push_back(std::move(*v));
+  }
+  return out;
+}
+
+std::optional<std::vector<std::uint64_t>> Fields::absent_or_whole_list(const char* name, std::size_t max_items) {
+  return list_of<std::uint64_t>(*this, name, get(name, false), max_items,
+                                [&](const json& item) { return whole_of(name, item, UINT64_MAX); });
+}
+
+std::optional<std::vector<std::string>> Fields::absent_or_text_list(const char* name, std::size_t max_items) {
+  return list_of<std::string>(*this, name, get(name, false), max_items,
+                              [&](const json& item) { return text_of(name, item, 4096); });
 }
 
 std::optional<Error> Fields::finish() {

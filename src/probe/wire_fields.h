@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +38,8 @@ class Fields {
   /// The field, or nullptr when absent (refused when `required`) or after a refusal.
   const nlohmann::json* get(const char* name, bool required);
   void refuse(const char* name, std::string detail);
+  /// Keeps `e` as the refusal, unless one is kept already (a nested object's own reader).
+  void adopt(Error e);
 
   /// A whole number from 0 to `max`.
   std::uint64_t whole(const char* name, std::uint64_t max = UINT64_MAX);
@@ -45,6 +48,8 @@ class Fields {
   /// Present: null or a whole number.
   std::optional<std::uint64_t> null_or_whole(const char* name);
   bool boolean(const char* name);
+  /// Absent, or true or false.
+  std::optional<bool> absent_or_boolean(const char* name);
   /// A finite number (integer or fraction).
   double number(const char* name);
   /// Absent, or a finite number.
@@ -57,6 +62,10 @@ class Fields {
   std::optional<std::string> optional_text(const char* name);
   /// A word (is_word).
   std::string word(const char* name);
+  /// Absent, or an array of at most `max_items` whole numbers.
+  std::optional<std::vector<std::uint64_t>> absent_or_whole_list(const char* name, std::size_t max_items);
+  /// Absent, or an array of at most `max_items` strings of at most 4096 bytes each.
+  std::optional<std::vector<std::string>> absent_or_text_list(const char* name, std::size_t max_items);
 
   /// The first refusal, or one for a field no getter asked for.
   std::optional<Error> finish();

@@ -204,22 +204,24 @@ int cuda_ipc_server(ChildContext& ctx) {
   CUipcMemHandle handle{};
   if (CUresult r = api.cuIpcGetMemHandle(&handle, base); r != CUDA_SUCCESS)
     return fail(why_of(cuda::cu_error(api, "cuIpcGetMemHandle", r)));
-  nlohmann::json info = {{"allocation_size", layout.size}, {"device_uuid", side->vulkan_uuid}, {"mem_handle", to_hex(handle)}};
+  peer::SetupInfo info{.allocation_size = layout.size, .device_uuid = side->vulkan_uuid};
+  peer::IpcHandles& ipc = info.ipc.emplace();
+  ipc.mem_handle = to_hex(handle);
 
   // The view inside the allocation: its own handle (if the driver gives one) and its offset from the base.
   const std::size_t view_off = layout.offset(Region::D);
   ctx.step(fmt::format("cuIpcGetMemHandle(pointer at +{}) + cuMemGetAddressRange", view_off));
   CUipcMemHandle view_handle{};
   if (CUresult r = api.cuIpcGetMemHandle(&view_handle, base + view_off); r != CUDA_SUCCESS)
-    info["view_handle_error"] = why_of(cuda::cu_error(api, fmt::format("cuIpcGetMemHandle(base + {})", view_off), r));
+    ipc.view_handle_error = why_of(cuda::cu_error(api, fmt::format("cuIpcGetMemHandle(base + {})", view_off), r));
   else
-    info["view_handle"] = to_hex(view_handle);
+    ipc.view_handle = to_hex(view_handle);
   CUdeviceptr range_base = 0;
   std::size_t range_size = 0;
   if (CUresult r = api.cuMemGetAddressRange(&range_base, &range_size, base + view_off); r != CUDA_SUCCESS)
     return fail(why_of(cuda::cu_error(api, "cuMemGetAddressRange(view)", r)));
-  info["view_offset"] = static_cast<std::size_t>(base + view_off - range_base);
-  info["range_size"] = range_size;
+  ipc.view_offset = base + view_off - range_base;
+  ipc.range_size = range_size;
 
   ctx.step("cuEventCreate(INTERPROCESS | DISABLE_TIMING) + cuIpcGetEventHandle");
   CUevent event = nullptr;
@@ -236,7 +238,7 @@ int cuda_ipc_server(ChildContext& ctx) {
   CUipcEventHandle event_handle{};
   if (CUresult r = api.cuIpcGetEventHandle(&event_handle, event); r != CUDA_SUCCESS)
     return fail(why_of(cuda::cu_error(api, "cuIpcGetEventHandle", r)));
-  info["event_handle"] = to_hex(event_handle);
+  ipc.event_handle = to_hex(event_handle);
 
   ctx.step("send the IPC handles (bytes in the setup, no fd)");
   if (!send_setup(ctx, info, -1)) return 1;
@@ -343,24 +345,24 @@ void offset_view(ChildContext& ctx, const CudaSide& side, const Setup& setup, CU
   const cuda::Api& api = *side.api;
   const Layout& layout = ctx.layout();
   leg.attempted = true;
-  const std::size_t off = setup.info.value("view_offset", std::size_t{0});
+  const peer::IpcHandles ipc = setup.info.ipc.value_or(peer::IpcHandles{});
+  const std::size_t off = ipc.view_offset;
   std::string how;
   CUdeviceptr view_open = opened_base;
   bool close_view = false;
-  if (auto vh = from_hex<CUipcMemHandle>(setup.info.value("view_handle", std::string()))) {
+  if (auto vh = from_hex<CUipcMemHandle>(ipc.view_handle.value_or(""))) {
     ctx.step(fmt::format("cuIpcOpenMemHandle(handle of the pointer at +{})", layout.offset(Region::D)));
     if (CUresult r = api.cuIpcOpenMemHandle(&view_open, *vh, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS); r != CUDA_SUCCESS) {
       fail_leg(leg, cuda::cu_error(api, "cuIpcOpenMemHandle(view handle)", r));
       return;
     }
     close_view = true;
-    how = fmt::format("view handle {} the base's; opened at {}", setup.info.value("view_handle", std::string()) ==
-                                                                         setup.info.value("mem_handle", std::string())
+    how = fmt::format("view handle {} the base's; opened at {}", ipc.view_handle == ipc.mem_handle
                                                                      ? "equals"
                                                                      : "differs from",
                       view_open == opened_base ? "the allocation base" : fmt::format("base{:+}", static_cast<long long>(view_open - opened_base)));
   } else {
-    how = "no view handle (" + setup.info.value("view_handle_error", std::string("?")) + "): the base's handle";
+    how = "no view handle (" + ipc.view_handle_error.value_or("?") + "): the base's handle";
   }
   // The region helpers address base + layout.offset(region); the view is at view_open + off.
   const CUdeviceptr view = view_open + off;
@@ -392,16 +394,17 @@ int cuda_ipc_client(ChildContext& ctx) {
   };
   auto setup = await_setup(ctx, rep, "the server's IPC handles");
   if (!setup) return 0;
-  const auto size = setup->info.value("allocation_size", std::size_t{0});
-  auto handle = from_hex<CUipcMemHandle>(setup->info.value("mem_handle", std::string()));
-  auto event_handle = from_hex<CUipcEventHandle>(setup->info.value("event_handle", std::string()));
+  const auto size = setup->info.allocation_size.value_or(std::size_t{0});
+  const peer::IpcHandles handles = setup->info.ipc.value_or(peer::IpcHandles{});
+  auto handle = from_hex<CUipcMemHandle>(handles.mem_handle);
+  auto event_handle = from_hex<CUipcEventHandle>(handles.event_handle);
   if (size < layout.size || !handle || !event_handle) {
     rep.facts.fatal = fmt::format("server announced allocation {} for size {} and {} handles", size, layout.size,
                                   handle && event_handle ? "well-formed" : "malformed");
     return finish();
   }
   rep.detail.push_back(fmt::format("allocation={} handle-bytes={} (no fd)", size, CU_IPC_HANDLE_SIZE));
-  auto side = open_cuda(ctx, rep.facts, setup->info.value("device_uuid", std::string()), kRegionSize);
+  auto side = open_cuda(ctx, rep.facts, setup->info.device_uuid.value_or(std::string()), kRegionSize);
   if (!side) return finish();
   const cuda::Api& api = *side->api;
 

@@ -23,6 +23,8 @@
 #include "probe/routes.h"
 #include "probe/routes/cuda_measure.h"
 #include "probe/routes/cuda_route_util.h"
+#include "probe/routes/handover_codec.h"
+#include "probe/routes/s1_peer.h"
 #include "probe/routes/vk_export.h"
 #include "probe/worker/peer.h"
 #include "probe/routes/route_file.h"
@@ -73,7 +75,7 @@ class CudaHandover {
   Status open() {
     ctx_.step("handover: receive the exporter's timeline semaphore");
     os::UniqueFd fd;
-    if (auto r = ask({{"op", "handover-export"}}, &fd); !r) return std::move(r).error();
+    if (auto r = ask(handover::Export{}, &fd); !r) return r;
     if (!fd.valid()) return Error{"handover: receive the semaphore fd", ErrorKind::protocol, {}, "no fd with the reply"};
     auto dup = ImportDup::of(fd.get());
     if (!dup) return std::move(dup).error();
@@ -92,7 +94,7 @@ class CudaHandover {
   // The exporter signals after its CPU writes; CUDA's stream waits for that value.
   Status acquire() {
     const std::uint64_t v = ++value_;
-    if (auto r = ask({{"op", "handover-signal"}, {"value", v}}, nullptr); !r) return std::move(r).error();
+    if (auto r = ask(handover::Signal{v}, nullptr); !r) return r;
     CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS wp{};
     wp.params.fence.value = v;
     if (CUresult r = api_.cuWaitExternalSemaphoresAsync(&sem_, &wp, 1, nullptr); r != CUDA_SUCCESS)
@@ -106,9 +108,9 @@ class CudaHandover {
     sp.params.fence.value = v;
     if (CUresult r = api_.cuSignalExternalSemaphoresAsync(&sem_, &sp, 1, nullptr); r != CUDA_SUCCESS)
       return cuda::cu_error(api_, fmt::format("cuSignalExternalSemaphoresAsync(value {})", v), r);
-    if (auto r = ask({{"op", "handover-wait"}, {"value", v}}, nullptr); !r) {
+    if (auto r = ask(handover::Wait{v}, nullptr); !r) {
       pending_ = true;  // the exporter may still wait on it
-      return std::move(r).error();
+      return r;
     }
     return {};
   }
@@ -118,14 +120,14 @@ class CudaHandover {
   }
 
  private:
-  Result<nlohmann::json> ask(const nlohmann::json& req, os::UniqueFd* fd) {
-    auto r = peer_request(ctx_, req, fd);
-    if (!r) return r;
-    if (auto f = r->find("failed"); f != r->end() && f->is_object())
-      return Error{f->value("step", std::string("handover")),
-                   f->value("unsupported", false) ? ErrorKind::unsupported : ErrorKind::driver,
-                   f->value("code", std::string()), "server: " + f->value("detail", std::string())};
-    return r;
+  // The exporter's refusal comes back with its step, the driver's code and
+  // kind unsupported when the capability was not offered (s1::decode_reply).
+  Status ask(const handover::Request& req, os::UniqueFd* fd) {
+    auto frame = s1::exchange(ctx_, handover::op_of(req), handover::body(req).dump(), fd);
+    if (!frame) return std::move(frame).error();
+    auto r = s1::decode_reply<s1::Ok>(frame->payload);
+    if (!r) return std::move(r).error();
+    return {};
   }
   ChildContext& ctx_;
   const cuda::Api& api_;
@@ -226,9 +228,9 @@ int cuda_opaque_fd_client(ChildContext& ctx) {
   };
   auto setup = await_setup(ctx, rep, "the server's export");
   if (!setup) return 0;
-  const auto alloc_size = setup->info.value("allocation_size", std::uint64_t{0});
-  const bool dedicated = setup->info.value("dedicated", false);
-  const std::string uuid = setup->info.value("device_uuid", std::string());
+  const auto alloc_size = setup->info.allocation_size.value_or(std::uint64_t{0});
+  const bool dedicated = setup->info.dedicated.value_or(false);
+  const std::string uuid = setup->info.device_uuid.value_or(std::string());
   rep.detail.push_back(fmt::format("allocation={} dedicated={}", alloc_size, dedicated ? "yes" : "no"));
 
   auto side = open_cuda(ctx, rep.facts, uuid, kRegionSize);

@@ -145,8 +145,8 @@ int cuda_vmm_fd_server(ChildContext& ctx) {
   if (raw_fd < 0 || !os::fd_is_open(raw_fd)) return fail(fmt::format("exported fd {} is not open", raw_fd));
 
   ctx.step("send the fd");
-  nlohmann::json info = {{"allocation_size", size}, {"granularity", granularity}, {"device_uuid", side->vulkan_uuid},
-                         {"fd_target", os::fd_target(raw_fd)}};
+  const peer::SetupInfo info{.allocation_size = size, .fd_target = os::fd_target(raw_fd),
+                             .device_uuid = side->vulkan_uuid, .granularity = granularity};
   if (!send_setup(ctx, info, raw_fd)) return 1;
   fd.reset();
   ctx.step("serve the peer's checks (GPU copies to and from the allocation)");
@@ -167,15 +167,15 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
   };
   auto setup = await_setup(ctx, rep, "the server's CUDA export");
   if (!setup) return 0;
-  const auto size = setup->info.value("allocation_size", std::size_t{0});
-  const auto granularity = setup->info.value("granularity", std::size_t{0});
+  const auto size = setup->info.allocation_size.value_or(std::size_t{0});
+  const auto granularity = setup->info.granularity.value_or(std::size_t{0});
   rep.detail.push_back(fmt::format("allocation={} granularity={} fd={}", size, granularity,
-                                   setup->info.value("fd_target", std::string("?"))));
+                                   setup->info.fd_target.value_or(std::string("?"))));
   if (size < layout.size || granularity == 0) {
     rep.facts.fatal = fmt::format("server announced allocation {} granularity {} for size {}", size, granularity, layout.size);
     return finish();
   }
-  auto side = open_cuda(ctx, rep.facts, setup->info.value("device_uuid", std::string()), kRegionSize);
+  auto side = open_cuda(ctx, rep.facts, setup->info.device_uuid.value_or(std::string()), kRegionSize);
   if (!side) return finish();
   const cuda::Api& api = *side->api;
 

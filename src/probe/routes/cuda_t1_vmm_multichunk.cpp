@@ -150,8 +150,8 @@ int cuda_vmm_multichunk_server(ChildContext& ctx) {
   }
 
   ctx.step("send the chunks' fds (the setup with chunk 0's, one frame per further chunk)");
-  nlohmann::json info = {{"chunks", plan->sizes}, {"granularity", granularity}, {"total", total},
-                         {"device_uuid", side->vulkan_uuid}, {"fd_targets", targets}};
+  peer::SetupInfo info{.device_uuid = side->vulkan_uuid, .granularity = granularity};
+  info.chunks = peer::ChunkList{{plan->sizes.begin(), plan->sizes.end()}, total, targets};
   if (!send_setup(ctx, info, fds[0].get())) return 1;
   for (std::size_t i = 1; i < fds.size(); ++i)
     if (!ctx.peer().send(os::MsgType::data, nlohmann::json{{"chunk", i}}.dump(), fds[i].get())) return 1;
@@ -248,11 +248,9 @@ int cuda_vmm_multichunk_client(ChildContext& ctx) {
   };
   auto setup = await_setup(ctx, rep, "the server's chunks");
   if (!setup) return 0;
-  const auto granularity = setup->info.value("granularity", std::size_t{0});
-  std::vector<std::size_t> sizes;
-  if (auto it = setup->info.find("chunks"); it != setup->info.end() && it->is_array())
-    for (const auto& v : *it)
-      if (v.is_number_unsigned()) sizes.push_back(v.get<std::size_t>());
+  const auto granularity = setup->info.granularity.value_or(std::size_t{0});
+  const peer::ChunkList announced = setup->info.chunks.value_or(peer::ChunkList{});
+  const std::vector<std::size_t> sizes(announced.sizes.begin(), announced.sizes.end());
   auto plan = chunks::from_sizes(sizes, granularity, layout.size);
   if (!plan) {
     rep.facts.fatal = "server announced: " + why_of(plan.error());
@@ -260,7 +258,7 @@ int cuda_vmm_multichunk_client(ChildContext& ctx) {
     return finish();
   }
   rep.detail.push_back(fmt::format("chunks={} granularity={} total={} fd={}", fmt::join(plan->sizes, "+"), granularity,
-                                   plan->total, setup->info.value("fd_targets", nlohmann::json::array()).dump()));
+                                   plan->total, nlohmann::json(announced.fd_targets).dump()));
   std::vector<os::UniqueFd> fds;
   fds.push_back(std::move(setup->fd));
   for (std::size_t i = 1; i < plan->sizes.size(); ++i) {
@@ -280,7 +278,7 @@ int cuda_vmm_multichunk_client(ChildContext& ctx) {
     rep.facts.fatal = "client: the setup carried no fd for chunk 0";
     return finish();
   }
-  auto side = open_cuda(ctx, rep.facts, setup->info.value("device_uuid", std::string()), kRegionSize);
+  auto side = open_cuda(ctx, rep.facts, setup->info.device_uuid.value_or(std::string()), kRegionSize);
   if (!side) return finish();
   const cuda::Api& api = *side->api;
 

@@ -306,8 +306,8 @@ int cuda_client(ChildContext& ctx) {
   const cuda::Api& api = *side->api;
   auto setup = await_setup(ctx, rep, "the Vulkan side's allocation");
   if (!setup) return 0;
-  const auto alloc_size = setup->info.value("allocation_size", std::uint64_t{0});
-  const bool dedicated = setup->info.value("dedicated", false);
+  const auto alloc_size = setup->info.allocation_size.value_or(std::uint64_t{0});
+  const bool dedicated = setup->info.dedicated.value_or(false);
   if (alloc_size < layout.size) {
     rep.facts.fatal = fmt::format("server announced allocation {} < size {}", alloc_size, layout.size);
     return finish();

@@ -326,8 +326,8 @@ int gl_client(ChildContext& ctx) {
       return finish();
     }
   }
-  const auto alloc_size = setup->info.value("allocation_size", std::uint64_t{0});
-  const auto fd_size = setup->info.value("fd_size", std::uint64_t{0});
+  const auto alloc_size = setup->info.allocation_size.value_or(std::uint64_t{0});
+  const auto fd_size = setup->info.fd_size.value_or(std::uint64_t{0});
   ctx.step("import the allocation into GL (T1-gles ladder)");
   GlImportResult imported = import_with_ladder(gl, setup->fd.get(), layout.size, alloc_size, fd_size);
   for (const std::string& n : imported.fd_notes) rep.detail.push_back("memory " + n);

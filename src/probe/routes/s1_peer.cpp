@@ -24,8 +24,11 @@ Status release_producer(const ChildContext& ctx) {
 void step_sink(void* user, std::string_view step) { static_cast<ChildContext*>(user)->step(step); }
 
 Result<os::Frame> exchange(const ChildContext& ctx, const Request& req, os::UniqueFd* fd) {
-  const std::string op = op_of(req);
-  if (auto s = ctx.peer().send(os::MsgType::request, encode(req)); !s) return std::move(s).error();
+  return exchange(ctx, op_of(req), encode(req), fd);
+}
+
+Result<os::Frame> exchange(const ChildContext& ctx, std::string_view op, const std::string& payload, os::UniqueFd* fd) {
+  if (auto s = ctx.peer().send(os::MsgType::request, payload); !s) return std::move(s).error();
   auto frame = ctx.peer().recv(kReplyTimeoutMs);
   if (!frame) {
     Error e = std::move(frame).error();

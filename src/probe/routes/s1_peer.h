@@ -47,6 +47,9 @@ void step_sink(void* user, std::string_view step);
 /// the channel's (timeout, peer closed), step "producer's reply to \"OP\": ...";
 /// protocol for a frame that is not a reply.
 Result<os::Frame> exchange(const ChildContext& ctx, const Request& req, os::UniqueFd* fd);
+/// The same for a request of another family that is answered as an S1 producer
+/// answers (handover_codec.h): `payload` is the encoded request, `op` its op.
+Result<os::Frame> exchange(const ChildContext& ctx, std::string_view op, const std::string& payload, os::UniqueFd* fd);
 
 /// `req`'s reply, typed (s1_codec.h). Errors: exchange()'s; the producer's
 /// refusal with its step, code and text (kind unsupported when the producer

@@ -275,7 +275,7 @@ int consumer(ChildContext& ctx, const SemaphoreKind& kind) {
   rep.detail.push_back(fmt::format("semaphore={} {} {}", kind.type_name, kind.handle_name, adv.text()));
 
   // The T1 allocation, imported as T1-opaque-fd's client does.
-  const auto alloc_size = setup->info.value("allocation_size", std::uint64_t{0});
+  const auto alloc_size = setup->info.allocation_size.value_or(std::uint64_t{0});
   if (alloc_size < layout.size) {
     rep.facts.fatal = fmt::format("server announced allocation {} < size {}", alloc_size, layout.size);
     return finish();
@@ -291,9 +291,9 @@ int consumer(ChildContext& ctx, const SemaphoreKind& kind) {
   req.external_handle_types = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
   req.import_fd_type = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
   req.allocation_size = alloc_size;
-  req.dedicated = setup->info.value("dedicated", false) ? 1 : 0;
+  req.dedicated = setup->info.dedicated.value_or(false) ? 1 : 0;
   // Must equal the exporter's (Vulkan spec, VkImportMemoryFdInfoKHR).
-  req.memory_type_index = static_cast<int>(setup->info.value("memory_type_index", 0u));
+  req.memory_type_index = static_cast<int>(setup->info.memory_type_index.value_or(0u));
   req.import_fd = mem_dup->number();
   req.map = false;
   ctx.step("vkAllocateMemory(import OPAQUE_FD)");

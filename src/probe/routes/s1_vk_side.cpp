@@ -434,11 +434,9 @@ int vk_side_serve(ChildContext& ctx, std::span<const SemaphoreKind* const> kinds
   auto dev = open_device(ctx, vksync::wanted_extensions());
   if (!dev) return fail_setup(server_facts(dev.error()));
   if (auto m = vksync::missing_extension(**dev)) return fail_setup(RouteFacts{.unsupported = "server: " + *m});
-  json advertised_json = json::object();
   for (const SemaphoreKind* k : kinds) {
     ctx.step(fmt::format("vkGetPhysicalDeviceExternalSemaphoreProperties({})", kind_text(*k)));
     const vksync::Advertised adv = vksync::advertised(**dev, *k);
-    advertised_json[key_of(*k)] = adv.text();
     if (!adv.exportable()) return fail_setup(RouteFacts{.unsupported = "server: " + vksync::not_offered(*k, adv, "exportable")});
   }
 
@@ -457,10 +455,8 @@ int vk_side_serve(ChildContext& ctx, std::span<const SemaphoreKind* const> kinds
   s.staging = std::move(*staging);
   pattern::fill(std::span<std::byte>(s.staging.mapped, kRegionSize), kProducerSeed);
 
-  json info = s.ex.info();
-  info["semaphores_advertised"] = advertised_json;
   ctx.step("send the allocation fd");
-  if (!send_setup(ctx, info, s.ex.fd.get())) return 0;
+  if (!send_setup(ctx, s.ex.info(), s.ex.fd.get())) return 0;
 
   bool clean = true;
   for (;;) {

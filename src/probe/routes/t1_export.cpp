@@ -40,13 +40,13 @@ int client(ChildContext& ctx, const HandleKind& h) {
 
   auto setup = await_setup(ctx, rep, "the server's export");
   if (!setup) return 0;
-  const auto alloc_size = setup->info.value("allocation_size", std::uint64_t{0});
-  const auto type_index = setup->info.value("memory_type_index", 0u);
-  const bool dedicated = setup->info.value("dedicated", false);
-  const auto fd_size = setup->info.value("fd_size", std::uint64_t{0});
+  const auto alloc_size = setup->info.allocation_size.value_or(std::uint64_t{0});
+  const auto type_index = setup->info.memory_type_index.value_or(0u);
+  const bool dedicated = setup->info.dedicated.value_or(false);
+  const auto fd_size = setup->info.fd_size.value_or(std::uint64_t{0});
   rep.detail.push_back(fmt::format("allocation={} memoryType={} dedicated={} fdSize={} fd={}", alloc_size, type_index,
                                    dedicated ? "yes" : "no", fd_size == 0 ? std::string("unknown") : std::to_string(fd_size),
-                                   setup->info.value("fd_target", std::string("?"))));
+                                   setup->info.fd_target.value_or(std::string("?"))));
   if (alloc_size < layout.size) {
     rep.facts.fatal = fmt::format("server announced allocation {} < size {}", alloc_size, layout.size);
     return finish();

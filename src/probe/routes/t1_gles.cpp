@@ -72,7 +72,7 @@ void gl_whole_leg(ChildContext& ctx, const gles::EglContext& egl, GLuint shared,
 }
 
 // Opens GL, walks the ladder, and runs both GL legs. `region` is F (same-proc) or D (cross-proc).
-void run_gl_legs(ChildContext& ctx, int fd, const nlohmann::json& info, Region region, const Checker& check,
+void run_gl_legs(ChildContext& ctx, int fd, const peer::SetupInfo& info, Region region, const Checker& check,
                  RouteReport& rep, Leg& glmap, Leg& glgpu, std::unique_ptr<GlSharedBuffer>& keep,
                  std::shared_ptr<gles::EglContext>& egl) {
   const Layout& layout = ctx.layout();
@@ -91,14 +91,14 @@ void run_gl_legs(ChildContext& ctx, int fd, const nlohmann::json& info, Region r
       return;
     }
   }
-  const std::string vk_uuid = info.value("device_uuid", std::string());
+  const std::string vk_uuid = info.device_uuid.value_or(std::string());
   rep.detail.push_back(fmt::format("uuid={}", gles::compare_uuid(egl->device_uuid().value_or(""), vk_uuid)));
 
-  if (info.value("fd_size", std::uint64_t{0}) == 0)
+  if (info.fd_size.value_or(std::uint64_t{0}) == 0)
     rep.detail.push_back("fdSize=unknown (fd not seekable): the 4 fd-size rungs are left out");
   ctx.step("GL import ladder (glImportMemoryFdEXT + glBufferStorageMemEXT)");
-  GlImportResult imported = import_with_ladder(*egl, fd, layout.size, info.value("allocation_size", std::uint64_t{0}),
-                                               info.value("fd_size", std::uint64_t{0}));
+  GlImportResult imported = import_with_ladder(*egl, fd, layout.size, info.allocation_size.value_or(std::uint64_t{0}),
+                                               info.fd_size.value_or(std::uint64_t{0}));
   rep.detail.push_back(imported.ladder.accepted_text());
   if (!imported.ladder.rejected.empty()) rep.detail.push_back(imported.ladder.ladder_text());
   std::string status = "gl-status=" + imported.status;

@@ -58,7 +58,7 @@ int server(ChildContext& ctx) {
   std::optional<vk::Buffer> buf = import_host_pointer(*dev, map->data(), bytes, layout.size, host, rep);
 
   ctx.step("send the memfd");
-  if (auto s = send_setup(ctx, {{"size", bytes}}, fd->get()); !s) {
+  if (auto s = send_setup(ctx, peer::SetupInfo{.allocation_size = bytes}, fd->get()); !s) {
     rep.facts.fatal = "server: " + why_of(s.error());
     rep.facts.stop_kind = s.error().kind;
     ctx.report(rep);

@@ -83,7 +83,7 @@ int client(ChildContext& ctx) {
     pattern::fill(layout.region(w->bytes(), Region::A), seed_of(Region::A));
   }
 
-  nlohmann::json infos[2];
+  peer::SetupInfo infos[2];
   const int wanted[2] = {F_SEAL_SHRINK | F_SEAL_GROW, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE};
   int fds[2] = {shrink_grow->fd.get(), write_sealed->fd.get()};
   for (int i = 0; i < 2; ++i) {
@@ -99,7 +99,7 @@ int client(ChildContext& ctx) {
     // A dropped seal is the failure this row exists for: shrinking must be refused.
     if (::ftruncate(fds[i], static_cast<off_t>(layout.size / 2)) == 0)
       return fail(RouteFacts{{}, {}, fmt::format("seal silently dropped: ftruncate shrank a memfd sealed {}", seal_names(got))});
-    infos[i] = {{"seals", got}, {"noexec", i == 0 ? shrink_grow->noexec : write_sealed->noexec}};
+    infos[i].seals = peer::Seals{static_cast<std::uint32_t>(got), i == 0 ? shrink_grow->noexec : write_sealed->noexec};
   }
   ctx.step("send the sealed memfds");
   if (!send_setup(ctx, infos[0], fds[0]) || !send_setup(ctx, infos[1], fds[1])) return 1;
@@ -129,7 +129,7 @@ int server(ChildContext& ctx) {
     rep.facts.fatal = "server: second sealed memfd did not arrive";
     return finish();
   }
-  rep.detail.push_back(first->info.value("noexec", std::string("?")));
+  rep.detail.push_back(first->info.seals ? first->info.seals->noexec : std::string("?"));
   std::vector<std::string> dropped;
 
   // Variant 1: sealed against shrink and grow; the full round trip is allowed.

@@ -381,7 +381,7 @@ bool measure_after_verdict(ChildContext& ctx, const gles::EglContext& egl, const
 }
 
 // The GL importer's whole part: context, UUID, the import ladder, two rounds.
-void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const Owner& owner, RouteReport& rep,
+void gl_image_leg(ChildContext& ctx, int fd, const peer::SetupInfo& info, const Owner& owner, RouteReport& rep,
                   Leg& leg) {
   leg.attempted = true;
   auto shape = image::shape_from_info(info);
@@ -406,7 +406,7 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
   }
   // UUID first: GL may only import memory of the device and driver it runs on (GL_EXT_external_objects).
   ctx.step("GL_DEVICE_UUID_EXT against the exporter's deviceUUID");
-  const std::string vk_uuid = info.value("device_uuid", std::string());
+  const std::string vk_uuid = info.device_uuid.value_or(std::string());
   const std::string gl_uuid = egl.device_uuid().value_or("");
   rep.detail.push_back(fmt::format("uuid={}", gles::compare_uuid(gl_uuid, vk_uuid)));
   if (!gl_uuid.empty() && gl_uuid != vk_uuid) {
@@ -424,9 +424,9 @@ void gl_image_leg(ChildContext& ctx, int fd, const nlohmann::json& info, const O
   // The ladder: the exporter's dedicated choice first, then the other; the
   // exporter's allocation size, then the fd's own size where it has one.
   const std::uint32_t w = shape->width, h = shape->height;
-  const bool dedicated = info.value("dedicated", false);
-  const std::uint64_t alloc = info.value("allocation_size", std::uint64_t{0});
-  const std::uint64_t fd_size = info.value("fd_size", std::uint64_t{0});
+  const bool dedicated = info.dedicated.value_or(false);
+  const std::uint64_t alloc = info.allocation_size.value_or(std::uint64_t{0});
+  const std::uint64_t fd_size = info.fd_size.value_or(std::uint64_t{0});
   std::vector<TexRung> rungs;
   for (bool ded : {dedicated, !dedicated}) {
     rungs.push_back({ded, alloc, "allocation"});
@@ -668,8 +668,8 @@ int cross_proc(ChildContext& ctx) {
   };
   auto setup = await_setup(ctx, rep, "the owner's exported image");
   if (!setup) return 0;
-  if (setup->info.value("width", 0u) != ctx.params().image_width ||
-      setup->info.value("height", 0u) != ctx.params().image_height) {
+  if (!setup->info.image || setup->info.image->width != ctx.params().image_width ||
+      setup->info.image->height != ctx.params().image_height) {
     rep.facts.fatal = "owner announced another image size than --image-size";
     return finish();
   }

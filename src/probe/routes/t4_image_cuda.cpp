@@ -163,15 +163,15 @@ int cuda_image_importer(ChildContext& ctx) {
     return finish();
   }
   const auto& info = setup->info;
-  const auto alloc_size = info.value("allocation_size", std::uint64_t{0});
-  const bool dedicated = info.value("dedicated", false);
-  const std::string uuid = info.value("device_uuid", std::string());
+  const auto alloc_size = info.allocation_size.value_or(std::uint64_t{0});
+  const bool dedicated = info.dedicated.value_or(false);
+  const std::string uuid = info.device_uuid.value_or(std::string());
   const std::uint32_t w = shape->width, h = shape->height;
   const bool color_attachment = (shape->usage & VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT) != 0;
   rep.detail.push_back(fmt::format("image={}x{} {} {} usage=0x{:x} allocation={} dedicated={} fd={}", w, h,
-                                   info.value("format_name", std::string("?")), vk::tiling_name(shape->tiling),
+                                   info.image->format_name, vk::tiling_name(shape->tiling),
                                    shape->usage, alloc_size, dedicated ? "yes" : "no",
-                                   info.value("fd_target", std::string("?"))));
+                                   info.fd_target.value_or(std::string("?"))));
   if (w != ctx.params().image_width || h != ctx.params().image_height) {
     rep.facts.fatal = fmt::format("owner announced a {}x{} image, --image-size is {}x{}", w, h,
                                   ctx.params().image_width, ctx.params().image_height);

@@ -101,16 +101,16 @@ int importer(ChildContext& ctx, VkImageTiling tiling) {
     return finish();
   }
   const auto& info = setup->info;
-  const auto alloc_size = info.value("allocation_size", std::uint64_t{0});
-  const auto type_index = info.value("memory_type_index", 0u);
-  const bool dedicated = info.value("dedicated", false);
+  const auto alloc_size = info.allocation_size.value_or(std::uint64_t{0});
+  const auto type_index = info.memory_type_index.value_or(0u);
+  const bool dedicated = info.dedicated.value_or(false);
   rep.detail.push_back(fmt::format("image={}x{} {} {} usage=0x{:x} allocation={} memoryType={} dedicated={} "
                                    "(required={} preferred={}) fd={}",
-                                   shape->width, shape->height, info.value("format_name", std::string("?")),
+                                   shape->width, shape->height, info.image->format_name,
                                    vk::tiling_name(shape->tiling), shape->usage, alloc_size, type_index,
-                                   dedicated ? "yes" : "no", info.value("dedicated_required", false) ? "yes" : "no",
-                                   info.value("dedicated_preferred", false) ? "yes" : "no",
-                                   info.value("fd_target", std::string("?"))));
+                                   dedicated ? "yes" : "no", info.image->dedicated_required ? "yes" : "no",
+                                   info.image->dedicated_preferred ? "yes" : "no",
+                                   info.fd_target.value_or(std::string("?"))));
   if (shape->width != ctx.params().image_width || shape->height != ctx.params().image_height) {
     rep.facts.fatal = fmt::format("owner announced a {}x{} image, --image-size is {}x{}", shape->width, shape->height,
                                   ctx.params().image_width, ctx.params().image_height);
@@ -130,7 +130,7 @@ int importer(ChildContext& ctx, VkImageTiling tiling) {
   }
   // An OPAQUE_FD may only be imported by a device of the same deviceUUID and
   // driverUUID (Vulkan spec, "External Memory Handle Types"); say so first.
-  const std::string owner_uuid = info.value("device_uuid", std::string());
+  const std::string owner_uuid = info.device_uuid.value_or(std::string());
   if (owner_uuid != d.device_uuid()) {
     rep.facts.unsupported = fmt::format("client: deviceUUID {} differs from the owner's {}", d.device_uuid(), owner_uuid);
     return finish();

@@ -28,12 +28,17 @@ std::optional<std::string> missing_extension(const vk::Device& dev, const Handle
   return std::nullopt;
 }
 
-nlohmann::json Exported::info() const {
-  nlohmann::json j = {{"allocation_size", buffer.allocation_size}, {"memory_type_index", buffer.memory_type_index},
-          {"dedicated", buffer.dedicated}, {"fd_size", fd_size}, {"fd_target", fd_target}, {"exportable_advertised", exportable_advertised},
-          {"device_uuid", device->device_uuid()}};
-  if (measure.is_object()) j["measure"] = measure;
-  return j;
+peer::SetupInfo Exported::info() const {
+  peer::SetupInfo i;
+  i.allocation_size = buffer.allocation_size;
+  i.memory_type_index = buffer.memory_type_index;
+  i.dedicated = buffer.dedicated;
+  i.fd_size = fd_size;
+  i.fd_target = fd_target;
+  i.exportable_advertised = exportable_advertised;
+  i.device_uuid = device->device_uuid();
+  if (measure.is_object()) i.measure = measure;
+  return i;
 }
 
 std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const HandleKind& h) {

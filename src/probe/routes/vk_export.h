@@ -45,9 +45,9 @@ struct Exported {
   bool exportable_advertised = false;
   nlohmann::json measure;   ///< --measure: what this side measured (export latency), for the peer's report
 
-  /// allocation_size, memory_type_index, dedicated, fd_size: what an importer must match;
-  /// plus "measure" when this side measured.
-  nlohmann::json info() const;
+  /// The setup's info: the allocation an importer must match, the fd's size
+  /// and target, plus this side's figures when it measured.
+  peer::SetupInfo info() const;
 };
 
 /// Opens the device, allocates with VkExportMemoryAllocateInfo (dedicated when

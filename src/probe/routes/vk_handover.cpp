@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "probe/routes/handover_codec.h"
+#include "probe/routes/s1_codec.h"
+
 namespace extmem::probe {
 
 using nlohmann::json;
@@ -88,37 +91,32 @@ Status VkHandover::wait(std::uint64_t value, std::chrono::milliseconds bound) {
 
 std::optional<Result<json>> handover_op(ChildContext& ctx, std::unique_ptr<VkHandover>& h,
                                         const std::function<Result<std::unique_ptr<VkHandover>>()>& make,
-                                        const std::string& op, const json& req, os::UniqueFd& fd_out) {
-  if (op != "handover-export" && op != "handover-signal" && op != "handover-wait") return std::nullopt;
+                                        const std::string& op, const json& body, os::UniqueFd& fd_out) {
+  if (!handover::is_handover_op(op)) return std::nullopt;
   // A failure is the reply, not the end of serving: the importer records it in its leg.
-  auto failed = [](const Error& e) {
-    return json{{"failed",
-                 {{"step", e.step}, {"code", e.code}, {"detail", e.detail}, {"unsupported", e.kind == ErrorKind::unsupported}}}};
-  };
+  auto failed = [](const Error& e) { return Result<json>(s1::body(s1::refusal_of(e))); };
+  auto req = handover::decode_request(body.dump());
+  if (!req) return failed(req.error());
   if (!h) {
     ctx.step("create the handover timeline semaphore");
     auto made = make();
     if (!made) return failed(made.error());
     h = std::move(*made);
   }
-  if (op == "handover-export") {
+  if (std::holds_alternative<handover::Export>(*req)) {
     ctx.step("vkGetSemaphoreFdKHR(handover timeline, OPAQUE_FD)");
     auto fd = h->export_fd();
     if (!fd) return failed(fd.error());
     fd_out = std::move(*fd);
-    return json::object();
+  } else if (const auto* s = std::get_if<handover::Signal>(&*req)) {
+    ctx.step(fmt::format("handover: release + signal {}", s->value));
+    if (auto r = h->signal(s->value); !r) return failed(r.error());
+  } else {
+    const std::uint64_t value = std::get<handover::Wait>(*req).value;
+    ctx.step(fmt::format("handover: wait for {} + acquire", value));
+    if (auto r = h->wait(value, std::chrono::milliseconds(5000)); !r) return failed(r.error());
   }
-  auto v = req.find("value");
-  if (v == req.end() || !v->is_number_unsigned()) return json{{"error", op + " request without an unsigned \"value\""}};
-  const std::uint64_t value = v->get<std::uint64_t>();
-  if (op == "handover-signal") {
-    ctx.step(fmt::format("handover: release + signal {}", value));
-    if (auto s = h->signal(value); !s) return failed(s.error());
-    return json::object();
-  }
-  ctx.step(fmt::format("handover: wait for {} + acquire", value));
-  if (auto s = h->wait(value, std::chrono::milliseconds(5000)); !s) return failed(s.error());
-  return json::object();
+  return Result<json>(s1::body(s1::Ok{}));
 }
 
 int export_and_serve_with_handover(ChildContext& ctx, const HandleKind& h) {

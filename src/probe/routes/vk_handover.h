@@ -60,11 +60,12 @@ class VkHandover {
   bool pending_ = false;  // a submission did not complete: leak, do not destroy
 };
 
-/// The requests a serving exporter answers for a VkHandover (ServeSync::extra):
-/// "handover-export" (reply carries the semaphore's fd), "handover-signal"
-/// {value}, "handover-wait" {value}. The handover is made on the first request
-/// with `make`; an error there is sent back with "unsupported" set when its kind
-/// is unsupported. Returns nullopt for any other op.
+/// The requests a serving exporter answers for a VkHandover (ServeSync::extra;
+/// handover_codec.h): Export (the reply's frame carries the semaphore's fd),
+/// Signal and Wait. The handover is made on the first request with `make`. A
+/// request the codec refuses, or a failure, is answered with an s1::Refusal
+/// (unsupported when the error's kind is), not an end of serving. Returns
+/// nullopt for any other op.
 std::optional<Result<nlohmann::json>> handover_op(ChildContext& ctx, std::unique_ptr<VkHandover>& h,
                                                   const std::function<Result<std::unique_ptr<VkHandover>>()>& make,
                                                   const std::string& op, const nlohmann::json& req, os::UniqueFd& fd_out);

@@ -326,22 +326,19 @@ Status ImageGpu::discard_like_undefined() {
   return {};
 }
 
-Result<vk::ImageShape> shape_from_info(const json& info) {
-  try {
-    vk::ImageShape s;
-    s.format = static_cast<VkFormat>(info.at("format").get<int>());
-    s.width = info.at("width").get<std::uint32_t>();
-    s.height = info.at("height").get<std::uint32_t>();
-    s.tiling = static_cast<VkImageTiling>(info.at("tiling").get<int>());
-    s.usage = info.at("usage").get<std::uint32_t>();
-    s.flags = info.at("flags").get<std::uint32_t>();
-    if (info.at("mip_levels").get<int>() != 1 || info.at("array_layers").get<int>() != 1 ||
-        info.at("samples").get<int>() != 1 || info.at("layout").get<std::string>() != "GENERAL")
-      return protocol("the owner's image is not the 1-mip, 1-layer, 1-sample GENERAL-handover image this build imports");
-    return s;
-  } catch (const json::exception& e) {
-    return protocol(std::string("image create info: ") + e.what());
-  }
+Result<vk::ImageShape> shape_from_info(const peer::SetupInfo& info) {
+  if (!info.image) return protocol("image create info: the owner's setup has none");
+  const peer::ImageCreate& c = *info.image;
+  if (c.mip_levels != 1 || c.array_layers != 1 || c.samples != 1 || c.layout != "GENERAL")
+    return protocol("the owner's image is not the 1-mip, 1-layer, 1-sample GENERAL-handover image this build imports");
+  vk::ImageShape s;
+  s.format = static_cast<VkFormat>(c.format);
+  s.width = c.width;
+  s.height = c.height;
+  s.tiling = static_cast<VkImageTiling>(c.tiling);
+  s.usage = c.usage;
+  s.flags = c.flags;
+  return s;
 }
 
 Result<Compare> owner_check(const ChildContext& ctx, const Expected& e) {
@@ -595,15 +592,16 @@ std::variant<ExportedImage, RouteFacts> export_image(ChildContext& ctx, VkImageT
   // "External Memory Handle Types": the same creation parameters), plus the
   // allocation it must match and the layout of the handover.
   const vk::Image& im = *ex.image;
-  ex.info = {{"format", static_cast<int>(shape.format)}, {"format_name", "R8G8B8A8_UNORM"},
-             {"width", shape.width}, {"height", shape.height}, {"tiling", static_cast<int>(shape.tiling)},
-             {"tiling_name", vk::tiling_name(shape.tiling)}, {"usage", shape.usage}, {"flags", shape.flags},
-             {"mip_levels", 1}, {"array_layers", 1}, {"samples", 1}, {"layout", "GENERAL"},
-             {"allocation_size", im.allocation_size}, {"memory_type_index", im.memory_type_index},
-             {"dedicated", im.dedicated}, {"dedicated_required", im.dedicated_required},
-             {"dedicated_preferred", im.dedicated_preferred}, {"fd_size", fd_size},
-             {"fd_target", os::fd_target(raw_fd)}, {"device_uuid", d.device_uuid()},
-             {"exportable_advertised", support.exportable()}};
+  ex.info.image = peer::ImageCreate{static_cast<std::uint32_t>(shape.format), "R8G8B8A8_UNORM", shape.width, shape.height,
+                                    static_cast<std::uint32_t>(shape.tiling), vk::tiling_name(shape.tiling), shape.usage,
+                                    shape.flags, 1, 1, 1, "GENERAL", im.dedicated_required, im.dedicated_preferred};
+  ex.info.allocation_size = im.allocation_size;
+  ex.info.memory_type_index = im.memory_type_index;
+  ex.info.dedicated = im.dedicated;
+  ex.info.fd_size = fd_size;
+  ex.info.fd_target = os::fd_target(raw_fd);
+  ex.info.device_uuid = d.device_uuid();
+  ex.info.exportable_advertised = support.exportable();
   return ex;
 }
 

@@ -22,6 +22,7 @@
 
 #include "probe/routes/vk_sync.h"
 #include "probe/worker/child_context.h"
+#include "probe/worker/setup_info.h"
 #include "vulkan/image.h"
 
 namespace extmem::probe::image {
@@ -209,8 +210,7 @@ struct ExportedImage {
   std::unique_ptr<HandoverSemaphores> semaphores;  ///< set by use_semaphores(); outlives `gpu`
   std::unique_ptr<ImageGpu> gpu;
   os::UniqueFd fd;
-  nlohmann::json info;  ///< format, width, height, tiling, usage, flags, mip_levels, array_layers, samples,
-                        ///< layout, allocation_size, memory_type_index, dedicated, fd_size, device_uuid, ...
+  peer::SetupInfo info;  ///< the image's create info, its allocation, the fd's size and target
 };
 
 /// The owner's part before any peer: checks the image format properties for
@@ -262,9 +262,9 @@ Result<HandoverFds> use_semaphores(ChildContext& ctx, ExportedImage& ex, VkImage
 Result<HandoverFds> owner_semaphores(const ChildContext& ctx, VkImageLayout gl_layout);
 
 /// The shape the importer must repeat, from the setup's info: format, extent,
-/// tiling, usage, flags. Errors: protocol when a field is missing or not what
-/// this build creates (1 mip, 1 layer, 1 sample, exclusive sharing).
-Result<vk::ImageShape> shape_from_info(const nlohmann::json& info);
+/// tiling, usage, flags. Errors: protocol when the info has no image or one
+/// that is not what this build creates (1 mip, 1 layer, 1 sample, GENERAL handover).
+Result<vk::ImageShape> shape_from_info(const peer::SetupInfo& info);
 
 /// Asks the owner to acquire, read back and compare with `e`. Errors: the channel's, protocol.
 Result<Compare> owner_check(const ChildContext& ctx, const Expected& e);

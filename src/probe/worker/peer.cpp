@@ -38,7 +38,7 @@ Status send_reply(const ChildContext& ctx, const std::string& payload, int fd = 
 
 }  // namespace
 
-Status send_setup(const ChildContext& ctx, const json& info, int fd) {
+Status send_setup(const ChildContext& ctx, const peer::SetupInfo& info, int fd) {
   return ctx.peer().send(os::MsgType::request, peer::encode(peer::Setup{peer::SetupOk{info}}), fd);
 }
 

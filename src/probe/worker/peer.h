@@ -16,6 +16,7 @@
 #include "extmem/core/error.h"
 #include "extmem/core/zerocopy.h"
 #include "probe/worker/child_context.h"
+#include "probe/worker/setup_info.h"
 #include "probe/worker/whole_alloc.h"
 
 namespace extmem::probe {
@@ -25,12 +26,12 @@ namespace extmem::probe {
 struct Setup {
   bool ok = false;
   RouteFacts facts;
-  nlohmann::json info;  ///< route-specific fields (allocation size, memory type index, ...)
+  peer::SetupInfo info;  ///< the allocation and the route's own facts
   os::UniqueFd fd;      ///< the shared fd, owned by the receiver
 };
 
 /// Sends a successful setup with `fd` (borrowed; -1 for none).
-Status send_setup(const ChildContext& ctx, const nlohmann::json& info, int fd);
+Status send_setup(const ChildContext& ctx, const peer::SetupInfo& info, int fd);
 /// Sends a failed setup; the peer ends the route with these facts.
 Status send_setup_failure(const ChildContext& ctx, const RouteFacts& facts);
 /// Receives the setup. Errors: the channel's, protocol on a malformed message.

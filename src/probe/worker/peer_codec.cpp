@@ -40,7 +40,7 @@ std::optional<Error> as_refusal(const json& j) {
 // ------------------------------------------------------------------ setup --
 
 std::string encode(const Setup& s) {
-  if (const auto* ok = std::get_if<SetupOk>(&s)) return json{{"ok", true}, {"info", ok->info}}.dump();
+  if (const auto* ok = std::get_if<SetupOk>(&s)) return json{{"ok", true}, {"info", to_json(ok->info)}}.dump();
   const RouteFacts& f = std::get<SetupFailed>(s).facts;
   return json{{"ok", false},
               {"unsupported", nullable(f.unsupported)},
@@ -57,8 +57,9 @@ Result<Setup> decode_setup(std::string_view payload) {
   if (f.boolean("ok")) {
     SetupOk ok;
     if (const json* info = f.get("info", true)) {
-      if (!info->is_object()) f.refuse("info", fmt::format("found {}: an object is accepted", json_kind(*info)));
-      else ok.info = *info;
+      auto decoded = decode_setup_info(*info);
+      if (!decoded) f.adopt(std::move(decoded).error());
+      else ok.info = std::move(*decoded);
     }
     return finished<Setup>(f, std::move(ok));
   }

@@ -7,8 +7,7 @@
 // missing, fill, done) and their replies are decoded strictly: exactly their fields,
 // each of its type and within its bounds. A request with any other op is a
 // route's own (RouteOp): only its op is checked here, its fields are the
-// route's to read. The setup's `info` is likewise the route's (allocation size,
-// memory type index, image parameters): an object, nothing more is checked.
+// route's to read. The setup's `info` is typed and checked (setup_info.h).
 #pragma once
 
 #include <cstddef>
@@ -23,6 +22,7 @@
 #include "extmem/core/error.h"
 #include "probe/layout.h"
 #include "probe/route_report.h"
+#include "probe/worker/setup_info.h"
 
 namespace extmem::probe::peer {
 
@@ -35,7 +35,7 @@ inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;
 /// The allocating side's first message: ok with the route's fields (the shared
 /// fd rides on the frame), or the facts that end the route.
 struct SetupOk {
-  nlohmann::json info = nlohmann::json::object();  ///< route-specific fields, an object
+  SetupInfo info;
   bool operator==(const SetupOk&) const = default;
 };
 struct SetupFailed {
@@ -44,7 +44,7 @@ struct SetupFailed {
 using Setup = std::variant<SetupOk, SetupFailed>;
 
 std::string encode(const Setup& s);
-/// Errors: protocol (step "peer setup[.FIELD]"). A failure naming no reason
+/// Errors: protocol (step "peer setup[.FIELD]", "peer setup.info[.FIELD...]"). A failure naming no reason
 /// decodes as fatal "peer setup failed without a reason" (kind protocol).
 Result<Setup> decode_setup(std::string_view payload);
 

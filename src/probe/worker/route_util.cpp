@@ -39,7 +39,7 @@ std::optional<Setup> await_setup(ChildContext& ctx, RouteReport& rep, const std:
   auto setup = recv_setup(ctx);
   if (setup && setup->ok) {
     if (measure::enabled()) {
-      measure::merge_peer(setup->info.value("measure", nlohmann::json()));
+      if (setup->info.measure) measure::merge_peer(*setup->info.measure);
       ctx.step("measure mmap latency of the received fd");
       measure::mmap_latency(setup->fd.get(), ctx.layout().size);
     }
@@ -188,7 +188,7 @@ int memfd_owner_serve(ChildContext& ctx) {
   ctx.step("write region A");
   pattern::fill(layout.region(map->bytes(), Region::A), seed_of(Region::A));
   ctx.step("send the memfd");
-  if (!send_setup(ctx, {{"size", layout.size}}, fd->get())) return 1;
+  if (!send_setup(ctx, peer::SetupInfo{.allocation_size = layout.size}, fd->get())) return 1;
   fd->reset();
   ctx.step("serve the peer's checks");
   return serve(ctx, map->bytes()) ? 0 : 1;
