@@ -139,33 +139,56 @@ TEST(ThreadsCommand, VanishedAndZombieProcessesAreExitFive) {
 // test ends it when the tool sits in clock_nanosleep between two readings (its
 // /proc/PID/syscall), which it reaches only after its first reading. (A sleeper of a
 // fixed 0.3 s ended before a sanitized tool had started on a busy machine.)
-TEST(ThreadsCommand, ProcessEndingWhileSampledIsExitFive) {
-  Child s({"/bin/sleep", "60"});
+// Runs `extmem COMMAND --pid=VICTIM EXTRA...`, a sampling loop, and ends the
+// victim only once the tool sits in clock_nanosleep between two readings (its
+// /proc/PID/syscall): the victim then ends while sampled however slowly the
+// sanitized tool starts. A fixed-length victim (sleep 0.3) could end first.
+struct SampledRun {
+  bool sampled = false;  ///< the tool reached its sampling sleep before it exited
+  int exit_code = -1;
+  std::string out;
+};
+SampledRun end_while_sampled(Child& victim, const char* command, std::vector<std::string> extra) {
   extmem::test::TempDir d;
-  const std::string pid_opt = "--pid=" + std::to_string(s.pid);
+  std::vector<std::string> args = {EXTMEM_BINARY, command, "--pid=" + std::to_string(victim.pid)};
+  args.insert(args.end(), extra.begin(), extra.end());
   const pid_t tool = ::fork();
   if (tool == 0) {
     std::freopen(d.file("out").c_str(), "w", stdout);
     ::dup2(1, 2);
-    ::execl(EXTMEM_BINARY, EXTMEM_BINARY, "threads", pid_opt.c_str(), "--sample=60s", "--period=10ms", nullptr);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(EXTMEM_BINARY, argv.data());
     ::_exit(127);
   }
-  ASSERT_GT(tool, 0);
+  SampledRun r;
+  if (tool < 0) return r;
   constexpr long kClockNanosleep = 230;  // x86-64
+  int status = 0;
   for (;;) {
     long nr = -1;
     std::ifstream(syscall_path(tool)) >> nr;
-    if (nr == kClockNanosleep) break;
-    if (::waitpid(tool, nullptr, WNOHANG) == tool) FAIL() << "the tool exited before sampling: " << extmem::test::slurp(d.file("out"));
+    if (nr == kClockNanosleep) {
+      r.sampled = true;
+      break;
+    }
+    if (::waitpid(tool, &status, WNOHANG) == tool) break;
     ::usleep(1000);
   }
-  s.kill_now();
-  int status = 0;
-  ASSERT_EQ(::waitpid(tool, &status, 0), tool);
-  const std::string out = extmem::test::slurp(d.file("out"));
-  ASSERT_TRUE(WIFEXITED(status)) << out;
-  EXPECT_EQ(WEXITSTATUS(status), 5) << out;
-  EXPECT_NE(out.find("ended while being sampled"), std::string::npos) << out;
+  victim.kill_now();
+  if (r.sampled) ::waitpid(tool, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = extmem::test::slurp(d.file("out"));
+  return r;
+}
+
+TEST(ThreadsCommand, ProcessEndingWhileSampledIsExitFive) {
+  Child s({"/bin/sleep", "60"});
+  const SampledRun r = end_while_sampled(s, "threads", {"--sample=60s", "--period=10ms"});
+  ASSERT_TRUE(r.sampled) << "the tool exited before sampling: " << r.out;
+  EXPECT_EQ(r.exit_code, 5) << r.out;
+  EXPECT_NE(r.out.find("ended while being sampled"), std::string::npos) << r.out;
 }
 
 // Another uid may not read a root process's syscall file: "denied" with the reason, exit 6.
@@ -329,9 +352,10 @@ TEST(FdsCommand, SeesTheTransientOpensAndListsPersistentFdsOnce) {
 
 TEST(FdsCommand, VanishedProcessIsExitFive) {
   EXPECT_EQ(extmem::test::run_extmem("fds --pid=2147483000 --duration=10ms").code, 5);
-  Child s({"/bin/sleep", "0.3"});
-  const auto r = extmem::test::run_extmem("fds --pid=" + std::to_string(s.pid) + " --duration=3s");
-  EXPECT_EQ(r.code, 5) << r.out;
+  Child s({"/bin/sleep", "60"});
+  const SampledRun r = end_while_sampled(s, "fds", {"--duration=60s", "--period=10ms"});
+  ASSERT_TRUE(r.sampled) << "the tool exited before sampling: " << r.out;
+  EXPECT_EQ(r.exit_code, 5) << r.out;
   EXPECT_NE(r.out.find("ended while sampled"), std::string::npos) << r.out;
 }
 

@@ -994,7 +994,33 @@ std::string describe_fds(const std::map<int, std::string>& t) {
 
 // Makes this process the subreaper of its descendants, so a grandchild the probe
 // orphans is reparented here (not to init) and shows up in waitpid(-1, ...).
-void become_subreaper() { ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0) << std::strerror(errno); }
+// This process as the subreaper of what the test starts, for the test's scope:
+// ctest runs a whole suite in one process, so the flag must not outlive the
+// test. At scope end the flag goes and whatever was reparented here meanwhile
+// (a sanitizer's tracer or symbolizer that outlived its process) is waited for,
+// at most 30 s, then killed, so the next test starts with no child.
+class Subreaper {
+ public:
+  Subreaper() { EXPECT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0) << std::strerror(errno); }
+  ~Subreaper() {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+    for (int waited_ms = 0; waited_ms < 35'000; waited_ms += 10) {
+      const pid_t pid = ::waitpid(-1, nullptr, WNOHANG);
+      if (pid < 0) return;  // ECHILD: none left
+      if (pid > 0) continue;
+      if (waited_ms >= 30'000) kill_children();
+      ::usleep(10'000);
+    }
+  }
+  Subreaper(const Subreaper&) = delete;
+  Subreaper& operator=(const Subreaper&) = delete;
+
+ private:
+  static void kill_children() {
+    std::ifstream kids("/proc/self/task/" + std::to_string(::getpid()) + "/children");
+    for (pid_t pid; kids >> pid;) ::kill(pid, SIGKILL);
+  }
+};
 
 // No child of this process is left, running or zombie (a running one makes WNOHANG return 0, a zombie its pid).
 // An orphaned llvm-symbolizer (sanitizer builds, see only_symbolizers_in_group) is reaped and not counted.
@@ -1010,7 +1036,7 @@ void expect_no_children_left() {
 // same files), and neither a child nor an orphaned grandchild behind.
 TEST_F(ProbeIntegration, InProcessRunKeepsFdTableAndLeavesNoDescendants) {
   ScopedEnv no_fault("EXTMEM_TEST_FAULT", nullptr);
-  become_subreaper();
+  Subreaper subreaper;
   std::ostringstream out, err;
   const auto before = fd_table();
   int code = extmem::probe::run(in_process_options(), out, err);
@@ -1025,7 +1051,7 @@ TEST_F(ProbeIntegration, InProcessRunKeepsFdTableAndLeavesNoDescendants) {
 // every process it started has been reaped by the time it exits (none is
 // reparented here), and its process group is empty.
 TEST_F(ProbeIntegration, CliRunLeavesNoDescendants) {
-  become_subreaper();
+  Subreaper subreaper;
   Proc p = probe({"--soak=0.2"});
   ASSERT_FALSE(p.timed_out) << describe(p);
   EXPECT_TRUE(p.exited) << describe(p);
@@ -1086,7 +1112,7 @@ TEST_F(ProbeIntegration, InvalidRuntimeDirIsReplacedAndValidOneKept) {
 
 // A crashing and a hanging child (fault hooks) leave no descendant of the CLI either.
 TEST_F(ProbeIntegration, CliFaultRunsLeaveNoDescendants) {
-  become_subreaper();
+  Subreaper subreaper;
   for (const char* fault : {"T1-opaque-fd:server:serve:segv", "T3-memfd-cross-process:server:mmap:hang"}) {
     // In a sanitizer build a child that exits runs LeakSanitizer, which forks a tracer;
     // when the probe kills that child mid-check (its peer crashed or hung), the tracer is

@@ -1,9 +1,9 @@
 // One expensive run (a whole probe run, a --measure run) shared by the test
 // processes of one ctest invocation.
 //
-// ctest runs every GoogleTest test in a process of its own (gtest_discover_tests),
-// so a function-local static "shared by the tests that read its output" was
-// made again in each of them: a default probe run once per test that reads it.
+// ctest runs each GoogleTest suite in a process of its own
+// (tests/gtest_suites.cmake.in), so a function-local static "shared by the tests
+// that read its output" would be made again in each suite that reads it.
 // With EXTMEM_TEST_SHARED_DIR set (tests/CMakeLists.txt sets it for every test,
 // and the fixture test `tests.shared_runs.clear` empties it before any runs),
 // the first process to ask for a key makes the run into <dir>/<key>/ while it
