@@ -232,4 +232,61 @@ TEST(Twins, EveryPathGroupsAlikeAndPrintsTheSameHash) {
   }
 }
 
+// Blocks of 1K and more are keyed by a sample of their bytes first: blocks
+// that differ only outside it (a counter in one word, a byte in the last
+// stripe but not its last 32 bytes, a page mostly zero) must still be told
+// apart, and their twins grouped, on every path.
+TEST(Twins, BlocksAlikeInTheirSamplesAreToldApart) {
+  for (std::size_t block : {1024u, 4096u, 65536u}) {
+    std::mt19937 rng(static_cast<std::uint32_t>(block) + 7);
+    const std::size_t count = 300;
+    std::vector<std::uint8_t> d(block * count);
+    std::vector<std::uint8_t> base(block);
+    for (auto& x : base) x = static_cast<std::uint8_t>(rng());
+    for (std::size_t b = 0; b < count; ++b) {
+      std::uint8_t* p = d.data() + b * block;
+      const std::size_t variant = (b / 3) % 40;  // each variant three times, in runs
+      switch (b % 4) {
+        case 0:  // the base with a counter in one word of the second chunk (never sampled)
+          std::memcpy(p, base.data(), block);
+          std::memcpy(p + 40, &variant, sizeof variant);
+          break;
+        case 1:  // the base with one byte changed just before the last 32
+          std::memcpy(p, base.data(), block);
+          p[block - 33] = static_cast<std::uint8_t>(variant);
+          break;
+        case 2:  // mostly zero: a sample that looks constant
+          std::memset(p, 0, block);
+          p[100] = static_cast<std::uint8_t>(1 + variant % 5);
+          break;
+        default:  // constant (left out), or the base itself
+          if (variant % 2 == 0) std::memset(p, 0x5a, block);
+          else std::memcpy(p, base.data(), block);
+          break;
+      }
+    }
+    const auto want = naive_twins(d, block);
+    ASSERT_FALSE(want.empty());
+    for (ScanIsa isa : isas()) {
+      const TwinResult r = detail::find_twins_bytes(d.data(), d.size(), TwinQuery{block, 0}, nullptr, isa);
+      ASSERT_EQ(r.groups.size(), want.size()) << "block " << block << " isa " << int(isa);
+      for (std::size_t g = 0; g < want.size(); ++g)
+        EXPECT_EQ(r.groups[g].offsets, want[g]) << "block " << block << " isa " << int(isa) << " group " << g;
+      std::size_t distinct = 0, constant = 0;
+      {
+        std::map<std::vector<std::uint8_t>, int> contents;
+        for (std::size_t at = 0; at < d.size(); at += block) {
+          const std::vector<std::uint8_t> c(d.begin() + static_cast<std::ptrdiff_t>(at),
+                                            d.begin() + static_cast<std::ptrdiff_t>(at + block));
+          if (std::all_of(c.begin(), c.end(), [&](std::uint8_t x) { return x == c[0]; })) ++constant;
+          else contents[c] = 1;
+        }
+        distinct = contents.size();
+      }
+      EXPECT_EQ(r.distinct, distinct) << "block " << block << " isa " << int(isa);
+      EXPECT_EQ(r.constant_blocks, constant) << "block " << block << " isa " << int(isa);
+    }
+  }
+}
+
 }  // namespace

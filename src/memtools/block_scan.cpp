@@ -184,7 +184,80 @@ __attribute__((target("avx2"))) std::uint64_t group_hash_avx2(const std::uint8_t
   h ^= h >> 29;
   return h;
 }
+
+// The first grouping key of a block of 1K or more: group_hash_avx2's mixing
+// over a sample, one 32-byte chunk of every 256 bytes (its place in the
+// stripe moving by five chunks from stripe to stripe, so eight stripes in a
+// row sample all eight places) and the block's last 32 bytes; an eighth of
+// the block. Equal blocks have equal samples, which is all grouping needs:
+// each block is still compared with its key's reference byte for byte, and
+// one that differs gets a second key, the hash of all its bytes
+// (twin_pieces). `sample_constant`: every sampled byte equals the first (the
+// block may be constant; the caller looks at all of it).
+__attribute__((target("avx2"))) std::uint64_t sampled_hash_avx2(const std::uint8_t* p, std::size_t size,
+                                                               bool& sample_constant) {
+  const __m256i first = _mm256_set1_epi8(static_cast<char>(p[0]));
+  const __m256i* keys = reinterpret_cast<const __m256i*>(kGroupKeys.key);
+  const __m256i prime = _mm256_set1_epi32(static_cast<int>(0x9e3779b1u));
+  __m256i acc[4];
+  for (int a = 0; a < 4; ++a) acc[a] = _mm256_load_si256(keys + 15 - a);
+  __m256i diff = _mm256_setzero_si256();
+#define EXTMEM_SCRAMBLE()                                                                         \
+  for (int a = 0; a < 4; ++a) {                                                                   \
+    const __m256i x_ = _mm256_xor_si256(acc[a], _mm256_srli_epi64(acc[a], 47));                  \
+    const __m256i lo_ = _mm256_mul_epu32(x_, prime);                                              \
+    const __m256i hi_ = _mm256_slli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(x_, 32), prime), 32); \
+    acc[a] = _mm256_add_epi64(lo_, hi_);                                                          \
+  }
+#define EXTMEM_SAMPLE(at, j, a)                                                                                  \
+  do {                                                                                                         \
+    const __m256i d_ = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + (at)));                       \
+    diff = _mm256_or_si256(diff, _mm256_xor_si256(d_, first));                                               \
+    const __m256i dk_ = _mm256_xor_si256(d_, _mm256_load_si256(keys + ((j)&15)));                            \
+    const __m256i product_ = _mm256_mul_epu32(dk_, _mm256_srli_epi64(dk_, 32));                               \
+    acc[a] = _mm256_add_epi64(acc[a], _mm256_add_epi64(product_, _mm256_shuffle_epi32(d_, 0x4e)));           \
+  } while (false)
+  // size is a power of two of 1K or more: whole groups of four stripes, so
+  // each accumulator is named (an index by variable kept them in memory).
+  const std::size_t stripes = size / 256;
+  for (std::size_t j = 0; j < stripes; j += 4) {
+    EXTMEM_SAMPLE(256 * j + 32 * ((j * 5) & 7), j + 0, 0);
+    EXTMEM_SAMPLE(256 * (j + 1) + 32 * (((j + 1) * 5) & 7), j + 1, 1);
+    EXTMEM_SAMPLE(256 * (j + 2) + 32 * (((j + 2) * 5) & 7), j + 2, 2);
+    EXTMEM_SAMPLE(256 * (j + 3) + 32 * (((j + 3) * 5) & 7), j + 3, 3);
+    if ((j & 15) == 12) EXTMEM_SCRAMBLE()
+  }
+  EXTMEM_SAMPLE(size - 32, stripes, 0);
+#undef EXTMEM_SAMPLE
+  EXTMEM_SCRAMBLE()
+  // The four accumulators folded into one, each step a scramble, then its lanes.
+  for (int a = 1; a < 4; ++a) {
+    acc[0] = _mm256_xor_si256(acc[0], acc[a]);
+    const __m256i x = _mm256_xor_si256(acc[0], _mm256_srli_epi64(acc[0], 47));
+    acc[0] = _mm256_add_epi64(_mm256_mul_epu32(x, prime),
+                              _mm256_slli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(x, 32), prime), 32));
+  }
+#undef EXTMEM_SCRAMBLE
+  sample_constant = _mm256_testz_si256(diff, diff) != 0;
+  alignas(32) std::uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc[0]);
+  std::uint64_t h = 0x2545f4914f6cdd1dull ^ size;
+  for (std::uint64_t lane : lanes) {
+    h ^= lane;
+    h *= 0xc2b2ae3d27d4eb4full;
+    h = (h << 31) | (h >> 33);
+  }
+  h ^= h >> 33;
+  h *= 0x9e3779b185ebca87ull;
+  h ^= h >> 29;
+  return h;
+}
 #endif
+
+// Blocks at least this large are grouped by a sample first (sampled_hash_avx2).
+constexpr std::size_t kSampledBlock = 1024;
+// Told apart from sample keys (a match would only cost a compare).
+constexpr std::uint64_t kWholeKeyTag = 0x5bd1e9955bd1e995ull;
 
 }  // namespace
 
@@ -281,7 +354,14 @@ struct ReadSpans {
   std::size_t step;
   template <class Fn>
   std::optional<Error> operator()(std::size_t lo, std::size_t hi, Fn&& fn) const {
-    std::unique_ptr<std::uint8_t[]> buffer(new std::uint8_t[std::min(step, hi - lo)]);
+    // One buffer per thread, kept from piece to piece: a fresh one per piece
+    // was fresh pages, each entered by a fault on its first read (perf).
+    thread_local std::unique_ptr<std::uint8_t[]> buffer;
+    thread_local std::size_t buffer_size = 0;
+    if (buffer_size < step) {
+      buffer.reset(new std::uint8_t[step]);
+      buffer_size = step;
+    }
     for (std::size_t at = lo; at < hi; at += step) {
       const std::size_t want = std::min(step, hi - at);
       std::size_t got = 0;
@@ -324,6 +404,67 @@ SumLimits sum_limits(const EntropySums& fast, double threshold) {
           limit([&](double b) { return b + 1e-12 >= threshold - kEntropyError; })};
 }
 
+// Which of `batch` blocks (at most kBatch) reach the threshold, a bit each in
+// member[], decided on their sums without a branch per block: a sum no
+// greater than limits.known where it is exact (known[k] != 0), else no greater
+// than limits.sure; unsure[]: those the fixed point cannot place (not exact,
+// above limits.sure, no greater than limits.maybe), which need their exact value.
+void decide(const std::uint64_t* sums, const std::uint8_t* known, std::size_t batch, const SumLimits& limits,
+            std::uint64_t* member, std::uint64_t* unsure) {
+  for (std::size_t w = 0; w * 64 < batch; ++w) {
+    std::uint64_t m = 0, u = 0;
+    for (std::size_t j = 0; j < 64 && w * 64 + j < batch; ++j) {
+      const auto sum = static_cast<std::int64_t>(sums[w * 64 + j]);
+      const bool exact = known[w * 64 + j] != 0;
+      m |= static_cast<std::uint64_t>(sum <= (exact ? limits.known : limits.sure)) << j;
+      u |= static_cast<std::uint64_t>(!exact && sum > limits.sure && sum <= limits.maybe) << j;
+    }
+    member[w] = m;
+    unsure[w] = u;
+  }
+}
+
+#if defined(__x86_64__)
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_epi32(), which its
+// own -Wmaybe-uninitialized then reports (as in entropy_kernel.cpp).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+// decide() eight blocks a step (perf: the loop above was a sixth of the
+// whole --entropy time). sums and known hold kBatch entries, so the last
+// step may read past `batch`: those bits are masked off.
+__attribute__((target("avx512f,avx512bw"))) void decide_avx512(const std::uint64_t* sums, const std::uint8_t* known,
+                                                              std::size_t batch, const SumLimits& limits,
+                                                              std::uint64_t* member, std::uint64_t* unsure) {
+  const __m512i known_limit = _mm512_set1_epi64(limits.known), sure = _mm512_set1_epi64(limits.sure),
+                maybe = _mm512_set1_epi64(limits.maybe);
+  for (std::size_t w = 0; w * 64 < batch; ++w) {
+    std::uint64_t m = 0, u = 0;
+    for (std::size_t j = 0; j < 64 && w * 64 + j < batch; j += 8) {
+      const std::size_t at = w * 64 + j;
+      const std::size_t n = std::min<std::size_t>(8, batch - at);
+      const auto valid = static_cast<__mmask8>((1u << n) - 1);
+      const __m512i s = _mm512_loadu_si512(sums + at);
+      const __m512i k = _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(known + at)));
+      const __mmask8 exact = _mm512_test_epi64_mask(k, k);
+      const __m512i limit = _mm512_mask_blend_epi64(exact, sure, known_limit);
+      const __mmask8 in = _mm512_cmple_epi64_mask(s, limit) & valid;
+      const __mmask8 un = _mm512_cmpgt_epi64_mask(s, sure) & _mm512_cmple_epi64_mask(s, maybe) &
+                          static_cast<__mmask8>(~exact) & valid;
+      m |= static_cast<std::uint64_t>(in) << j;
+      u |= static_cast<std::uint64_t>(un) << j;
+    }
+    member[w] = m;
+    unsure[w] = u;
+  }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+
 template <class Spans>
 BlockScanStats entropy_pieces(std::size_t size, const EntropyQuery& q, const EntropySink& sink, const Spans& spans,
                               const MappingGuard* guard, std::optional<Error>& failed, detail::ScanIsa isa) {
@@ -346,6 +487,10 @@ BlockScanStats entropy_pieces(std::size_t size, const EntropyQuery& q, const Ent
   std::mutex spare_mutex;
   std::vector<std::vector<EntropyRun>> spare;
   const SumLimits limits = sum_limits(fast, q.bits);
+  // 3 x kEntropyError in sums (2^32 units per bit, per byte of the block:
+  // EntropySums), rounded up, with room for the rounding of the doubles.
+  const auto near = static_cast<std::uint64_t>(std::ceil((3 * kEntropyError + 1e-12) * 4294967296.0 *
+                                                         static_cast<double>(q.block))) + 1;
   auto work = [&](std::size_t i) {
     PieceRuns piece_runs;
     {
@@ -377,17 +522,11 @@ BlockScanStats entropy_pieces(std::size_t size, const EntropyQuery& q, const Ent
         // per block; those the fixed point cannot place (within
         // kEntropyError of the threshold) get their exact value.
         std::uint64_t member[kBatch / 64] = {}, unsure[kBatch / 64] = {}, computed[kBatch / 64] = {};
-        for (std::size_t w = 0; w * 64 < batch; ++w) {
-          std::uint64_t m = 0, u = 0;
-          for (std::size_t j = 0; j < 64 && w * 64 + j < batch; ++j) {
-            const auto sum = static_cast<std::int64_t>(sums[w * 64 + j]);
-            const bool exact = known[w * 64 + j] != 0;
-            m |= static_cast<std::uint64_t>(sum <= (exact ? limits.known : limits.sure)) << j;
-            u |= static_cast<std::uint64_t>(!exact && sum > limits.sure && sum <= limits.maybe) << j;
-          }
-          member[w] = m;
-          unsure[w] = u;
-        }
+#if defined(__x86_64__)
+        if (isa == detail::ScanIsa::avx512) decide_avx512(sums, known, batch, limits, member, unsure);
+        else
+#endif
+          decide(sums, known, batch, limits, member, unsure);
         for (std::size_t w = 0; w * 64 < batch; ++w) {
           for (std::uint64_t u = unsure[w]; u != 0; u &= u - 1) {
             const std::size_t k = w * 64 + static_cast<std::size_t>(__builtin_ctzll(u));
@@ -426,13 +565,13 @@ BlockScanStats entropy_pieces(std::size_t size, const EntropyQuery& q, const Ent
             low_sum = std::min(low_sum, sums[j]);
             high_sum = std::max(high_sum, sums[j]);
           }
-          // A low sum is a high entropy.
-          const double top = fast.bits(low_sum) - 3 * kEntropyError, bottom = fast.bits(high_sum) + 3 * kEntropyError;
+          // A low sum is a high entropy. Candidates: the blocks whose sum is
+          // within `near` units of the lowest or the highest (more than
+          // within 3 x kEntropyError of the run's extremes, in integers).
           double min_bits = 0, max_bits = 0;
           bool first_value = true;
           for (std::size_t j = k; j < end; ++j) {
-            const double approx = fast.bits(sums[j]);
-            if (approx < top && approx > bottom) continue;
+            if (sums[j] - low_sum > near && high_sum - sums[j] > near) continue;
             const double h = value(j);
             min_bits = first_value ? h : std::min(min_bits, h);
             max_bits = first_value ? h : std::max(max_bits, h);
@@ -492,13 +631,30 @@ BlockScanStats entropy_pieces(std::size_t size, const EntropyQuery& q, const Ent
 // after the scan. Sharded so that threads rarely meet on a lock.
 class ReferenceBlocks {
  public:
+  ReferenceBlocks() : id_(instances_.fetch_add(1, std::memory_order_relaxed) + 1) {}
+
   // The reference for `hash`, or nullopt when `offset` is now it.
   std::optional<std::uint64_t> find_or_add(std::uint64_t hash, std::uint64_t offset) {
+    // Each thread's answers of this table are remembered (a reference never
+    // changes once set, so a remembered one stays right): on an image of
+    // many twins most lookups end here, without a lock.
+    thread_local std::unique_ptr<Recent> recent;
+    if (!recent) recent = std::make_unique<Recent>();
+    if (recent->owner != id_) {
+      recent->owner = id_;
+      std::fill(std::begin(recent->slots), std::end(recent->slots), Recent::Slot{});
+    }
+    Recent::Slot& slot = recent->slots[(hash * 0x9e3779b97f4a7c15ull) >> (64 - Recent::kBits)];
+    if (slot.used && slot.hash == hash) return slot.reference;
     Shard& s = shards_[(hash >> 58) % kShards];
-    std::lock_guard<std::mutex> lock(s.mutex);
-    auto [it, inserted] = s.map.try_emplace(hash, offset);
-    if (inserted) return std::nullopt;
-    return it->second;
+    std::optional<std::uint64_t> found;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      auto [it, inserted] = s.map.try_emplace(hash, offset);
+      if (!inserted) found = it->second;
+    }
+    slot = {hash, found.value_or(offset), true};
+    return found;
   }
 
  private:
@@ -507,6 +663,17 @@ class ReferenceBlocks {
     std::mutex mutex;
     std::unordered_map<std::uint64_t, std::uint64_t> map;
   };
+  struct Recent {
+    static constexpr int kBits = 12;
+    struct Slot {
+      std::uint64_t hash = 0, reference = 0;
+      bool used = false;
+    };
+    std::uint64_t owner = 0;  // the table whose answers these are (id_)
+    Slot slots[std::size_t{1} << kBits];
+  };
+  static inline std::atomic<std::uint64_t> instances_{0};
+  std::uint64_t id_;
   Shard shards_[kShards];
 };
 
@@ -534,9 +701,30 @@ TwinResult twin_pieces(std::size_t size, const TwinQuery& q, const Spans& spans,
   // Blocks are grouped by a hash of this run's choosing (the vector one where
   // the CPU has AVX2); the hash printed is block_hash's, computed per group.
   std::uint64_t (*hash)(const std::uint8_t*, std::size_t, bool&) = block_hash;
+  bool sampled = false;  // keys from a sample first, then (for a block unlike its reference) from all of it
 #if defined(__x86_64__)
-  if (isa >= detail::ScanIsa::avx2) hash = group_hash_avx2;
+  if (isa >= detail::ScanIsa::avx2) {
+    hash = group_hash_avx2;
+    sampled = q.block >= kSampledBlock;
+  }
 #endif
+  // The key of the block at p: its hash, or with `sampled` its sample's hash
+  // (a block whose sample is constant gets the hash of all of it at once,
+  // which also tells whether it is constant). Equal blocks get equal keys.
+  // `of_sample`: the key is a sample's.
+  auto key_of = [&](const std::uint8_t* p, bool& constant, bool& of_sample) -> std::uint64_t {
+    of_sample = false;
+#if defined(__x86_64__)
+    if (sampled) {
+      bool sample_constant = false;
+      const std::uint64_t h = sampled_hash_avx2(p, q.block, sample_constant);
+      of_sample = !sample_constant;
+      if (of_sample) return h;
+      return hash(p, q.block, constant) ^ kWholeKeyTag;
+    }
+#endif
+    return hash(p, q.block, constant);
+  };
   auto work = [&](std::size_t i) {
     PieceResult r;
     const std::size_t lo = i * piece, hi = std::min(usable, lo + piece);
@@ -548,13 +736,29 @@ TwinResult twin_pieces(std::size_t size, const TwinQuery& q, const Spans& spans,
       // image, so a compare at once waited on memory line by line).
       const std::uint8_t* pending = nullptr;  // a block waiting for its compare
       const std::uint8_t* pending_ref = nullptr;
+      bool pending_of_sample = false;  // its key is its sample's
       auto compare_pending = [&] {
-        if (pending != nullptr) r.seen.back().same = std::memcmp(pending, pending_ref, q.block) == 0;
+        if (pending == nullptr) return;
+        Seen& s = r.seen.back();
+        s.same = std::memcmp(pending, pending_ref, q.block) == 0;
+        if (!s.same && pending_of_sample) {
+          // Unlike the reference of its sample: keyed again by all its bytes
+          // (so blocks alike only in their samples, as pages that differ in
+          // one counter, do not pile up in one list compared pairwise after
+          // the scan), and compared with that key's reference.
+          bool constant = false;
+          const std::uint64_t whole = hash(pending, q.block, constant) ^ kWholeKeyTag;
+          if (whole != s.hash) {
+            s.hash = whole;
+            const auto ref = references.find_or_add(whole, s.offset);
+            s.same = !ref || std::memcmp(pending, at(*ref), q.block) == 0;
+          }
+        }
         pending = nullptr;
       };
       for (std::size_t k = 0; k < len; k += q.block) {
-        bool constant = false;
-        const std::uint64_t h = hash(p + k, q.block, constant);
+        bool constant = false, of_sample = false;
+        const std::uint64_t h = key_of(p + k, constant, of_sample);
         compare_pending();
         if (constant) {
           ++r.constant;
@@ -565,6 +769,7 @@ TwinResult twin_pieces(std::size_t size, const TwinQuery& q, const Spans& spans,
         if (ref) {
           pending = p + k;
           pending_ref = at(*ref);
+          pending_of_sample = of_sample;
 #if defined(__x86_64__)
           for (std::size_t line = 0; line < q.block && line < kPrefetchBytes; line += 64)
             _mm_prefetch(reinterpret_cast<const char*>(pending_ref + line), _MM_HINT_T0);

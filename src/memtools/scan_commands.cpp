@@ -1,5 +1,7 @@
 #include "extmem/memtools/scan_commands.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -199,7 +201,10 @@ class LineBatch {
   std::string& text() { return text_; }
   void end_line() {
     text_ += '\n';
-    if (per_line_ || text_.size() >= kFlushAt) flush();
+    if (per_line_ || text_.size() >= kFlushAt) {
+      if (!widened_) widen_pipe();
+      flush();
+    }
   }
   void flush() {
     if (!text_.empty()) out_.write(text_.data(), static_cast<std::streamsize>(text_.size()));
@@ -208,9 +213,24 @@ class LineBatch {
   }
 
  private:
+  // Once the lines fill a batch (a large output) and stdout is a pipe, its
+  // buffer is grown to a batch, as far as the system lets (never shrunk): a
+  // 64 KiB pipe took a reader's wake-up and a writer's sleep every 64 KiB,
+  // which cost more wall time than writing the bytes (690 MB of lines on the
+  // bench image: 0.33 s through a 64 KiB pipe, 0.22 s through a 1 MiB one).
+  void widen_pipe() {
+    widened_ = true;
+    if (&out_ != &std::cout) return;
+    struct stat st {};
+    if (::fstat(STDOUT_FILENO, &st) != 0 || !S_ISFIFO(st.st_mode)) return;
+    const int now = ::fcntl(STDOUT_FILENO, F_GETPIPE_SZ);
+    if (now >= 0 && static_cast<std::size_t>(now) < kFlushAt) (void)::fcntl(STDOUT_FILENO, F_SETPIPE_SZ, static_cast<int>(kFlushAt));
+  }
+
   static constexpr std::size_t kFlushAt = 1 << 20;
   std::ostream& out_;
   bool per_line_;
+  bool widened_ = false;
   std::string text_;
 };
 
