@@ -72,8 +72,8 @@ const RouteDef kT3CudaHostRegister{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kT1OpaqueFdCuda = EXTMEM_ROUTE_FILE::kT1OpaqueFdCuda;
-extern const RouteDef kT1CudaVmmFd = EXTMEM_ROUTE_FILE::kT1CudaVmmFd;
-extern const RouteDef kT3CudaHostRegister = EXTMEM_ROUTE_FILE::kT3CudaHostRegister;
+EXTMEM_ROUTE(kT1OpaqueFdCuda, 120);
+EXTMEM_ROUTE(kT1CudaVmmFd, 130);
+EXTMEM_ROUTE(kT3CudaHostRegister, 140);
 
 }  // namespace extmem::probe

@@ -478,6 +478,6 @@ const RouteDef kT1CudaIpc{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kT1CudaIpc = EXTMEM_ROUTE_FILE::kT1CudaIpc;
+EXTMEM_ROUTE(kT1CudaIpc, 150);
 
 }  // namespace extmem::probe

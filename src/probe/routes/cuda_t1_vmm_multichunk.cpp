@@ -360,6 +360,6 @@ const RouteDef kT1CudaVmmMultichunk{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kT1CudaVmmMultichunk = EXTMEM_ROUTE_FILE::kT1CudaVmmMultichunk;
+EXTMEM_ROUTE(kT1CudaVmmMultichunk, 160);
 
 }  // namespace extmem::probe

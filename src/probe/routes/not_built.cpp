@@ -29,7 +29,7 @@ const RouteDef kT0SustainedLock{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kT0AhbBlobTransfer = EXTMEM_ROUTE_FILE::kT0AhbBlobTransfer;
-extern const RouteDef kT0SustainedLock = EXTMEM_ROUTE_FILE::kT0SustainedLock;
+EXTMEM_ROUTE(kT0AhbBlobTransfer, 10);
+EXTMEM_ROUTE(kT0SustainedLock, 20);
 
 }  // namespace extmem::probe

@@ -436,6 +436,6 @@ const RouteDef kS1CudaSemaphore{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kS1CudaSemaphore = EXTMEM_ROUTE_FILE::kS1CudaSemaphore;
+EXTMEM_ROUTE(kS1CudaSemaphore, 270);
 
 }  // namespace extmem::probe

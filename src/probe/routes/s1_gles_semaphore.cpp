@@ -462,6 +462,6 @@ const RouteDef kS1GlesSemaphore{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kS1GlesSemaphore = EXTMEM_ROUTE_FILE::kS1GlesSemaphore;
+EXTMEM_ROUTE(kS1GlesSemaphore, 260);
 
 }  // namespace extmem::probe

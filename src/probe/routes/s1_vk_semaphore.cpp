@@ -408,8 +408,8 @@ const RouteDef kS1SyncFd{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kS1SemaphoreOpaqueFd = EXTMEM_ROUTE_FILE::kS1SemaphoreOpaqueFd;
-extern const RouteDef kS1TimelineOpaqueFd = EXTMEM_ROUTE_FILE::kS1TimelineOpaqueFd;
-extern const RouteDef kS1SyncFd = EXTMEM_ROUTE_FILE::kS1SyncFd;
+EXTMEM_ROUTE(kS1SemaphoreOpaqueFd, 230);
+EXTMEM_ROUTE(kS1TimelineOpaqueFd, 240);
+EXTMEM_ROUTE(kS1SyncFd, 250);
 
 }  // namespace extmem::probe

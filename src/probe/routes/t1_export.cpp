@@ -211,7 +211,7 @@ const RouteDef kT1DmaBuf{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kT1OpaqueFd = EXTMEM_ROUTE_FILE::kT1OpaqueFd;
-extern const RouteDef kT1DmaBuf = EXTMEM_ROUTE_FILE::kT1DmaBuf;
+EXTMEM_ROUTE(kT1OpaqueFd, 30);
+EXTMEM_ROUTE(kT1DmaBuf, 40);
 
 }  // namespace extmem::probe

@@ -240,7 +240,7 @@ const RouteDef kT1GlesCrossProc{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kT1GlesSameProc = EXTMEM_ROUTE_FILE::kT1GlesSameProc;
-extern const RouteDef kT1GlesCrossProc = EXTMEM_ROUTE_FILE::kT1GlesCrossProc;
+EXTMEM_ROUTE(kT1GlesSameProc, 60);
+EXTMEM_ROUTE(kT1GlesCrossProc, 70);
 
 }  // namespace extmem::probe

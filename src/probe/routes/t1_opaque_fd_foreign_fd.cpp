@@ -206,6 +206,6 @@ const RouteDef kT1OpaqueFdForeignFd{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kT1OpaqueFdForeignFd = EXTMEM_ROUTE_FILE::kT1OpaqueFdForeignFd;
+EXTMEM_ROUTE(kT1OpaqueFdForeignFd, 50);
 
 }  // namespace extmem::probe

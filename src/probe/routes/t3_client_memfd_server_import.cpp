@@ -94,6 +94,6 @@ const RouteDef kT3ClientMemfdServerImport{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kT3ClientMemfdServerImport = EXTMEM_ROUTE_FILE::kT3ClientMemfdServerImport;
+EXTMEM_ROUTE(kT3ClientMemfdServerImport, 100);
 
 }  // namespace extmem::probe

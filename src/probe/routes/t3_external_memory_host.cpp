@@ -113,6 +113,6 @@ const RouteDef kT3ExternalMemoryHost{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kT3ExternalMemoryHost = EXTMEM_ROUTE_FILE::kT3ExternalMemoryHost;
+EXTMEM_ROUTE(kT3ExternalMemoryHost, 90);
 
 }  // namespace extmem::probe

@@ -60,6 +60,6 @@ const RouteDef kT3MemfdCrossProcess{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kT3MemfdCrossProcess = EXTMEM_ROUTE_FILE::kT3MemfdCrossProcess;
+EXTMEM_ROUTE(kT3MemfdCrossProcess, 80);
 
 }  // namespace extmem::probe

@@ -209,6 +209,6 @@ const RouteDef kT3MemfdSealed{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kT3MemfdSealed = EXTMEM_ROUTE_FILE::kT3MemfdSealed;
+EXTMEM_ROUTE(kT3MemfdSealed, 110);
 
 }  // namespace extmem::probe

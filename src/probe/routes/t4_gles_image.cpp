@@ -707,7 +707,7 @@ const RouteDef kT4GlesImageCrossProc{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kT4GlesImageSameProc = EXTMEM_ROUTE_FILE::kT4GlesImageSameProc;
-extern const RouteDef kT4GlesImageCrossProc = EXTMEM_ROUTE_FILE::kT4GlesImageCrossProc;
+EXTMEM_ROUTE(kT4GlesImageSameProc, 190);
+EXTMEM_ROUTE(kT4GlesImageCrossProc, 200);
 
 }  // namespace extmem::probe

@@ -316,6 +316,6 @@ const RouteDef kT4ImageCuda{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kT4ImageCuda = EXTMEM_ROUTE_FILE::kT4ImageCuda;
+EXTMEM_ROUTE(kT4ImageCuda, 220);
 
 }  // namespace extmem::probe

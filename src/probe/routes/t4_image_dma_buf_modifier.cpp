@@ -90,6 +90,6 @@ const RouteDef kT4ImageDmaBufModifier{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kT4ImageDmaBufModifier = EXTMEM_ROUTE_FILE::kT4ImageDmaBufModifier;
+EXTMEM_ROUTE(kT4ImageDmaBufModifier, 210);
 
 }  // namespace extmem::probe

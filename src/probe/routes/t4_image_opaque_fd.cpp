@@ -319,7 +319,7 @@ const RouteDef kT4ImageOpaqueFdLinear{
 }  // namespace EXTMEM_ROUTE_FILE
 }  // namespace
 
-extern const RouteDef kT4ImageOpaqueFd = EXTMEM_ROUTE_FILE::kT4ImageOpaqueFd;
-extern const RouteDef kT4ImageOpaqueFdLinear = EXTMEM_ROUTE_FILE::kT4ImageOpaqueFdLinear;
+EXTMEM_ROUTE(kT4ImageOpaqueFd, 170);
+EXTMEM_ROUTE(kT4ImageOpaqueFdLinear, 180);
 
 }  // namespace extmem::probe
