@@ -132,6 +132,22 @@ struct alignas(32) GroupKeys {
 };
 const GroupKeys kGroupKeys;
 
+// The AVX2 hashes' last step: the accumulator lanes folded into one 64-bit
+// value from `seed`, then mixed so that every lane bit reaches every result bit.
+template <std::size_t N>
+std::uint64_t fold_lanes(const std::uint64_t (&lanes)[N], std::uint64_t seed) {
+  std::uint64_t h = seed;
+  for (std::uint64_t lane : lanes) {
+    h ^= lane;
+    h *= 0xc2b2ae3d27d4eb4full;
+    h = (h << 31) | (h >> 33);
+  }
+  h ^= h >> 33;
+  h *= 0x9e3779b185ebca87ull;
+  h ^= h >> 29;
+  return h;
+}
+
 // (No lambdas inside: they would not inherit the target.)
 __attribute__((target("avx2"))) std::uint64_t group_hash_avx2(const std::uint8_t* p, std::size_t size, bool& constant) {
   // Constant blocks first, cheaply: almost every other block differs from
@@ -173,16 +189,7 @@ __attribute__((target("avx2"))) std::uint64_t group_hash_avx2(const std::uint8_t
 #undef EXTMEM_SCRAMBLE
   alignas(32) std::uint64_t lanes[16];
   for (int a = 0; a < 4; ++a) _mm256_store_si256(reinterpret_cast<__m256i*>(lanes + 4 * a), acc[a]);
-  std::uint64_t h = 0x9e3779b185ebca87ull ^ size;
-  for (std::uint64_t lane : lanes) {
-    h ^= lane;
-    h *= 0xc2b2ae3d27d4eb4full;
-    h = (h << 31) | (h >> 33);
-  }
-  h ^= h >> 33;
-  h *= 0x9e3779b185ebca87ull;
-  h ^= h >> 29;
-  return h;
+  return fold_lanes(lanes, 0x9e3779b185ebca87ull ^ size);
 }
 
 // The first grouping key of a block of 1K or more: group_hash_avx2's mixing
@@ -241,16 +248,7 @@ __attribute__((target("avx2"))) std::uint64_t sampled_hash_avx2(const std::uint8
   sample_constant = _mm256_testz_si256(diff, diff) != 0;
   alignas(32) std::uint64_t lanes[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc[0]);
-  std::uint64_t h = 0x2545f4914f6cdd1dull ^ size;
-  for (std::uint64_t lane : lanes) {
-    h ^= lane;
-    h *= 0xc2b2ae3d27d4eb4full;
-    h = (h << 31) | (h >> 33);
-  }
-  h ^= h >> 33;
-  h *= 0x9e3779b185ebca87ull;
-  h ^= h >> 29;
-  return h;
+  return fold_lanes(lanes, 0x2545f4914f6cdd1dull ^ size);
 }
 #endif
 
