@@ -148,6 +148,17 @@ std::uint64_t fold_lanes(const std::uint64_t (&lanes)[N], std::uint64_t seed) {
   return h;
 }
 
+// One scrambling round of the AVX2 hashes' four accumulators: each 64-bit
+// lane's high bits folded down, then multiplied by `prime` (both halves).
+__attribute__((target("avx2"), always_inline)) inline void scramble(__m256i (&acc)[4], __m256i prime) {
+  for (int a = 0; a < 4; ++a) {
+    const __m256i x = _mm256_xor_si256(acc[a], _mm256_srli_epi64(acc[a], 47));
+    const __m256i lo = _mm256_mul_epu32(x, prime);
+    const __m256i hi = _mm256_slli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(x, 32), prime), 32);
+    acc[a] = _mm256_add_epi64(lo, hi);
+  }
+}
+
 // (No lambdas inside: they would not inherit the target.)
 __attribute__((target("avx2"))) std::uint64_t group_hash_avx2(const std::uint8_t* p, std::size_t size, bool& constant) {
   // Constant blocks first, cheaply: almost every other block differs from
@@ -171,22 +182,14 @@ __attribute__((target("avx2"))) std::uint64_t group_hash_avx2(const std::uint8_t
     const __m256i product_ = _mm256_mul_epu32(dk_, _mm256_srli_epi64(dk_, 32));                             \
     acc[(j)&3] = _mm256_add_epi64(acc[(j)&3], _mm256_add_epi64(product_, _mm256_shuffle_epi32(d_, 0x4e))); \
   } while (false)
-#define EXTMEM_SCRAMBLE()                                                                         \
-  for (int a = 0; a < 4; ++a) {                                                                   \
-    const __m256i x_ = _mm256_xor_si256(acc[a], _mm256_srli_epi64(acc[a], 47));                  \
-    const __m256i lo_ = _mm256_mul_epu32(x_, prime);                                              \
-    const __m256i hi_ = _mm256_slli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(x_, 32), prime), 32); \
-    acc[a] = _mm256_add_epi64(lo_, hi_);                                                          \
-  }
   std::size_t at = 0;
   for (; at + 512 <= size; at += 512) {
     for (int j = 0; j < 16; ++j) EXTMEM_CHUNK(at + 32 * static_cast<std::size_t>(j), j);
-    EXTMEM_SCRAMBLE()
+    scramble(acc, prime);
   }
   for (int j = 0; at < size; at += 32, ++j) EXTMEM_CHUNK(at, j);  // blocks of 64 to 256 bytes
-  EXTMEM_SCRAMBLE()
+  scramble(acc, prime);
 #undef EXTMEM_CHUNK
-#undef EXTMEM_SCRAMBLE
   alignas(32) std::uint64_t lanes[16];
   for (int a = 0; a < 4; ++a) _mm256_store_si256(reinterpret_cast<__m256i*>(lanes + 4 * a), acc[a]);
   return fold_lanes(lanes, 0x9e3779b185ebca87ull ^ size);
@@ -209,13 +212,6 @@ __attribute__((target("avx2"))) std::uint64_t sampled_hash_avx2(const std::uint8
   __m256i acc[4];
   for (int a = 0; a < 4; ++a) acc[a] = _mm256_load_si256(keys + 15 - a);
   __m256i diff = _mm256_setzero_si256();
-#define EXTMEM_SCRAMBLE()                                                                         \
-  for (int a = 0; a < 4; ++a) {                                                                   \
-    const __m256i x_ = _mm256_xor_si256(acc[a], _mm256_srli_epi64(acc[a], 47));                  \
-    const __m256i lo_ = _mm256_mul_epu32(x_, prime);                                              \
-    const __m256i hi_ = _mm256_slli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(x_, 32), prime), 32); \
-    acc[a] = _mm256_add_epi64(lo_, hi_);                                                          \
-  }
 #define EXTMEM_SAMPLE(at, j, a)                                                                                  \
   do {                                                                                                         \
     const __m256i d_ = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + (at)));                       \
@@ -232,11 +228,11 @@ __attribute__((target("avx2"))) std::uint64_t sampled_hash_avx2(const std::uint8
     EXTMEM_SAMPLE(256 * (j + 1) + 32 * (((j + 1) * 5) & 7), j + 1, 1);
     EXTMEM_SAMPLE(256 * (j + 2) + 32 * (((j + 2) * 5) & 7), j + 2, 2);
     EXTMEM_SAMPLE(256 * (j + 3) + 32 * (((j + 3) * 5) & 7), j + 3, 3);
-    if ((j & 15) == 12) EXTMEM_SCRAMBLE()
+    if ((j & 15) == 12) scramble(acc, prime);
   }
   EXTMEM_SAMPLE(size - 32, stripes, 0);
 #undef EXTMEM_SAMPLE
-  EXTMEM_SCRAMBLE()
+  scramble(acc, prime);
   // The four accumulators folded into one, each step a scramble, then its lanes.
   for (int a = 1; a < 4; ++a) {
     acc[0] = _mm256_xor_si256(acc[0], acc[a]);
@@ -244,7 +240,6 @@ __attribute__((target("avx2"))) std::uint64_t sampled_hash_avx2(const std::uint8
     acc[0] = _mm256_add_epi64(_mm256_mul_epu32(x, prime),
                               _mm256_slli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(x, 32), prime), 32));
   }
-#undef EXTMEM_SCRAMBLE
   sample_constant = _mm256_testz_si256(diff, diff) != 0;
   alignas(32) std::uint64_t lanes[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc[0]);
