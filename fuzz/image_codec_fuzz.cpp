@@ -1,11 +1,11 @@
-// Fuzzes the T4 image rows' decoders (image_codec.h), which read what the
+// Fuzzes the T4 image rows' decoders (t4_image/codec.h), which read what the
 // other half sent: nothing may crash, and a decoded message must re-encode to
 // one that decodes to the same message.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "probe/routes/image_codec.h"
+#include "probe/routes/t4_image/codec.h"
 
 namespace image = extmem::probe::image;
 

@@ -1,13 +1,13 @@
-// Fuzzes the S1 producer conversation's decoders (s1_codec.h) and the handover
-// requests answered the same way (handover_codec.h), which read what the other
+// Fuzzes the S1 producer conversation's decoders (s1/codec.h) and the handover
+// requests answered the same way (cuda/handover_codec.h), which read what the other
 // half sent: nothing may crash, and a decoded message must re-encode to one
 // that decodes to the same value.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "probe/routes/handover_codec.h"
-#include "probe/routes/s1_codec.h"
+#include "probe/routes/cuda/handover_codec.h"
+#include "probe/routes/s1/codec.h"
 
 namespace s1 = extmem::probe::s1;
 namespace handover = extmem::probe::handover;

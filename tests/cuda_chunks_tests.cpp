@@ -1,5 +1,5 @@
-// T1-cuda-vmm-multichunk's chunk plan (src/probe/routes/cuda_chunks.h): sizes, offsets, windows.
-#include "probe/routes/cuda_chunks.h"
+// T1-cuda-vmm-multichunk's chunk plan (src/probe/routes/cuda/chunks.h): sizes, offsets, windows.
+#include "probe/routes/cuda/chunks.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// image::cuda_measure_copies (src/probe/routes/cuda_image_measure.h) against a
+// image::cuda_measure_copies (src/probe/routes/t4_image/cuda_measure.h) against a
 // fake driver table: cuda::Api filled with functions of this file, which keep
 // a token of "content" per array and buffer, count the copies between the two
 // event records and refuse what a test asks them to. No CUDA needed.
@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cuda/api.h"
-#include "probe/routes/cuda_image_measure.h"
+#include "probe/routes/t4_image/cuda_measure.h"
 #include "probe/worker/measure.h"
 
 namespace {

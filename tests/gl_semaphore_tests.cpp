@@ -1,11 +1,11 @@
-// src/probe/routes/gl_semaphore.h: the GL_LAYOUT_*_EXT value the T4 GL image
+// src/probe/routes/gles/semaphore.h: the GL_LAYOUT_*_EXT value the T4 GL image
 // rows pass for a VkImageLayout, and the names their details print.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "probe/routes/gl_semaphore.h"
+#include "probe/routes/gles/semaphore.h"
 
 namespace {
 

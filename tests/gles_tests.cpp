@@ -17,7 +17,7 @@
 #include "extmem/probe/routes.h"
 #include "extmem/vulkan/enumerate.h"
 #include "gles/egl_context.h"
-#include "probe/routes/gles_ladder.h"
+#include "probe/routes/gles/ladder.h"
 
 namespace {
 

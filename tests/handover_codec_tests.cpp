@@ -1,8 +1,8 @@
-// Tests of the cross-API handover requests (src/probe/routes/handover_codec.h):
+// Tests of the cross-API handover requests (src/probe/routes/cuda/handover_codec.h):
 // each survives the round trip; the decoder refuses what is not exactly one of
 // them, naming the field; the exporter's refusal comes back to the importer as
 // its Error, unsupported only when the capability was not offered.
-#include "probe/routes/handover_codec.h"
+#include "probe/routes/cuda/handover_codec.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-// Tests of the T4 image rows' conversation (src/probe/routes/image_codec.h):
+// Tests of the T4 image rows' conversation (src/probe/routes/t4_image/codec.h):
 // every request and reply survives the round trip; the decoders refuse what
 // is not exactly a message, naming the field, where the owner once threw on a
 // rectangle that was not four numbers; the owner's refusal keeps its kind.
-#include "probe/routes/image_codec.h"
+#include "probe/routes/t4_image/codec.h"
 
 #include <gtest/gtest.h>
 

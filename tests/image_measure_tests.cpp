@@ -1,4 +1,4 @@
-// image::sample_copies (src/probe/routes/image_measure.h), the sampling the
+// image::sample_copies (src/probe/routes/t4_image/measure.h), the sampling the
 // Vulkan and CUDA image rows share, with a fake timer: no GPU needed.
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "probe/routes/image_measure.h"
+#include "probe/routes/t4_image/measure.h"
 #include "probe/worker/measure.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// The T4 image rows (src/probe/routes/t4_image_opaque_fd.cpp, vk_image_share.h):
+// The T4 image rows (src/probe/routes/t4_image/opaque_fd.cpp, t4_image/vk_share.h):
 // the texel compare and its naming of wrong shapes (unit), the rows' answers on
 // lavapipe, their negative controls through EXTMEM_TEST_FAULT, --image-size
 // refusals, and phase A's image facts (integration, the real binary).
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "probe/phase_a_wire.h"
-#include "probe/routes/vk_image_share.h"
+#include "probe/routes/t4_image/vk_share.h"
 #include "support/run_shell.h"
 
 namespace {

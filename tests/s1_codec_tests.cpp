@@ -1,8 +1,8 @@
-// Tests of the S1 producer conversation (src/probe/routes/s1_codec.h): every
+// Tests of the S1 producer conversation (src/probe/routes/s1/codec.h): every
 // request and reply survives the round trip; the decoders refuse what is not
 // exactly a message of the conversation, naming the field; a producer's
 // refusal comes back as its Error (unsupported or driver, "server: ...").
-#include "probe/routes/s1_codec.h"
+#include "probe/routes/s1/codec.h"
 
 #include <gtest/gtest.h>
 

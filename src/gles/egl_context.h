@@ -86,7 +86,7 @@ namespace extmem::gles {
   X(PFNGLDISPATCHCOMPUTEPROC, glDispatchCompute)
 
 // Textures (GLES 3.0 core): the private textures of the GL image rows' --measure
-// copies (src/probe/routes/gl_image_measure.h).
+// copies (src/probe/routes/t4_image/gl_measure.h).
 #define EXTMEM_GL_TEXTURE_FUNCS(X)                 \
   X(PFNGLGENTEXTURESPROC, glGenTextures)           \
   X(PFNGLDELETETEXTURESPROC, glDeleteTextures)     \

@@ -27,4 +27,9 @@ grep -q "route kB is registered in b.cpp and dup_name.cpp" "$d/log" || fail "nam
 printf 'EXTMEM_ROUTE(kE);\n' > "$d/bad.cpp"
 run "$d/bad.cpp" && fail "a malformed line was accepted"
 grep -q "bad.cpp: not EXTMEM_ROUTE(kName, PLACE);" "$d/log" || fail "malformed message: $(cat "$d/log")"
+# With ROOT (as the build passes it), files in a family's room are named from the root.
+mkdir -p "$d/t9"
+printf 'EXTMEM_ROUTE(kB, 20);\n' > "$d/t9/b.cpp"
+"$cmake" -DOUT="$d/out.cpp" "-DSOURCES=$d/b.cpp;$d/t9/b.cpp" -DROOT="$d" -P "$gen" > "$d/log" 2>&1 && fail "a place used twice in two rooms was accepted"
+grep -q "route place 20 is used by kB (b.cpp) and kB (t9/b.cpp)" "$d/log" || fail "room message: $(cat "$d/log")"
 exit 0

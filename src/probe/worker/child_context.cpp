@@ -107,8 +107,8 @@ bool ChildContext::test_fault(std::string_view step, std::string_view action) co
 // routes themselves honour closefd (the exported fd is closed before its sanity
 // check), nosealing (the sealed memfd is created without MFD_ALLOW_SEALING) and
 // corrupt (a CUDA row's reader overwrites one word of the peer-written region
-// before its GPU read: routes/cuda_route_util.h) and firstchunk (the
-// multichunk client maps only chunk 0 of the server's: routes/cuda_t1_vmm_multichunk.cpp).
+// before its GPU read: routes/cuda/route_util.h) and firstchunk (the
+// multichunk client maps only chunk 0 of the server's: routes/cuda/t1_vmm_multichunk.cpp).
 void ChildContext::apply_fault(std::string_view step) {
   const std::string action = fault_action(params_, step);
   if (action == "hang") {

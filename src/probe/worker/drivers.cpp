@@ -8,7 +8,7 @@
 #include <vulkan/vulkan.h>
 
 #include "extmem/probe/probe.h"
-#include "probe/routes/gles_import.h"
+#include "gles/egl_context.h"
 
 namespace extmem::probe::drivers {
 namespace {
@@ -140,12 +140,17 @@ Result<std::shared_ptr<gles::EglContext>> egl_context() {
   return *k;
 }
 
+std::atomic<long>& live_gl_buffers() {
+  static std::atomic<long> count{0};
+  return count;
+}
+
 LiveObjects live_objects() {
   LiveObjects l;
   vk::LiveObjects v = vk::live_objects();
   l.vk_buffers = v.buffers;
   l.vk_memories = v.memories;
-  l.gl_buffers = GlSharedBuffer::live();
+  l.gl_buffers = live_gl_buffers().load();
   return l;
 }
 

@@ -7,6 +7,7 @@
 // Everything here is for one thread (the worker's) and lives until the process ends.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -62,7 +63,7 @@ Result<cuda::Enumeration> cuda_enumeration();
 
 /// Keeps the CUDA driver loaded and the primary context of the device matching
 /// `vulkan_uuid` retained for the process's life, so a route's own retain and
-/// release (cuda_route_util.h) do not create and destroy it each time. Best
+/// release (cuda/route_util.h) do not create and destroy it each time. Best
 /// effort: a failure is left for the route to meet and report. No-op in a build
 /// without the CUDA rows.
 void keep_cuda_warm(const std::string& vulkan_uuid);
@@ -77,5 +78,9 @@ struct LiveObjects {
   bool operator==(const LiveObjects&) const = default;
 };
 LiveObjects live_objects();
+/// The count behind LiveObjects::gl_buffers: the GL family's shared buffer
+/// (routes/gles/import.h) adds one while it exists. Kept here so that the worker
+/// needs nothing from a family.
+std::atomic<long>& live_gl_buffers();
 
 }  // namespace extmem::probe::drivers

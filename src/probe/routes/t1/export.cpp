@@ -1,0 +1,217 @@
+// T1: the server exports its own Vulkan allocation as an fd (opaque fd or
+// dma-buf); the client maps the fd and imports it into its own Vulkan device.
+// docs/probe.md, "T1".
+#include <sys/mman.h>
+
+#include <functional>
+
+#include <fmt/format.h>
+
+#include "extmem/core/pattern.h"
+#include "probe/worker/gpu_access.h"
+#include "probe/worker/import_dup.h"
+#include "probe/worker/measure.h"
+#include "probe/worker/half_end.h"
+#include "probe/worker/route_util.h"
+#include "probe/routes.h"
+#include "probe/routes/t1/reexport.h"
+#include "probe/routes/vk/export.h"
+#include "probe/routes/route_file.h"
+
+namespace extmem::probe {
+namespace {
+namespace EXTMEM_ROUTE_FILE {
+
+int client(ChildContext& ctx, const HandleKind& h) {
+  const Layout& layout = ctx.layout();
+  RouteReport rep;
+  Leg raw{"rawmmap", h.raw_mmap_decisive};
+  Leg vki{"vkimport", true};
+  Leg gpu{"gpu", true};
+  // Opaque fds only: re-export of imported memory (t1/reexport.h); notrun when the import failed.
+  const bool reexports = h.bit == VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  Leg reexp{"reexport", false};
+  std::function<void()> soak;  // set once there is something to soak
+  auto finish = [&] {
+    rep.legs = {raw, vki, gpu};
+    if (reexports) rep.legs.push_back(reexp);
+    return end_half(ctx, rep, soak);
+  };
+
+  auto setup = await_setup(ctx, rep, "the server's export");
+  if (!setup) return 0;
+  const auto alloc_size = setup->info.allocation_size.value_or(std::uint64_t{0});
+  const auto type_index = setup->info.memory_type_index.value_or(0u);
+  const bool dedicated = setup->info.dedicated.value_or(false);
+  const auto fd_size = setup->info.fd_size.value_or(std::uint64_t{0});
+  rep.detail.push_back(fmt::format("allocation={} memoryType={} dedicated={} fdSize={} fd={}", alloc_size, type_index,
+                                   dedicated ? "yes" : "no", fd_size == 0 ? std::string("unknown") : std::to_string(fd_size),
+                                   setup->info.fd_target.value_or(std::string("?"))));
+  if (alloc_size < layout.size) {
+    rep.facts.fatal = fmt::format("server announced allocation {} < size {}", alloc_size, layout.size);
+    return finish();
+  }
+
+  // (a) the fd as a plain CPU mapping.
+  ctx.step("mmap(exported fd)");
+  raw.attempted = true;
+  auto raw_map = os::Mapping::map(setup->fd.get(), alloc_size, MAP_SHARED);
+  if (!raw_map) fail_leg(raw, raw_map.error());
+
+  // (b) the fd imported into our own Vulkan device.
+  vki.attempted = true;
+  std::shared_ptr<vk::Device> dev;
+  vk::Buffer buf;
+  if (auto d = open_device(ctx, export_extensions(h)); !d) {
+    fail_leg(vki, d.error());
+  } else if (auto missing = missing_extension(**d, h)) {
+    rep.facts.unsupported = "client: " + *missing;
+  } else {
+    dev = std::move(*d);
+    bool importable = advertised(*dev, h.bit, VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT);
+    auto dup = ImportDup::of(setup->fd.get());
+    vk::AllocationRequest req;
+    req.size = layout.size;
+    req.external_handle_types = h.bit;
+    req.import_fd_type = h.bit;
+    req.allocation_size = alloc_size;
+    req.dedicated = dedicated ? 1 : 0;
+    if (h.bit == VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT) {
+      req.memory_type_index = static_cast<int>(type_index);  // must equal the exporter's (Vulkan spec, VkImportMemoryFdInfoKHR)
+    } else if (dup) {
+      ctx.step(fmt::format("vkGetMemoryFdPropertiesKHR({})", h.name));
+      VkMemoryFdPropertiesKHR props{VK_STRUCTURE_TYPE_MEMORY_FD_PROPERTIES_KHR};
+      VkResult r = dev->fn().vkGetMemoryFdPropertiesKHR(dev->handle(), h.bit, dup->number(), &props);
+      if (r != VK_SUCCESS) fail_leg(vki, vk::vk_error("vkGetMemoryFdPropertiesKHR", r));
+      req.allowed_type_bits = props.memoryTypeBits;
+      req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+    }
+    if (!dup) {
+      fail_leg(vki, dup.error());
+    } else if (vki.failed_step.empty()) {
+      ctx.step(fmt::format("vkAllocateMemory(import {})", h.name));
+      req.import_fd = dup->number();
+      vk::AllocationFailure af;
+      auto imported = dev->create_buffer(req, &af);
+      // A successful import owns the fd (Vulkan spec, "Importing memory from a file descriptor").
+      rep.detail.push_back("vkimport " + dup->settle(imported || af.memory_allocated));
+      if (imported) {
+        buf = std::move(*imported);
+        // Whether the GPU copies of the gpu leg cross the bus: the heap of the exporter's memory type.
+        const VkPhysicalDeviceMemoryProperties& mp = dev->memory_properties();
+        const bool device_heap = buf.memory_type_index < mp.memoryTypeCount &&
+                                 (mp.memoryHeaps[mp.memoryTypes[buf.memory_type_index].heapIndex].flags &
+                                  VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0;
+        measure::leg_field(gpu.name, "gpu_shared_memory", device_heap ? "device-local" : "host");
+        if (measure::enabled()) {
+          ctx.step(fmt::format("measure import latency ({})", h.name));
+          vk::AllocationRequest again = req;
+          again.import_fd = setup->fd.get();  // measure::import_leg imports a fresh dup of it each time
+          measure::import_leg(vki.name, *dev, again);
+        }
+      } else {
+        fail_leg(vki, af.error);
+        if (af.at_allocate) {
+          SiteFailure s = classify_site(af.error, importable, std::string(h.name) + " import");
+          if (s.unsupported) rep.facts.unsupported = "client: " + s.why;
+        }
+      }
+    }
+  }
+  std::span<std::byte> raw_view = raw_map ? raw_map->bytes() : std::span<std::byte>{};
+  std::span<std::byte> vk_view = buf.mapped != nullptr ? std::span<std::byte>(buf.mapped, layout.size)
+                                                       : std::span<std::byte>{};
+
+  // Read through both mappings before writing through either: an fd that maps at an
+  // offset would otherwise have the payload overwritten by our own first write.
+  if (!raw_view.empty()) {
+    ctx.step("read region A through the raw mapping");
+    read_local(raw_view, layout, Region::A, raw);
+  }
+  if (!vk_view.empty()) {
+    ctx.step("read region A through the Vulkan mapping");
+    read_local(vk_view, layout, Region::A, vki);
+    ctx.step("GPU access on the imported memory");
+    gpu_access(*dev, buf.buffer, layout, Region::A, gpu);
+  }
+  if (!raw_view.empty()) {
+    ctx.step("write region B through the raw mapping");
+    pattern::fill(layout.region(raw_view, Region::B), seed_of(Region::B));
+    ctx.step("server checks region B");
+    confirm_remote(ctx, Region::B, raw);
+  }
+  if (!vk_view.empty()) {
+    ctx.step("write region C through the Vulkan mapping");
+    pattern::fill(layout.region(vk_view, Region::C), seed_of(Region::C));
+    ctx.step("server checks region C");
+    confirm_remote(ctx, Region::C, vki);
+    if (gpu.failed_step.empty()) {
+      ctx.step("server checks region E (GPU write)");
+      confirm_remote(ctx, Region::E, gpu);
+      gpu_whole(ctx, *dev, buf.buffer, layout.size, peer_far(ctx, layout.size), gpu);
+    }
+  }
+  if (reexports && !vk_view.empty())
+    reexport_leg(ctx, *dev, ReexportSource{setup->fd.get(), alloc_size, type_index, dedicated}, vk_view, reexp, rep);
+  if (!raw_view.empty()) alias_leg(ctx, raw_view, raw);
+  if (!vk_view.empty()) alias_leg(ctx, vk_view, vki);
+  GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {
+    return gpu_round(*dev, buf.buffer, layout, read, read_seed, write, write_seed);
+  };
+  if (!vk_view.empty()) {
+    soak = [&] {
+      maybe_soak(ctx, rep, SoakPlan{0, vk_view, Region::C, Region::B, Region::E, &round}, peer_side(ctx));
+    };
+  }
+  return finish();
+}
+
+// rawmmap is informational for an opaque fd (the handle is only promised to
+// Vulkan) and decisive for a dma-buf (a CPU mapping is what it is for).
+constexpr std::string_view kFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
+constexpr std::string_view kDmaBufExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME,
+                                                  VK_EXT_EXTERNAL_MEMORY_DMA_BUF_EXTENSION_NAME};
+constexpr HandleNeed kOpaqueFdBoth[] = {{"OPAQUE_FD", HandleFeature::exportable}, {"OPAQUE_FD", HandleFeature::importable}};
+constexpr HandleNeed kDmaBufBoth[] = {{"DMA_BUF", HandleFeature::exportable}, {"DMA_BUF", HandleFeature::importable}};
+constexpr LegDef kOpaqueFdLegs[] = {
+    {"rawmmap", false, "the exported fd mapped with mmap shares the allocation's bytes"},
+    {"vkimport", true, "the fd imported into a second Vulkan device and mapped shares the bytes"},
+    {"gpu", true, "the importer's GPU reads and writes the shared bytes, seen by the exporter"},
+    {"reexport", false,
+     "the imported memory re-exported (vkGetMemoryFdKHR) and imported again shares the bytes both ways "
+     "(informational: exportFromImportedHandleTypes is the driver's promise, printed in the detail)"},
+};
+constexpr LegDef kDmaBufLegs[] = {
+    {"rawmmap", true, "the exported dma-buf mapped with mmap shares the allocation's bytes"},
+    {"vkimport", true, "the dma-buf imported into a second Vulkan device and mapped shares the bytes"},
+    {"gpu", true, "the importer's GPU reads and writes the shared bytes, seen by the exporter"},
+};
+
+const RouteDef kT1OpaqueFd{
+    .row = "T1-opaque-fd",
+    .group = "t1",
+    .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdBoth},
+    .legs = kOpaqueFdLegs,
+    .memory_types = MemoryTypes::exporter_picks,
+    .server = {"allocates Vulkan memory, exports an opaque fd, serves",
+               [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }},
+    .client = {"maps and imports the fd into Vulkan, drives", [](ChildContext& c) { return client(c, kOpaqueFd); }},
+    .passes_fds = true};
+const RouteDef kT1DmaBuf{
+    .row = "T1-dma-buf",
+    .group = "t1",
+    .needs = {.extensions = kDmaBufExtensions, .handle_types = kDmaBufBoth},
+    .legs = kDmaBufLegs,
+    .memory_types = MemoryTypes::exporter_picks,
+    .server = {"allocates Vulkan memory, exports a dma-buf fd, serves",
+               [](ChildContext& c) { return export_and_serve(c, kDmaBuf); }},
+    .client = {"maps and imports the fd into Vulkan, drives", [](ChildContext& c) { return client(c, kDmaBuf); }},
+    .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+EXTMEM_ROUTE(kT1OpaqueFd, 30);
+EXTMEM_ROUTE(kT1DmaBuf, 40);
+
+}  // namespace extmem::probe

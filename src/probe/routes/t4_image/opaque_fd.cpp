@@ -1,0 +1,325 @@
+// T4-image-opaque-fd (+ @linear): an exportable R8G8B8A8 image filled on the
+// owner's GPU, handed over through VK_QUEUE_FAMILY_EXTERNAL as an OPAQUE_FD with
+// its full create info, imported into an identical image in a second process
+// and compared texel by texel there, then written in a rectangle and checked by
+// the owner; two rounds. docs/probe.md, "T4 image rows".
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "probe/routes.h"
+#include "probe/routes/t4_image/measure.h"
+#include "probe/routes/vk/export.h"
+#include "probe/routes/t4_image/vk_share.h"
+#include "probe/worker/half_end.h"
+#include "probe/worker/import_dup.h"
+#include "probe/worker/measure.h"
+#include "probe/worker/route_util.h"
+#include "probe/routes/route_file.h"
+
+namespace extmem::probe {
+namespace {
+namespace EXTMEM_ROUTE_FILE {
+
+using image::Compare;
+using image::Expected;
+using image::Rect;
+
+void add_note(Leg& leg, const std::string& note) { leg.note += (leg.note.empty() ? "" : "; ") + note; }
+
+// Test-only read faults (EXTMEM_TEST_FAULT ...:client:compare:transpose|mirror):
+// the importer looks at its copy the wrong way round, which the compare must name.
+std::vector<std::byte> misread(std::span<const std::byte> data, std::uint32_t w, std::uint32_t h, bool transpose) {
+  std::vector<std::byte> out(data.size());
+  for (std::uint32_t y = 0; y < h; ++y) {
+    for (std::uint32_t x = 0; x < w; ++x) {
+      const std::uint32_t sx = transpose ? (y < w && x < h ? y : x) : w - 1 - x;
+      const std::uint32_t sy = transpose ? (y < w && x < h ? x : y) : y;
+      std::memcpy(out.data() + (std::size_t{y} * w + x) * 4, data.data() + (std::size_t{sy} * w + sx) * 4, 4);
+    }
+  }
+  return out;
+}
+
+// --measure, once both rounds have decided the leg: the owner refills the image
+// and releases it, this side acquires it, times image copies through it against
+// a private image (t4_image/measure.h), checks that the copies left the content as
+// it was, then releases it and has the owner check it too, so the image ends as
+// a round ends. Problems are logged beside the figures and never reach the leg.
+void measure_after_verdict(ChildContext& ctx, const vk::Device& d, const vk::Image& img, image::ImageGpu& gpu,
+                           const std::string& leg) {
+  const Expected kept{image::owner_seed(3)};  // a seed no round uses
+  ctx.step("measure: the owner refills the image and releases it");
+  if (auto s = image::owner_fill(ctx, kept.base_seed); !s) {
+    measure::leg_field(leg, "image_error", "owner refill: " + why_of(s.error()));
+    return;
+  }
+  ctx.step("measure: acquire the image, time image copies through it and through a private image");
+  if (auto got = gpu.read(); !got) {
+    measure::leg_field(leg, "image_error", "acquire: " + why_of(got.error()));
+    return;
+  }
+  image::measure_copies(leg, d, img);
+  ctx.step("measure: check the content after the copies, release the image, the owner checks it");
+  const std::uint32_t w = img.shape.width, h = img.shape.height;
+  std::string restore;
+  if (auto back = gpu.read(); !back) {
+    restore = "read back here: " + why_of(back.error());
+  } else if (const Compare c = image::compare(*back, std::size_t{w} * 4, w, h, kept); !c.ok()) {
+    restore = "read back here: " + c.text();
+  }
+  // The release (a rewrite of the same texels) runs even when the check failed, so the owner gets the image back.
+  if (auto s = gpu.write(Rect{0, 0, w, h}, kept); !s) {
+    restore += (restore.empty() ? "" : "; ") + std::string("release: ") + why_of(s.error());
+  } else if (auto c = image::owner_check(ctx, kept); !c) {
+    restore += (restore.empty() ? "" : "; ") + std::string("owner check: ") + why_of(c.error());
+  } else if (!c->ok()) {
+    restore += (restore.empty() ? "" : "; ") + std::string("owner read: ") + c->text();
+  }
+  measure::leg_field(leg, "image_restored", restore.empty());
+  if (!restore.empty()) measure::leg_field(leg, "image_restore_error", restore);
+}
+
+int importer(ChildContext& ctx, VkImageTiling tiling) {
+  RouteReport rep;
+  const bool linear = tiling == VK_IMAGE_TILING_LINEAR;
+  Leg vki{"vkimage", true};
+  Leg cpu{"cpumap", false};
+  auto finish = [&] {
+    rep.legs = {vki};
+    if (linear) rep.legs.push_back(cpu);
+    return end_half(ctx, rep);
+  };
+  auto setup = await_setup(ctx, rep, "the owner's exported image");
+  if (!setup) return 0;
+  auto shape = image::shape_from_info(setup->info);
+  if (!shape) {
+    rep.facts.fatal = why_of(shape.error());
+    rep.facts.stop_kind = shape.error().kind;
+    return finish();
+  }
+  const auto& info = setup->info;
+  const auto alloc_size = info.allocation_size.value_or(std::uint64_t{0});
+  const auto type_index = info.memory_type_index.value_or(0u);
+  const bool dedicated = info.dedicated.value_or(false);
+  rep.detail.push_back(fmt::format("image={}x{} {} {} usage=0x{:x} allocation={} memoryType={} dedicated={} "
+                                   "(required={} preferred={}) fd={}",
+                                   shape->width, shape->height, info.image->format_name,
+                                   vk::tiling_name(shape->tiling), shape->usage, alloc_size, type_index,
+                                   dedicated ? "yes" : "no", info.image->dedicated_required ? "yes" : "no",
+                                   info.image->dedicated_preferred ? "yes" : "no",
+                                   info.fd_target.value_or(std::string("?"))));
+  if (shape->width != ctx.params().image_width || shape->height != ctx.params().image_height) {
+    rep.facts.fatal = fmt::format("owner announced a {}x{} image, --image-size is {}x{}", shape->width, shape->height,
+                                  ctx.params().image_width, ctx.params().image_height);
+    return finish();
+  }
+
+  vki.attempted = true;
+  auto dev = open_device(ctx, export_extensions(kOpaqueFd));
+  if (!dev) {
+    fail_leg(vki, dev.error());
+    return finish();
+  }
+  const vk::Device& d = **dev;
+  if (auto missing = missing_extension(d, kOpaqueFd)) {
+    rep.facts.unsupported = "client: " + *missing;
+    return finish();
+  }
+  // An OPAQUE_FD may only be imported by a device of the same deviceUUID and
+  // driverUUID (Vulkan spec, "External Memory Handle Types"); say so first.
+  const std::string owner_uuid = info.device_uuid.value_or(std::string());
+  if (owner_uuid != d.device_uuid()) {
+    rep.facts.unsupported = fmt::format("client: deviceUUID {} differs from the owner's {}", d.device_uuid(), owner_uuid);
+    return finish();
+  }
+  ctx.step("vkGetPhysicalDeviceImageFormatProperties2(OPAQUE_FD import)");
+  const vk::ExternalImageSupport support =
+      vk::external_image_support(d.instance(), d.physical(), *shape, VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT);
+  if (!support.importable()) {
+    rep.facts.unsupported = fmt::format("client: {} OPAQUE_FD images are not importable ({}, externalMemoryFeatures=0x{:x})",
+                                        vk::tiling_name(tiling), vk::result_name(support.result),
+                                        support.external.externalMemoryFeatures);
+    return finish();
+  }
+
+  auto dup = ImportDup::of(setup->fd.get());
+  if (!dup) {
+    fail_leg(vki, dup.error());
+    return finish();
+  }
+  ctx.step("vkAllocateMemory(import OPAQUE_FD image)");
+  vk::ImageRequest req;
+  req.shape = *shape;
+  req.external_handle_types = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  req.import_fd = dup->number();
+  req.allocation_size = alloc_size;
+  req.memory_type_index = static_cast<int>(type_index);  // must be the exporter's (VkImportMemoryFdInfoKHR)
+  req.dedicated = dedicated ? 1 : 0;                     // and so must the dedicated allocation
+  const bool host_visible = type_index < d.memory_properties().memoryTypeCount &&
+                            (d.memory_properties().memoryTypes[type_index].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
+  req.map = linear && host_visible;
+  vk::AllocationFailure af;
+  auto img = vk::create_image(d, req, &af);
+  // A successful import owns the fd (Vulkan spec, "Importing memory from a file descriptor").
+  rep.detail.push_back("vkimage " + dup->settle(img || af.memory_allocated));
+  if (!img) {
+    fail_leg(vki, af.error);
+    if (af.at_allocate) {
+      SiteFailure s = classify_site(af.error, support.importable(), "OPAQUE_FD image import");
+      if (s.unsupported) rep.facts.unsupported = "client: " + s.why;
+    }
+    return finish();
+  }
+  auto gpu = image::ImageGpu::create(d, *img);
+  if (!gpu) {
+    fail_leg(vki, gpu.error());
+    return finish();
+  }
+
+  const std::uint32_t w = shape->width, h = shape->height;
+  bool reads_ok = true, writes_ok = true;
+  for (int round = 1; round <= 2; ++round) {
+    // The acquire's layouts are the release's (GENERAL); the faults make the
+    // importer's first acquire a transition from UNDEFINED, which may discard.
+    VkImageLayout old_layout = image::kHandoverLayout;
+    bool from_undefined = false;
+    ctx.step(fmt::format("round {}: acquire the image from VK_QUEUE_FAMILY_EXTERNAL and copy it out", round));
+    if (round == 1 && ctx.test_fault("round 1: acquire", "discard")) {
+      // Test-only: the deliberate discard (a driver that drops content at a transition from UNDEFINED).
+      if (auto s = gpu->discard_like_undefined(); !s) {
+        fail_leg(vki, s.error());
+        return finish();
+      }
+      from_undefined = true;
+    } else if (round == 1 && ctx.test_fault("round 1: acquire", "undefined")) {
+      old_layout = VK_IMAGE_LAYOUT_UNDEFINED;
+      from_undefined = true;
+    }
+    auto data = gpu->read(old_layout);
+    if (!data) {
+      fail_leg(vki, data.error());
+      return finish();
+    }
+    ctx.step(fmt::format("round {}: compare every texel with the owner's pattern", round));
+    const Expected want{image::owner_seed(round)};
+    std::vector<std::byte> wrong_way;
+    std::span<const std::byte> seen = *data;
+    if (ctx.test_fault("compare every texel", "transpose") || ctx.test_fault("compare every texel", "mirror")) {
+      wrong_way = misread(seen, w, h, ctx.test_fault("compare every texel", "transpose"));
+      seen = wrong_way;
+    }
+    const Compare got = image::compare(seen, std::size_t{w} * 4, w, h, want);
+    if (!got.ok()) {
+      reads_ok = false;
+      add_note(vki, fmt::format("round {} importer read: {}", round, got.text()));
+    }
+    if (from_undefined) {
+      // Reported as such: content lost after the importer's own UNDEFINED transition is that transition's doing.
+      rep.detail.push_back(got.ok() ? "first acquire from VK_IMAGE_LAYOUT_UNDEFINED: the content survived here "
+                                      "(the spec allows it to be discarded)"
+                                    : "first acquire from VK_IMAGE_LAYOUT_UNDEFINED discarded the content");
+      if (!got.ok())
+        add_note(vki, "the importer's first transition from VK_IMAGE_LAYOUT_UNDEFINED discarded the owner's content; "
+                      "acquire in the release's layout");
+    }
+    if (linear && round == 1) {
+      ctx.step("round 1: read the LINEAR image through the CPU mapping at vkGetImageSubresourceLayout's rowPitch");
+      if (img->mapped == nullptr) {
+        add_note(cpu, fmt::format("memory type {} is not HOST_VISIBLE: no CPU mapping", type_index));
+      } else {
+        const VkSubresourceLayout sl = vk::linear_layout(d, *img);
+        cpu.attempted = true;
+        if (sl.offset + sl.size > img->allocation_size || sl.rowPitch < std::size_t{w} * 4) {
+          add_note(cpu, fmt::format("subresource layout offset={} size={} rowPitch={} does not fit the allocation",
+                                    sl.offset, sl.size, sl.rowPitch));
+        } else {
+          const Compare c = image::compare(std::span<const std::byte>(img->mapped + sl.offset, sl.size), sl.rowPitch, w,
+                                           h, want);
+          cpu.read_ok = c.ok();
+          rep.detail.push_back(fmt::format("cpumap offset={} rowPitch={}: {}", sl.offset, sl.rowPitch, c.text()));
+          if (!c.ok()) add_note(cpu, c.text());
+        }
+      }
+    }
+
+    const Rect rect = image::round_rect(w, h, round);
+    const Expected after{image::owner_seed(round), rect, image::importer_seed(round)};
+    ctx.step(fmt::format("round {}: write the importer's rectangle on the GPU and release the image", round));
+    if (auto s = gpu->write(rect, after); !s) {
+      fail_leg(vki, s.error());
+      return finish();
+    }
+    ctx.step(fmt::format("round {}: the owner acquires and checks the rectangle and the rest", round));
+    auto checked = image::owner_check(ctx, after);
+    if (!checked) {
+      fail_leg(vki, checked.error());
+      return finish();
+    }
+    if (!checked->ok()) {
+      writes_ok = false;
+      add_note(vki, fmt::format("round {} owner read: {}", round, checked->text()));
+    }
+    if (round == 1) {
+      ctx.step("round 2: the owner refills the image with a new seed and releases it");
+      if (auto s = image::owner_fill(ctx, image::owner_seed(2)); !s) {
+        fail_leg(vki, s.error());
+        return finish();
+      }
+    }
+  }
+  vki.read_ok = reads_ok;
+  vki.write_ok = writes_ok;
+  if (reads_ok && writes_ok && measure::enabled()) measure_after_verdict(ctx, d, *img, *gpu, vki.name);
+  rep.detail.push_back(fmt::format("rounds=2 rect1=({},{} {}x{}) rect2=({},{} {}x{}) handover=GENERAL via "
+                                   "VK_QUEUE_FAMILY_EXTERNAL",
+                                   image::round_rect(w, h, 1).x, image::round_rect(w, h, 1).y,
+                                   image::round_rect(w, h, 1).w, image::round_rect(w, h, 1).h,
+                                   image::round_rect(w, h, 2).x, image::round_rect(w, h, 2).y,
+                                   image::round_rect(w, h, 2).w, image::round_rect(w, h, 2).h));
+  return finish();
+}
+
+constexpr std::string_view kImageFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
+constexpr LegDef kImageLegs[] = {
+    {"vkimage", true,
+     "the importer's GPU sees every texel of the owner's GPU fill and the owner sees the importer's rectangle "
+     "(rest intact), two rounds"},
+};
+constexpr LegDef kLinearImageLegs[] = {
+    {"vkimage", true,
+     "the importer's GPU sees every texel of the owner's GPU fill and the owner sees the importer's rectangle "
+     "(rest intact), two rounds"},
+    {"cpumap", false, "the imported LINEAR image read by CPU at vkGetImageSubresourceLayout's rowPitch matches"},
+};
+
+const RouteDef kT4ImageOpaqueFd{
+    .row = "T4-image-opaque-fd",
+    .group = "t4",
+    .needs = {.extensions = kImageFdExtensions},
+    .legs = kImageLegs,
+    .server = {"creates an OPTIMAL image, fills it on the GPU, exports an opaque fd, serves checks",
+               [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_OPTIMAL); }},
+    .client = {"imports the fd into an identical image, compares every texel, writes a rectangle, drives",
+               [](ChildContext& c) { return importer(c, VK_IMAGE_TILING_OPTIMAL); }},
+    .passes_fds = true};
+const RouteDef kT4ImageOpaqueFdLinear{
+    .row = "T4-image-opaque-fd@linear",
+    .group = "t4",
+    .needs = {.extensions = kImageFdExtensions},
+    .legs = kLinearImageLegs,
+    .server = {"creates a LINEAR image, fills it on the GPU, exports an opaque fd, serves checks",
+               [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_LINEAR); }},
+    .client = {"imports the fd into an identical image, compares every texel (GPU and CPU), writes a rectangle, drives",
+               [](ChildContext& c) { return importer(c, VK_IMAGE_TILING_LINEAR); }},
+    .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+EXTMEM_ROUTE(kT4ImageOpaqueFd, 170);
+EXTMEM_ROUTE(kT4ImageOpaqueFdLinear, 180);
+
+}  // namespace extmem::probe
