@@ -13,6 +13,7 @@
 
 #include "probe/routes.h"
 #include "probe/routes/t4_image/cuda_measure.h"
+#include "probe/routes/t4_image/round.h"
 #include "probe/routes/cuda/route_util.h"
 #include "probe/routes/vk/export.h"
 #include "probe/routes/t4_image/vk_share.h"
@@ -31,8 +32,6 @@ using image::Expected;
 using image::Rect;
 
 constexpr std::size_t kTexelBytes = 4;  // R8G8B8A8_UNORM
-
-void add_note(Leg& leg, const std::string& note) { leg.note += (leg.note.empty() ? "" : "; ") + note; }
 
 // What CUDA imported, undone in reverse order when the half ends: the
 // mipmapped array before the external memory it was mapped from (cuda.h:
@@ -147,6 +146,85 @@ void measure_after_verdict(ChildContext& ctx, const cuda::Api& api, const CudaIm
   if (!restore.empty()) measure::leg_field(leg, "image_restore_error", restore);
 }
 
+// The imported image as CUDA sees it: the external memory (the whole Vulkan
+// allocation, with the owner's dedicated flag: cuda.h,
+// CUDA_EXTERNAL_MEMORY_DEDICATED), mapped as a mipmapped array that describes
+// the image as Vulkan created it (four unsigned 8-bit channels, its extent,
+// one level, COLOR_ATTACHMENT when the image has that usage: cuda.h,
+// cuExternalMemoryGetMappedMipmappedArray), and its level 0. Returns false with
+// the leg's failure (and for CUDA_ERROR_NOT_SUPPORTED the row's facts) set.
+bool import_array(ChildContext& ctx, const cuda::Api& api, const image::ImportedSetup& in, CudaImage& im,
+                  CUDA_ARRAY3D_DESCRIPTOR& array, RouteReport& rep, Leg& cu) {
+  auto dup = ImportDup::of(in.setup.fd.get());
+  if (!dup) {
+    fail_leg(cu, dup.error());
+    return false;
+  }
+  const std::string import_step = "cuImportExternalMemory(OPAQUE_FD image)";
+  ctx.step(import_step);
+  CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
+  desc.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+  desc.handle.fd = dup->number();
+  desc.size = in.setup.info.allocation_size.value_or(std::uint64_t{0});  // bytes
+  desc.flags = in.setup.info.dedicated.value_or(false) ? CUDA_EXTERNAL_MEMORY_DEDICATED : 0;
+  CUresult r = api.cuImportExternalMemory(&im.memory, &desc);
+  // A successful import owns the fd (cuda.h, cuImportExternalMemory).
+  rep.detail.push_back("cudaimage " + dup->settle(r == CUDA_SUCCESS));
+  if (r != CUDA_SUCCESS) {
+    im.memory = nullptr;
+    refused(api, import_step, r, cu, rep);
+    return false;
+  }
+  CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC ad{};
+  ad.offset = 0;
+  ad.arrayDesc.Width = in.shape.width;
+  ad.arrayDesc.Height = in.shape.height;
+  ad.arrayDesc.Depth = 0;  // 2D
+  ad.arrayDesc.Format = CU_AD_FORMAT_UNSIGNED_INT8;
+  ad.arrayDesc.NumChannels = 4;
+  ad.arrayDesc.Flags = (in.shape.usage & VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT) != 0 ? CUDA_ARRAY3D_COLOR_ATTACHMENT : 0;
+  ad.numLevels = 1;
+  array = ad.arrayDesc;
+  const std::string map_step = fmt::format("cuExternalMemoryGetMappedMipmappedArray({}x{} UNSIGNED_INT8 x4, flags=0x{:x}, "
+                                           "1 level)",
+                                           in.shape.width, in.shape.height, ad.arrayDesc.Flags);
+  ctx.step(map_step);
+  if (r = api.cuExternalMemoryGetMappedMipmappedArray(&im.mipmap, im.memory, &ad); r != CUDA_SUCCESS) {
+    im.mipmap = nullptr;
+    refused(api, map_step, r, cu, rep);
+    return false;
+  }
+  ctx.step("cuMipmappedArrayGetLevel(0)");
+  if (r = api.cuMipmappedArrayGetLevel(&im.level0, im.mipmap, 0); r != CUDA_SUCCESS) {
+    fail_leg(cu, cuda::cu_error(api, "cuMipmappedArrayGetLevel(0)", r));
+    return false;
+  }
+  return true;
+}
+
+// CUDA's side of a round: the whole array copied into linear memory (the owner
+// released the image to VK_QUEUE_FAMILY_EXTERNAL and waited for its queue
+// before it answered; CUDA has no acquire, it just copies), then the rectangle
+// copied in from linear memory and cuCtxSynchronize.
+image::Importer cuda_importer(ChildContext& ctx, const cuda::Api& api, const CudaImage& im,
+                              const cuda::DeviceBuffer& staging, std::uint32_t w, std::uint32_t h,
+                              std::vector<std::byte>& host) {
+  image::Importer imp;
+  imp.who = "CUDA";
+  imp.read = [&, w, h](int round) -> Result<std::span<const std::byte>> {
+    ctx.step(fmt::format("round {}: cuMemcpy2D the array into linear memory", round));
+    if (auto s = read_array(api, im, staging, w, h, host); !s) return s.error();
+    return std::span<const std::byte>(host);
+  };
+  imp.write = [&](int round, const Rect& rect) -> Result<Expected> {
+    const Expected after{image::owner_seed(round), rect, image::importer_seed(round)};
+    ctx.step(fmt::format("round {}: cuMemcpy2D the importer's rectangle into the array, cuCtxSynchronize", round));
+    if (auto s = write_rect(api, im, staging, rect, after); !s) return s.error();
+    return after;
+  };
+  return imp;
+}
+
 int cuda_image_importer(ChildContext& ctx) {
   RouteReport rep;
   Leg cu{"cudaimage", true};
@@ -154,144 +232,39 @@ int cuda_image_importer(ChildContext& ctx) {
     rep.legs = {cu};
     return end_half(ctx, rep);
   };
-  auto setup = await_setup(ctx, rep, "the owner's exported image");
-  if (!setup) return 0;
-  auto shape = image::shape_from_info(setup->info);
-  if (!shape) {
-    rep.facts.fatal = why_of(shape.error());
-    rep.facts.stop_kind = shape.error().kind;
-    return finish();
-  }
-  const auto& info = setup->info;
-  const auto alloc_size = info.allocation_size.value_or(std::uint64_t{0});
-  const bool dedicated = info.dedicated.value_or(false);
-  const std::string uuid = info.device_uuid.value_or(std::string());
-  const std::uint32_t w = shape->width, h = shape->height;
-  const bool color_attachment = (shape->usage & VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT) != 0;
+  auto in = image::await_image(ctx, rep);
+  if (!in) return finish();
+  const auto& info = in->setup.info;
+  const std::uint32_t w = in->shape.width, h = in->shape.height;
   rep.detail.push_back(fmt::format("image={}x{} {} {} usage=0x{:x} allocation={} dedicated={} fd={}", w, h,
-                                   info.image->format_name, vk::tiling_name(shape->tiling),
-                                   shape->usage, alloc_size, dedicated ? "yes" : "no",
+                                   info.image->format_name, vk::tiling_name(in->shape.tiling), in->shape.usage,
+                                   info.allocation_size.value_or(std::uint64_t{0}),
+                                   info.dedicated.value_or(false) ? "yes" : "no",
                                    info.fd_target.value_or(std::string("?"))));
-  if (w != ctx.params().image_width || h != ctx.params().image_height) {
-    rep.facts.fatal = fmt::format("owner announced a {}x{} image, --image-size is {}x{}", w, h,
-                                  ctx.params().image_width, ctx.params().image_height);
-    return finish();
-  }
-  if (shape->format != VK_FORMAT_R8G8B8A8_UNORM) {
+  if (in->shape.format != VK_FORMAT_R8G8B8A8_UNORM) {
     rep.facts.fatal = fmt::format("owner announced format {}, this importer maps R8G8B8A8_UNORM only",
-                                  static_cast<int>(shape->format));
+                                  static_cast<int>(in->shape.format));
     return finish();
   }
-
   // The CUDA device with the owner's deviceUUID (an opaque fd is valid only there);
   // the staging buffer holds the whole image as linear memory.
-  auto side = open_cuda(ctx, rep.facts, uuid, std::size_t{w} * h * kTexelBytes);
+  auto side = open_cuda(ctx, rep.facts, info.device_uuid.value_or(std::string()), std::size_t{w} * h * kTexelBytes);
   if (!side) return finish();
   const cuda::Api& api = *side->api;
   cu.attempted = true;
-
   CudaImage im;
   im.api = &api;
-  auto dup = ImportDup::of(setup->fd.get());
-  if (!dup) {
-    fail_leg(cu, dup.error());
-    return finish();
-  }
-  const std::string import_step = "cuImportExternalMemory(OPAQUE_FD image)";
-  ctx.step(import_step);
-  CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
-  desc.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
-  desc.handle.fd = dup->number();
-  desc.size = alloc_size;  // the whole Vulkan allocation, bytes
-  // CUDA must be told what Vulkan did (cuda.h, CUDA_EXTERNAL_MEMORY_DEDICATED).
-  desc.flags = dedicated ? CUDA_EXTERNAL_MEMORY_DEDICATED : 0;
-  CUresult r = api.cuImportExternalMemory(&im.memory, &desc);
-  // A successful import owns the fd (cuda.h, cuImportExternalMemory).
-  rep.detail.push_back("cudaimage " + dup->settle(r == CUDA_SUCCESS));
-  if (r != CUDA_SUCCESS) {
-    im.memory = nullptr;
-    refused(api, import_step, r, cu, rep);
-    return finish();
-  }
+  CUDA_ARRAY3D_DESCRIPTOR array{};
+  if (!import_array(ctx, api, *in, im, array, rep, cu)) return finish();
 
-  // The array must describe the image as Vulkan created it: four unsigned
-  // 8-bit channels, its extent, one level, and COLOR_ATTACHMENT when the
-  // image has that usage (cuda.h, cuExternalMemoryGetMappedMipmappedArray).
-  CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC ad{};
-  ad.offset = 0;
-  ad.arrayDesc.Width = w;
-  ad.arrayDesc.Height = h;
-  ad.arrayDesc.Depth = 0;  // 2D
-  ad.arrayDesc.Format = CU_AD_FORMAT_UNSIGNED_INT8;
-  ad.arrayDesc.NumChannels = 4;
-  ad.arrayDesc.Flags = color_attachment ? CUDA_ARRAY3D_COLOR_ATTACHMENT : 0;
-  ad.numLevels = 1;
-  const std::string map_step = fmt::format("cuExternalMemoryGetMappedMipmappedArray({}x{} UNSIGNED_INT8 x4, flags=0x{:x}, "
-                                           "1 level)",
-                                           w, h, ad.arrayDesc.Flags);
-  ctx.step(map_step);
-  if (r = api.cuExternalMemoryGetMappedMipmappedArray(&im.mipmap, im.memory, &ad); r != CUDA_SUCCESS) {
-    im.mipmap = nullptr;
-    refused(api, map_step, r, cu, rep);
-    return finish();
-  }
-  ctx.step("cuMipmappedArrayGetLevel(0)");
-  if (r = api.cuMipmappedArrayGetLevel(&im.level0, im.mipmap, 0); r != CUDA_SUCCESS) {
-    fail_leg(cu, cuda::cu_error(api, "cuMipmappedArrayGetLevel(0)", r));
-    return finish();
-  }
-
-  bool reads_ok = true, writes_ok = true;
   std::vector<std::byte> host(std::size_t{w} * h * kTexelBytes);
-  for (int round = 1; round <= 2; ++round) {
-    // The owner released the image to VK_QUEUE_FAMILY_EXTERNAL and waited for
-    // its queue before it answered; CUDA has no acquire, it just copies.
-    const std::string read_step = fmt::format("round {}: cuMemcpy2D the array into linear memory", round);
-    ctx.step(read_step);
-    if (auto s = read_array(api, im, *side->staging, w, h, host); !s) {
-      fail_leg(cu, s.error());
-      return finish();
-    }
-    ctx.step(fmt::format("round {}: compare every texel with the owner's pattern", round));
-    const Compare got = image::compare(host, std::size_t{w} * kTexelBytes, w, h, Expected{image::owner_seed(round)});
-    if (!got.ok()) {
-      reads_ok = false;
-      add_note(cu, fmt::format("round {} CUDA read: {}", round, got.text()));
-    }
-
-    const Rect rect = image::round_rect(w, h, round);
-    const Expected after{image::owner_seed(round), rect, image::importer_seed(round)};
-    ctx.step(fmt::format("round {}: cuMemcpy2D the importer's rectangle into the array, cuCtxSynchronize", round));
-    if (auto s = write_rect(api, im, *side->staging, rect, after); !s) {
-      fail_leg(cu, s.error());
-      return finish();
-    }
-    ctx.step(fmt::format("round {}: the owner acquires and checks the rectangle and the rest", round));
-    auto checked = image::owner_check(ctx, after);
-    if (!checked) {
-      fail_leg(cu, checked.error());
-      return finish();
-    }
-    if (!checked->ok()) {
-      writes_ok = false;
-      add_note(cu, fmt::format("round {} owner read: {}", round, checked->text()));
-    }
-    if (round == 1) {
-      ctx.step("round 2: the owner refills the image with a new seed and releases it");
-      if (auto s = image::owner_fill(ctx, image::owner_seed(2)); !s) {
-        fail_leg(cu, s.error());
-        return finish();
-      }
-    }
-  }
-  cu.read_ok = reads_ok;
-  cu.write_ok = writes_ok;
-  if (reads_ok && writes_ok && measure::enabled())
-    measure_after_verdict(ctx, api, im, *side->staging, ad.arrayDesc, cu.name);
-  const Rect r1 = image::round_rect(w, h, 1), r2 = image::round_rect(w, h, 2);
-  rep.detail.push_back(fmt::format("rounds=2 rect1=({},{} {}x{}) rect2=({},{} {}x{}) array=UNSIGNED_INT8x4 flags=0x{:x} "
-                                   "handover=GENERAL via VK_QUEUE_FAMILY_EXTERNAL (owner), cuCtxSynchronize (CUDA)",
-                                   r1.x, r1.y, r1.w, r1.h, r2.x, r2.y, r2.w, r2.h, ad.arrayDesc.Flags));
+  const image::Importer imp = cuda_importer(ctx, api, im, *side->staging, w, h, host);
+  if (!image::run_rounds(ctx, imp, image::remote_owner(ctx), w, h, cu)) return finish();
+  if (cu.read_ok && cu.write_ok && measure::enabled())
+    measure_after_verdict(ctx, api, im, *side->staging, array, cu.name);
+  rep.detail.push_back(fmt::format("{} array=UNSIGNED_INT8x4 flags=0x{:x} handover=GENERAL via "
+                                   "VK_QUEUE_FAMILY_EXTERNAL (owner), cuCtxSynchronize (CUDA)",
+                                   image::rounds_detail(w, h), array.Flags));
   return finish();
 }
 

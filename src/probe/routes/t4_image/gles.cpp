@@ -8,14 +8,11 @@
 // Vulkan both offer them, else through a GL fence and the socket. Then, as a
 // finding that does not decide the row, whether a scissored glClear is covered
 // by that handover. docs/probe.md, "T4 image rows".
-#include <dlfcn.h>
-
 #include <chrono>
 #include <cstring>
 
 #include <functional>
 #include <optional>
-#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -23,12 +20,13 @@
 #include "gles/egl_context.h"
 #include "gles/program.h"
 #include "probe/routes.h"
+#include "probe/routes/t4_image/gl_handover.h"
 #include "probe/routes/t4_image/gl_measure.h"
-#include "probe/routes/gles/semaphore.h"
+#include "probe/routes/t4_image/gl_texture.h"
+#include "probe/routes/t4_image/round.h"
 #include "probe/routes/t4_image/vk_share.h"
 #include "probe/worker/drivers.h"
 #include "probe/worker/half_end.h"
-#include "probe/worker/import_dup.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes/route_file.h"
@@ -39,95 +37,16 @@ namespace EXTMEM_ROUTE_FILE {
 
 using image::Compare;
 using image::Expected;
+using image::GlHandover;
+using image::GlTexture;
 using image::Rect;
+using image::TexFns;
 
-// The GL entry points only these rows use, resolved here (eglGetProcAddress,
-// then libGLESv2) so the shared GL table stays as it is.
-struct TexFns {
-  PFNGLGENTEXTURESPROC glGenTextures = nullptr;
-  PFNGLDELETETEXTURESPROC glDeleteTextures = nullptr;
-  PFNGLBINDTEXTUREPROC glBindTexture = nullptr;
-  PFNGLTEXPARAMETERIPROC glTexParameteri = nullptr;
-  PFNGLGENFRAMEBUFFERSPROC glGenFramebuffers = nullptr;
-  PFNGLDELETEFRAMEBUFFERSPROC glDeleteFramebuffers = nullptr;
-  PFNGLBINDFRAMEBUFFERPROC glBindFramebuffer = nullptr;
-  PFNGLFRAMEBUFFERTEXTURE2DPROC glFramebufferTexture2D = nullptr;
-  PFNGLCHECKFRAMEBUFFERSTATUSPROC glCheckFramebufferStatus = nullptr;
-  PFNGLREADPIXELSPROC glReadPixels = nullptr;
-  PFNGLENABLEPROC glEnable = nullptr;
-  PFNGLDISABLEPROC glDisable = nullptr;
-  PFNGLSCISSORPROC glScissor = nullptr;
-  PFNGLCLEARCOLORPROC glClearColor = nullptr;
-  PFNGLCLEARPROC glClear = nullptr;
-  PFNGLTEXSTORAGEMEM2DEXTPROC glTexStorageMem2DEXT = nullptr;
-  PFNGLVIEWPORTPROC glViewport = nullptr;
-  PFNGLDRAWARRAYSPROC glDrawArrays = nullptr;
-
-  // The first entry point that did not resolve, or empty.
-  std::string missing;
-};
-
-TexFns load_tex_fns() {
-  TexFns f;
-  void* egl = ::dlopen("libEGL.so.1", RTLD_NOW | RTLD_NOLOAD);
-  void* gles = ::dlopen("libGLESv2.so.2", RTLD_NOW | RTLD_NOLOAD);
-  auto gpa = egl != nullptr ? reinterpret_cast<PFNEGLGETPROCADDRESSPROC>(::dlsym(egl, "eglGetProcAddress")) : nullptr;
-  auto load = [&](auto& slot, const char* name) {
-    void* p = gpa != nullptr ? reinterpret_cast<void*>(gpa(name)) : nullptr;
-    if (p == nullptr && gles != nullptr) p = ::dlsym(gles, name);
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(p);
-    if (p == nullptr && f.missing.empty()) f.missing = name;
-  };
-  load(f.glGenTextures, "glGenTextures");
-  load(f.glDeleteTextures, "glDeleteTextures");
-  load(f.glBindTexture, "glBindTexture");
-  load(f.glTexParameteri, "glTexParameteri");
-  load(f.glGenFramebuffers, "glGenFramebuffers");
-  load(f.glDeleteFramebuffers, "glDeleteFramebuffers");
-  load(f.glBindFramebuffer, "glBindFramebuffer");
-  load(f.glFramebufferTexture2D, "glFramebufferTexture2D");
-  load(f.glCheckFramebufferStatus, "glCheckFramebufferStatus");
-  load(f.glReadPixels, "glReadPixels");
-  load(f.glEnable, "glEnable");
-  load(f.glDisable, "glDisable");
-  load(f.glScissor, "glScissor");
-  load(f.glClearColor, "glClearColor");
-  load(f.glClear, "glClear");
-  load(f.glTexStorageMem2DEXT, "glTexStorageMem2DEXT");
-  load(f.glViewport, "glViewport");
-  load(f.glDrawArrays, "glDrawArrays");
-  // Both were loaded already by the EGL context; these handles only add a reference.
-  if (gles != nullptr) ::dlclose(gles);
-  if (egl != nullptr) ::dlclose(egl);
-  return f;
-}
-
-// The imported texture, its memory object and the framebuffer reading and
-// clearing it. Deletes the framebuffer, the texture, then the memory object.
-struct GlTexture {
-  const gles::EglContext* ctx = nullptr;
-  const TexFns* fn = nullptr;
-  GLuint memory = 0, texture = 0, fbo = 0;
-  GlTexture() = default;
-  GlTexture(const GlTexture&) = delete;
-  GlTexture& operator=(const GlTexture&) = delete;
-  ~GlTexture() {
-    if (ctx == nullptr) return;
-    if (fbo != 0) fn->glDeleteFramebuffers(1, &fbo);
-    if (texture != 0) fn->glDeleteTextures(1, &texture);
-    if (memory != 0) ctx->gl().glDeleteMemoryObjectsEXT(1, &memory);
-    (void)ctx->take_error();
-  }
-};
-
-// One phrasing of the import (docs/probe.md, "T1-gles": drivers differ in what they accept).
-struct TexRung {
-  bool dedicated = false;
-  std::uint64_t import_size = 0;  // bytes given to glImportMemoryFdEXT
-  std::string import_from;        // "allocation" (the exporter's allocationSize) or "fd" (the fd's own size)
-  std::string label() const {
-    return fmt::format("dedicated={} import={}({})", dedicated ? "on" : "off", import_from, import_size);
-  }
+// Where the GL side's writes are checked and the image refilled (the owner in
+// this process, same-proc, or the owner process over the socket, cross-proc),
+// and how the owner switches to the semaphore handover.
+struct Owner : image::Owner {
+  image::OwnerSemaphores semaphores;
 };
 
 // The draw: one triangle that covers the whole target (the scissor keeps it to
@@ -173,161 +92,6 @@ void clear_color(const TexFns& f) {
   f.glClearColor(c(0), c(8), c(16), c(24));
 }
 
-// Where the GL side's writes are checked and the image refilled: the owner in
-// this process (same-proc) or the owner process over the socket (cross-proc).
-struct Owner {
-  std::function<Result<Compare>(const Expected&)> check;
-  std::function<Status(std::uint64_t)> fill;
-  /// Switches the owner to the semaphore handover; its acquires then transition from the given layout.
-  std::function<Result<image::HandoverFds>(VkImageLayout)> semaphores;
-};
-
-// The layouts of the semaphore handover. The owner releases in GENERAL, so GL
-// waits naming GL_LAYOUT_GENERAL_EXT; GL last renders to the texture, so it
-// signals naming GL_LAYOUT_COLOR_ATTACHMENT_EXT and the owner's acquire
-// transitions from COLOR_ATTACHMENT_OPTIMAL (GL_EXT_semaphore pairs each
-// GL_LAYOUT_*_EXT with one VkImageLayout: glsem::gl_layout_of).
-constexpr VkImageLayout kGlWaitLayout = image::kHandoverLayout;
-constexpr VkImageLayout kGlSignalLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL;
-
-// How GL and the owner hand the image over: with `sem` set, GL waits on
-// `sem->ready` before it touches the texture and signals `sem->done` after
-// (each naming the texture and its layout); otherwise GL's fence and the socket.
-struct GlHandoverSemaphores {
-  glsem::GlSemaphore ready, done;
-  GLenum wait_layout = 0, signal_layout = 0;
-  explicit GlHandoverSemaphores(const gles::EglContext& gl) : ready(gl), done(gl) {}
-};
-struct GlHandover {
-  std::unique_ptr<GlHandoverSemaphores> sem;
-  // "glFenceSync + glClientWaitSync(...)" or "glSignalSemaphoreEXT(...) + glFlush": what the texts name.
-  std::string after;
-};
-
-// GL takes the image (semaphore path: glWaitSemaphoreEXT on the texture). Returns "" or the call and GL error.
-std::string gl_take(const gles::EglContext& egl, const GlHandover& h, const GlTexture& tex) {
-  if (!h.sem) return {};
-  (void)egl.take_error();
-  egl.gl().glWaitSemaphoreEXT(h.sem->ready.id, 0, nullptr, 1, &tex.texture, &h.sem->wait_layout);
-  const GLenum e = egl.take_error();
-  if (e == GL_NO_ERROR) return {};
-  return fmt::format("glWaitSemaphoreEXT({}) -> {}", glsem::gl_layout_name(h.sem->wait_layout), gles::gl_error_name(e));
-}
-
-void add_note(Leg& leg, const std::string& note) { leg.note += (leg.note.empty() ? "" : "; ") + note; }
-
-// Tries one rung; on success `tex` holds a complete framebuffer on the texture.
-// Returns "" or "<GL call> -> <GL error>". The fd note goes into `fd_note`.
-std::string try_rung(const gles::EglContext& egl, const TexFns& f, int fd, const TexRung& rung, std::uint32_t w,
-                     std::uint32_t h, GlTexture& tex, std::string& fd_note) {
-  const gles::GlFns& gl = egl.gl();
-  (void)egl.take_error();
-  auto failed = [&](const char* call) -> std::string {
-    const GLenum e = egl.take_error();
-    return e == GL_NO_ERROR ? std::string() : fmt::format("{} -> {}", call, gles::gl_error_name(e));
-  };
-  gl.glCreateMemoryObjectsEXT(1, &tex.memory);
-  if (auto e = failed("glCreateMemoryObjectsEXT"); !e.empty()) return e;
-  if (rung.dedicated) {
-    const GLint yes = GL_TRUE;
-    gl.glMemoryObjectParameterivEXT(tex.memory, GL_DEDICATED_MEMORY_OBJECT_EXT, &yes);
-    if (auto e = failed("glMemoryObjectParameterivEXT(GL_DEDICATED_MEMORY_OBJECT_EXT)"); !e.empty()) return e;
-  }
-  auto dup = ImportDup::of(fd);
-  if (!dup) return why_of(dup.error());
-  gl.glImportMemoryFdEXT(tex.memory, rung.import_size, GL_HANDLE_TYPE_OPAQUE_FD_EXT, dup->number());
-  const GLenum import_error = egl.take_error();
-  // A successful GL import owns the fd (GL_EXT_memory_object_fd), a failed one does not.
-  fd_note = dup->settle(import_error == GL_NO_ERROR);
-  if (import_error != GL_NO_ERROR) return "glImportMemoryFdEXT -> " + gles::gl_error_name(import_error);
-  f.glGenTextures(1, &tex.texture);
-  f.glBindTexture(GL_TEXTURE_2D, tex.texture);
-  // The Vulkan image is OPTIMAL: GL must be told the same tiling (GL_EXT_memory_object; OPTIMAL is also its default).
-  f.glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_TILING_EXT, GL_OPTIMAL_TILING_EXT);
-  f.glTexStorageMem2DEXT(GL_TEXTURE_2D, 1, GL_RGBA8, static_cast<GLsizei>(w), static_cast<GLsizei>(h), tex.memory, 0);
-  if (auto e = failed("glTexStorageMem2DEXT(GL_RGBA8)"); !e.empty()) return e;
-  f.glGenFramebuffers(1, &tex.fbo);
-  f.glBindFramebuffer(GL_FRAMEBUFFER, tex.fbo);
-  f.glFramebufferTexture2D(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, tex.texture, 0);
-  const GLenum status = f.glCheckFramebufferStatus(GL_FRAMEBUFFER);
-  if (status != GL_FRAMEBUFFER_COMPLETE) return fmt::format("glCheckFramebufferStatus -> 0x{:04x}", status);
-  if (auto e = failed("glFramebufferTexture2D"); !e.empty()) return e;
-  return {};
-}
-
-// Waits for GL's work on the texture (glFenceSync + glClientWaitSync). Returns "" or the failing call and code.
-std::string gl_wait(const gles::EglContext& egl) {
-  const gles::GlFns& gl = egl.gl();
-  (void)egl.take_error();
-  GLsync fence = gl.glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
-  if (fence == nullptr) return "glFenceSync -> " + gles::gl_error_name(egl.take_error());
-  const GLenum waited = gl.glClientWaitSync(fence, GL_SYNC_FLUSH_COMMANDS_BIT, 10'000'000'000ull);
-  gl.glDeleteSync(fence);
-  if (waited == GL_TIMEOUT_EXPIRED) return "glClientWaitSync -> GL_TIMEOUT_EXPIRED";
-  if (waited == GL_WAIT_FAILED) return "glClientWaitSync -> GL_WAIT_FAILED " + gles::gl_error_name(egl.take_error());
-  return {};
-}
-
-// GL hands the image back: semaphore path glSignalSemaphoreEXT on the texture
-// and glFlush (a binary semaphore's signal must be submitted before the owner's
-// wait is), else gl_wait. Returns "" or the failing call and code.
-std::string gl_give(const gles::EglContext& egl, const GlHandover& h, const GlTexture& tex) {
-  if (!h.sem) return gl_wait(egl);
-  (void)egl.take_error();
-  egl.gl().glSignalSemaphoreEXT(h.sem->done.id, 0, nullptr, 1, &tex.texture, &h.sem->signal_layout);
-  egl.gl().glFlush();
-  const GLenum e = egl.take_error();
-  if (e == GL_NO_ERROR) return {};
-  return fmt::format("glSignalSemaphoreEXT({}) + glFlush -> {}", glsem::gl_layout_name(h.sem->signal_layout),
-                     gles::gl_error_name(e));
-}
-
-// Sets up the handover: the semaphore path where GL has GL_EXT_semaphore(_fd)
-// and the owner can export binary OPAQUE_FD semaphores, else the fence (with
-// the reason in the detail). Returns "" or, when the semaphore path was
-// offered and then failed, the failing step and code (the row's FAIL).
-std::string set_up_handover(ChildContext& ctx, const gles::EglContext& egl, const Owner& owner, GlHandover& h,
-                            RouteReport& rep, std::string& failed_step) {
-  const std::string fence_text = "glFenceSync + glClientWaitSync(GL_SYNC_FLUSH_COMMANDS_BIT)";
-  auto use_fence = [&](const std::string& why) {
-    h.after = fence_text;
-    rep.detail.push_back("sync=glFenceSync/glClientWaitSync and the socket (GL_EXT_semaphore absent: " + why +
-                         "; the owner's Vulkan side waits on its fence before the GL side starts)");
-    return std::string();
-  };
-  // Both extensions named when both are missing; the owner is asked only when GL could use its semaphores.
-  std::string missing;
-  for (const char* e : {"GL_EXT_semaphore", "GL_EXT_semaphore_fd"})
-    if (!egl.has_extension(e)) missing += (missing.empty() ? "" : " and ") + std::string(e);
-  if (!missing.empty()) return use_fence(missing + " not exposed by the GLES context");
-  ctx.step("the owner exports the handover semaphores");
-  auto fds = owner.semaphores(kGlSignalLayout);
-  if (!fds) {
-    if (fds.error().kind == ErrorKind::unsupported) return use_fence("owner: " + fds.error().detail);
-    failed_step = "the owner's handover semaphores";
-    return why_of(fds.error());
-  }
-  auto sem = std::make_unique<GlHandoverSemaphores>(egl);
-  sem->wait_layout = *glsem::gl_layout_of(kGlWaitLayout);
-  sem->signal_layout = *glsem::gl_layout_of(kGlSignalLayout);
-  std::string ready_text, done_text;
-  if (auto s = glsem::import_semaphore(ctx, egl, sem->ready, fds->released.get(), ready_text); !s) {
-    failed_step = "import the owner's release semaphore";
-    return why_of(s.error());
-  }
-  if (auto s = glsem::import_semaphore(ctx, egl, sem->done, fds->acquired.get(), done_text); !s) {
-    failed_step = "import the owner's acquire semaphore";
-    return why_of(s.error());
-  }
-  rep.detail.push_back(fmt::format(
-      "sync=GL_EXT_semaphore layouts (binary OPAQUE_FD semaphores from the owner's Vulkan: glWaitSemaphoreEXT({}) "
-      "after each release to VK_QUEUE_FAMILY_EXTERNAL in GENERAL, glSignalSemaphoreEXT({}) + glFlush before each "
-      "acquire from COLOR_ATTACHMENT_OPTIMAL; wait {} signal {})",
-      glsem::gl_layout_name(sem->wait_layout), glsem::gl_layout_name(sem->signal_layout), ready_text, done_text));
-  h.after = "glSignalSemaphoreEXT(" + glsem::gl_layout_name(sem->signal_layout) + ") + glFlush";
-  h.sem = std::move(sem);
-  return {};
-}
 // --measure (the measuring run only), once both rounds have decided the leg:
 // the owner refills the image with a seed nothing else uses and releases it,
 // GL takes it through the row's handover, times copies through the texture
@@ -380,7 +144,191 @@ bool measure_after_verdict(ChildContext& ctx, const gles::EglContext& egl, const
   return balanced;
 }
 
-// The GL importer's whole part: context, UUID, the import ladder, two rounds.
+// The draw program and where its seed goes.
+struct Draw {
+  gles::Program program;
+  GLint seed_at = -1;
+};
+
+// Compiles the draw program. Returns nullopt with the leg's failure set: a GLES 3
+// context that cannot build a two-line program is the driver's failure, not a
+// missing feature.
+std::optional<Draw> build_draw(ChildContext& ctx, const gles::EglContext& egl, Leg& leg) {
+  ctx.step("compile and link the GLES 3 draw program");
+  auto prog = gles::Program::build(egl, {{GL_VERTEX_SHADER, kDrawVertex}, {GL_FRAGMENT_SHADER, kDrawFragment}});
+  const GLint seed_at = prog ? egl.gl().glGetUniformLocation(prog->id(), "seed") : -1;
+  if (!prog || seed_at < 0) {
+    leg.failed_step = "build the draw program";
+    leg.code = prog ? std::string("glGetUniformLocation(seed) -> -1") : prog.error().message();
+    return std::nullopt;
+  }
+  return Draw{std::move(*prog), seed_at};
+}
+
+// GL for the import: the kept EGL context, the memory-object extensions, and
+// GL's device UUID against the exporter's deviceUUID first (GL may only import
+// memory of the device and driver it runs on: GL_EXT_external_objects). Returns
+// null with the row's facts set.
+const gles::EglContext* open_gl(ChildContext& ctx, const peer::SetupInfo& info, RouteReport& rep) {
+  ctx.step("create EGL context");
+  auto created = drivers::egl_context();
+  if (!created) {
+    stop_row(rep.facts, created.error().kind, why_of(created.error()));
+    return nullptr;
+  }
+  const gles::EglContext& egl = **created;
+  rep.detail.push_back(fmt::format("egl={} renderer=\"{}\"", egl.platform, egl.gl_renderer));
+  for (const char* e : {"GL_EXT_memory_object", "GL_EXT_memory_object_fd"}) {
+    if (!egl.has_extension(e)) {
+      rep.facts.unsupported = std::string(e) + " not exposed by the GLES context";
+      return nullptr;
+    }
+  }
+  ctx.step("GL_DEVICE_UUID_EXT against the exporter's deviceUUID");
+  const std::string vk_uuid = info.device_uuid.value_or(std::string());
+  const std::string gl_uuid = egl.device_uuid().value_or("");
+  rep.detail.push_back(fmt::format("uuid={}", gles::compare_uuid(gl_uuid, vk_uuid)));
+  if (!gl_uuid.empty() && gl_uuid != vk_uuid) {
+    rep.facts.unsupported = fmt::format("GL_DEVICE_UUID_EXT {} is not the exporter's deviceUUID {}: GL runs on another "
+                                        "device or driver and may not import its fd",
+                                        gl_uuid, vk_uuid);
+    return nullptr;
+  }
+  return &egl;
+}
+
+// What GL's side of the rows holds once the texture is imported.
+struct GlSide {
+  const gles::EglContext& egl;
+  const TexFns& f;
+  const GlTexture& tex;
+  const GlHandover& handover;
+  const Draw& draw;
+  std::uint32_t w = 0, h = 0;
+};
+
+// After the owner saw a wrong rectangle: the handover is the sync this row
+// stands on (GL's fence and semaphore signal both cover every earlier
+// command); whether glFinish would have been enough tells a deferred write
+// from one that never lands.
+void recheck_after_finish(ChildContext& ctx, const GlSide& gl, const Owner& owner, int round, const Expected& after,
+                          Leg& leg) {
+  ctx.step(fmt::format("round {}: glFinish, and the owner checks again", round));
+  gl.egl.gl().glFinish();
+  auto again = owner.check(after);
+  if (again && again->ok())
+    image::add_note(leg, fmt::format("round {}: GL's scissored draw reached the image only after glFinish, not after {}",
+                                     round, gl.handover.after));
+  else if (again)
+    image::add_note(leg, fmt::format("round {} owner read after glFinish: {}", round, again->text()));
+}
+
+// The clear finding's last resort, when neither the handover nor glFinish
+// brought the clear: a read of the framebuffer must see the clear (GL orders it
+// after the clear), so a driver that keeps the clear pending has to do it now;
+// then glFinish and one more check.
+std::string clear_after_read(ChildContext& ctx, const GlSide& gl, const Owner& owner, const Rect& rect,
+                             const Expected& cleared, const std::string& after_finish) {
+  ctx.step("clear finding: glReadPixels of one texel of the rectangle, glFinish, and the owner checks again");
+  std::byte one[4] = {};
+  gl.f.glReadPixels(static_cast<GLint>(rect.x), static_cast<GLint>(rect.y), 1, 1, GL_RGBA, GL_UNSIGNED_BYTE, one);
+  gl.egl.gl().glFinish();
+  std::uint32_t gl_saw = 0;
+  std::memcpy(&gl_saw, one, sizeof gl_saw);
+  auto third = owner.check(cleared);
+  if (third && third->ok())
+    return fmt::format("after-read (a scissored glClear was not in the image after the handover nor after glFinish, "
+                       "only once GL read the framebuffer (GL read 0x{:08x}) and finished: {}; informational, the "
+                       "verdict is the draw's)",
+                       gl_saw, after_finish);
+  return fmt::format("never (after glFinish: {}; after a GL read of 0x{:08x} and glFinish: {}; informational)",
+                     after_finish, gl_saw, third ? third->text() : why_of(third.error()));
+}
+
+// The finding beside the verdict: a scissored glClear (no draw after it) on a
+// fresh fill, the same handover, the same check. Zink on lavapipe keeps such a
+// clear pending past the fence (docs/results/lavapipe-mesa-22.3-images.md); the
+// returned value says what this driver does: seen, late, after-read, never, or
+// not measured (why).
+std::string clear_finding(ChildContext& ctx, const GlSide& gl, const Owner& owner) {
+  ctx.step("clear finding: the owner refills the image with a third seed and releases it");
+  if (auto s = owner.fill(image::owner_seed(3)); !s) return "not measured (owner refill: " + why_of(s.error()) + ")";
+  if (auto e = gl_take(gl.egl, gl.handover, gl.tex); !e.empty()) return "not measured (" + e + ")";
+  const Rect rect = image::round_rect(gl.w, gl.h, 1);
+  ctx.step("clear finding: scissored glClear of the round 1 rectangle, then GL hands the image back");
+  gl.f.glBindFramebuffer(GL_FRAMEBUFFER, gl.tex.fbo);
+  set_scissor(gl.f, rect);
+  clear_color(gl.f);
+  gl.f.glClear(GL_COLOR_BUFFER_BIT);
+  gl.f.glDisable(GL_SCISSOR_TEST);
+  if (const GLenum e = gl.egl.take_error(); e != GL_NO_ERROR)
+    return "not measured (glClear -> " + gles::gl_error_name(e) + ")";
+  if (auto e = gl_give(gl.egl, gl.handover, gl.tex); !e.empty()) return "not measured (" + e + ")";
+  ctx.step("clear finding: the owner checks the rectangle and the rest");
+  Expected cleared{image::owner_seed(3), rect};
+  cleared.rect_constant = kClearValue;
+  auto seen = owner.check(cleared);
+  if (!seen) return "not measured (owner check: " + why_of(seen.error()) + ")";
+  if (seen->ok()) return "seen";
+  ctx.step("clear finding: glFinish, and the owner checks again");
+  gl.egl.gl().glFinish();
+  auto again = owner.check(cleared);
+  if (again && again->ok())
+    return "late (a scissored glClear reached the image only after glFinish, not after " + gl.handover.after +
+           "; informational, the verdict is the draw's)";
+  return clear_after_read(ctx, gl, owner, rect, cleared, again ? again->text() : why_of(again.error()));
+}
+
+// A failed GL call as the leg's failure: the round's step, the call and GL's code.
+Error gl_failure(std::string step, std::string code) { return Error{std::move(step), ErrorKind::driver, std::move(code)}; }
+
+// GL's side of a round: take the image (glWaitSemaphoreEXT on the semaphore
+// path) and glReadPixels all of it through the framebuffer; then the scissored
+// draw of the rectangle and the hand-back. After a wrong rectangle, whether
+// glFinish would have been enough tells a deferred write from one that never lands.
+image::Importer gl_importer(ChildContext& ctx, const GlSide& gl, const Owner& owner, std::vector<std::byte>& pixels,
+                            std::string& take_ms, Leg& leg) {
+  image::Importer imp;
+  imp.who = "GL";
+  imp.read = [&](int round) -> Result<std::span<const std::byte>> {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (gl.handover.sem) ctx.step(fmt::format("round {}: glWaitSemaphoreEXT on the texture", round));
+    if (auto e = gl_take(gl.egl, gl.handover, gl.tex); !e.empty())
+      return gl_failure(fmt::format("round {}: GL takes the image", round), e);
+    ctx.step(fmt::format("round {}: glReadPixels of the texture through its framebuffer", round));
+    gl.f.glBindFramebuffer(GL_FRAMEBUFFER, gl.tex.fbo);
+    gl.f.glReadPixels(0, 0, static_cast<GLsizei>(gl.w), static_cast<GLsizei>(gl.h), GL_RGBA, GL_UNSIGNED_BYTE,
+                      pixels.data());
+    if (const GLenum e = gl.egl.take_error(); e != GL_NO_ERROR)
+      return gl_failure(fmt::format("round {}: glReadPixels", round), gles::gl_error_name(e));
+    take_ms += fmt::format("{}{}", take_ms.empty() ? "" : "/",
+                           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+    return std::span<const std::byte>(pixels);
+  };
+  imp.write = [&](int round, const Rect& rect) -> Result<Expected> {
+    ctx.step(fmt::format("round {}: scissored draw of the GL rectangle, then {}", round,
+                         gl.handover.sem ? "glSignalSemaphoreEXT" : "a fence"));
+    gl.f.glViewport(0, 0, static_cast<GLsizei>(gl.w), static_cast<GLsizei>(gl.h));  // a surfaceless context starts at 0x0
+    gl.egl.gl().glUseProgram(gl.draw.program.id());
+    gl.egl.gl().glUniform1ui(gl.draw.seed_at, draw_seed(round));
+    set_scissor(gl.f, rect);
+    gl.f.glDrawArrays(GL_TRIANGLES, 0, 3);
+    gl.f.glDisable(GL_SCISSOR_TEST);
+    gl.egl.gl().glUseProgram(0);
+    if (const GLenum e = gl.egl.take_error(); e != GL_NO_ERROR)
+      return gl_failure(fmt::format("round {}: glDrawArrays (scissored)", round), gles::gl_error_name(e));
+    if (auto e = gl_give(gl.egl, gl.handover, gl.tex); !e.empty())
+      return gl_failure(fmt::format("round {}: GL hands the image back", round), e);
+    Expected after{image::owner_seed(round), rect};
+    after.rect_gl_seed = draw_seed(round);
+    return after;
+  };
+  imp.after_mismatch = [&](int round, const Expected& after) { recheck_after_finish(ctx, gl, owner, round, after, leg); };
+  return imp;
+}
+
+// The GL importer's whole part: context, UUID, the import ladder, the
+// handover, two rounds, then the clear finding.
 void gl_image_leg(ChildContext& ctx, int fd, const peer::SetupInfo& info, const Owner& owner, RouteReport& rep,
                   Leg& leg) {
   leg.attempted = true;
@@ -390,253 +338,41 @@ void gl_image_leg(ChildContext& ctx, int fd, const peer::SetupInfo& info, const 
     rep.facts.stop_kind = shape.error().kind;
     return;
   }
-  ctx.step("create EGL context");
-  auto created = drivers::egl_context();
-  if (!created) {
-    stop_row(rep.facts, created.error().kind, why_of(created.error()));
-    return;
-  }
-  const gles::EglContext& egl = **created;
-  rep.detail.push_back(fmt::format("egl={} renderer=\"{}\"", egl.platform, egl.gl_renderer));
-  for (const char* e : {"GL_EXT_memory_object", "GL_EXT_memory_object_fd"}) {
-    if (!egl.has_extension(e)) {
-      rep.facts.unsupported = std::string(e) + " not exposed by the GLES context";
-      return;
-    }
-  }
-  // UUID first: GL may only import memory of the device and driver it runs on (GL_EXT_external_objects).
-  ctx.step("GL_DEVICE_UUID_EXT against the exporter's deviceUUID");
-  const std::string vk_uuid = info.device_uuid.value_or(std::string());
-  const std::string gl_uuid = egl.device_uuid().value_or("");
-  rep.detail.push_back(fmt::format("uuid={}", gles::compare_uuid(gl_uuid, vk_uuid)));
-  if (!gl_uuid.empty() && gl_uuid != vk_uuid) {
-    rep.facts.unsupported = fmt::format("GL_DEVICE_UUID_EXT {} is not the exporter's deviceUUID {}: GL runs on another "
-                                        "device or driver and may not import its fd",
-                                        gl_uuid, vk_uuid);
-    return;
-  }
-  const TexFns f = load_tex_fns();
+  const gles::EglContext* egl = open_gl(ctx, info, rep);
+  if (egl == nullptr) return;
+  const TexFns f = image::load_tex_fns();
   if (!f.missing.empty()) {
     rep.facts.unsupported = "GL entry point " + f.missing + " not found";
     return;
   }
-
-  // The ladder: the exporter's dedicated choice first, then the other; the
-  // exporter's allocation size, then the fd's own size where it has one.
   const std::uint32_t w = shape->width, h = shape->height;
-  const bool dedicated = info.dedicated.value_or(false);
-  const std::uint64_t alloc = info.allocation_size.value_or(std::uint64_t{0});
-  const std::uint64_t fd_size = info.fd_size.value_or(std::uint64_t{0});
-  std::vector<TexRung> rungs;
-  for (bool ded : {dedicated, !dedicated}) {
-    rungs.push_back({ded, alloc, "allocation"});
-    if (fd_size != 0 && fd_size != alloc) rungs.push_back({ded, fd_size, "fd"});
-  }
   GlTexture tex;
-  std::string accepted, ladder, last_error;
-  for (const TexRung& rung : rungs) {
-    ctx.step("glImportMemoryFdEXT + glTexStorageMem2DEXT(GL_RGBA8), " + rung.label());
-    GlTexture attempt;
-    attempt.ctx = &egl;
-    attempt.fn = &f;
-    std::string fd_note;
-    const std::string error = try_rung(egl, f, fd, rung, w, h, attempt, fd_note);
-    if (error.empty()) {
-      accepted = rung.label();
-      rep.detail.push_back("glimport " + fd_note);
-      std::swap(tex.memory, attempt.memory);
-      std::swap(tex.texture, attempt.texture);
-      std::swap(tex.fbo, attempt.fbo);
-      tex.ctx = &egl;
-      tex.fn = &f;
-      break;
-    }
-    ladder += fmt::format("{}{}: {}", ladder.empty() ? "" : "; ", rung.label(), error);
-    last_error = error;
-  }
-  rep.detail.push_back("accepted=" + (accepted.empty() ? std::string("none") : accepted));
-  if (!ladder.empty()) rep.detail.push_back("ladder: " + ladder);
-  if (accepted.empty()) {
-    // The extensions are exposed and the UUIDs match, so a refusal on every rung is the driver's FAIL.
-    leg.failed_step = "glTexStorageMem2DEXT on the imported memory object (every ladder rung)";
-    leg.code = last_error;
-    return;
-  }
+  if (!image::import_texture(ctx, *egl, f, fd, info, w, h, tex, rep, leg)) return;
   GlHandover handover;
-  {
-    std::string failed_step;
-    if (auto e = set_up_handover(ctx, egl, owner, handover, rep, failed_step); !e.empty()) {
-      leg.failed_step = failed_step;
-      leg.code = e;
-      return;
-    }
-  }
-
-  ctx.step("compile and link the GLES 3 draw program");
-  auto prog = gles::Program::build(egl, {{GL_VERTEX_SHADER, kDrawVertex}, {GL_FRAGMENT_SHADER, kDrawFragment}});
-  const GLint seed_at = prog ? egl.gl().glGetUniformLocation(prog->id(), "seed") : -1;
-  if (!prog || seed_at < 0) {
-    // A GLES 3 context that cannot build a two-line program is the driver's failure, not a missing feature.
-    leg.failed_step = "build the draw program";
-    leg.code = prog ? std::string("glGetUniformLocation(seed) -> -1") : prog.error().message();
+  std::string failed_step;
+  if (auto e = set_up_handover(ctx, *egl, owner.semaphores, handover, rep, failed_step); !e.empty()) {
+    leg.failed_step = failed_step;
+    leg.code = e;
     return;
   }
+  auto draw = build_draw(ctx, *egl, leg);
+  if (!draw) return;
   rep.detail.push_back("write=scissored draw (one triangle over the target, the fragment shader writes a position "
                        "hash) then " + std::string(handover.sem ? "glSignalSemaphoreEXT" : "glFenceSync/glClientWaitSync"));
 
-  bool reads_ok = true, writes_ok = true;
+  const GlSide gl{*egl, f, tex, handover, *draw, w, h};
   std::vector<std::byte> pixels(std::size_t{w} * h * 4);
   std::string take_ms;  // semaphore path: how long GL's wait + read took each round (the test fault "late" shows there)
-  for (int round = 1; round <= 2; ++round) {
-    const auto t0 = std::chrono::steady_clock::now();
-    if (handover.sem) ctx.step(fmt::format("round {}: glWaitSemaphoreEXT on the texture", round));
-    if (auto e = gl_take(egl, handover, tex); !e.empty()) {
-      leg.failed_step = fmt::format("round {}: GL takes the image", round);
-      leg.code = e;
-      return;
-    }
-    ctx.step(fmt::format("round {}: glReadPixels of the texture through its framebuffer", round));
-    f.glBindFramebuffer(GL_FRAMEBUFFER, tex.fbo);
-    f.glReadPixels(0, 0, static_cast<GLsizei>(w), static_cast<GLsizei>(h), GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
-    if (const GLenum e = egl.take_error(); e != GL_NO_ERROR) {
-      leg.failed_step = fmt::format("round {}: glReadPixels", round);
-      leg.code = gles::gl_error_name(e);
-      return;
-    }
-    take_ms += fmt::format("{}{}", take_ms.empty() ? "" : "/",
-                           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
-    const Compare got = image::compare(pixels, std::size_t{w} * 4, w, h, Expected{image::owner_seed(round)});
-    if (!got.ok()) {
-      reads_ok = false;
-      add_note(leg, fmt::format("round {} GL read: {}", round, got.text()));
-    }
-    const Rect rect = image::round_rect(w, h, round);
-    ctx.step(fmt::format("round {}: scissored draw of the GL rectangle, then {}", round,
-                         handover.sem ? "glSignalSemaphoreEXT" : "a fence"));
-    f.glViewport(0, 0, static_cast<GLsizei>(w), static_cast<GLsizei>(h));  // a surfaceless context starts at 0x0
-    egl.gl().glUseProgram(prog->id());
-    egl.gl().glUniform1ui(seed_at, draw_seed(round));
-    set_scissor(f, rect);
-    f.glDrawArrays(GL_TRIANGLES, 0, 3);
-    f.glDisable(GL_SCISSOR_TEST);
-    egl.gl().glUseProgram(0);
-    if (const GLenum e = egl.take_error(); e != GL_NO_ERROR) {
-      leg.failed_step = fmt::format("round {}: glDrawArrays (scissored)", round);
-      leg.code = gles::gl_error_name(e);
-      return;
-    }
-    if (auto e = gl_give(egl, handover, tex); !e.empty()) {
-      leg.failed_step = fmt::format("round {}: GL hands the image back", round);
-      leg.code = e;
-      return;
-    }
-    ctx.step(fmt::format("round {}: the owner acquires and checks the rectangle and the rest", round));
-    Expected after{image::owner_seed(round), rect};
-    after.rect_gl_seed = draw_seed(round);
-    auto checked = owner.check(after);
-    if (!checked) {
-      fail_leg(leg, checked.error());
-      return;
-    }
-    if (!checked->ok()) {
-      writes_ok = false;
-      add_note(leg, fmt::format("round {} owner read: {}", round, checked->text()));
-      // The handover is the sync this row stands on (GL: fence and semaphore signal both cover every
-      // earlier command); whether glFinish would have been enough tells a deferred write from one that never lands.
-      ctx.step(fmt::format("round {}: glFinish, and the owner checks again", round));
-      egl.gl().glFinish();
-      auto again = owner.check(after);
-      if (again && again->ok())
-        add_note(leg, fmt::format("round {}: GL's scissored draw reached the image only after glFinish, not after {}",
-                                  round, handover.after));
-      else if (again)
-        add_note(leg, fmt::format("round {} owner read after glFinish: {}", round, again->text()));
-    }
-    if (round == 1) {
-      ctx.step("round 2: the owner refills the image with a new seed and releases it");
-      if (auto s = owner.fill(image::owner_seed(2)); !s) {
-        fail_leg(leg, s.error());
-        return;
-      }
-    }
-  }
-  leg.read_ok = reads_ok;
-  leg.write_ok = writes_ok;
+  if (!image::run_rounds(ctx, gl_importer(ctx, gl, owner, pixels, take_ms, leg), owner, w, h, leg)) return;
   if (handover.sem) rep.detail.push_back("glwait+read-ms=" + take_ms);
   // The figures come after the verdict is final and only in the measuring run, whose detail is
   // not reported; its clear finding below then runs after the copies, on the measuring run only.
-  if (reads_ok && writes_ok && measure::enabled() &&
-      !measure_after_verdict(ctx, egl, f, owner, handover, tex, w, h, leg.name))
+  if (leg.read_ok && leg.write_ok && measure::enabled() &&
+      !measure_after_verdict(ctx, *egl, f, owner, handover, tex, w, h, leg.name))
     return;
-
-  // The finding beside the verdict: a scissored glClear (no draw after it) on a fresh fill, the
-  // same handover, the same check. Zink on lavapipe keeps such a clear pending past the fence
-  // (docs/results/lavapipe-mesa-22.3-images.md); the line says what this driver does.
   // The key names the handover the clear went through.
   const std::string key = handover.sem ? "glclear-after-signal" : "glclear-after-fence";
-  ctx.step("clear finding: the owner refills the image with a third seed and releases it");
-  if (auto s = owner.fill(image::owner_seed(3)); !s) {
-    rep.detail.push_back(key + "=not measured (owner refill: " + why_of(s.error()) + ")");
-    return;
-  }
-  if (auto e = gl_take(egl, handover, tex); !e.empty()) {
-    rep.detail.push_back(key + "=not measured (" + e + ")");
-    return;
-  }
-  const Rect rect = image::round_rect(w, h, 1);
-  ctx.step("clear finding: scissored glClear of the round 1 rectangle, then GL hands the image back");
-  f.glBindFramebuffer(GL_FRAMEBUFFER, tex.fbo);
-  set_scissor(f, rect);
-  clear_color(f);
-  f.glClear(GL_COLOR_BUFFER_BIT);
-  f.glDisable(GL_SCISSOR_TEST);
-  if (const GLenum e = egl.take_error(); e != GL_NO_ERROR) {
-    rep.detail.push_back(key + "=not measured (glClear -> " + gles::gl_error_name(e) + ")");
-    return;
-  }
-  if (auto e = gl_give(egl, handover, tex); !e.empty()) {
-    rep.detail.push_back(key + "=not measured (" + e + ")");
-    return;
-  }
-  ctx.step("clear finding: the owner checks the rectangle and the rest");
-  Expected cleared{image::owner_seed(3), rect};
-  cleared.rect_constant = kClearValue;
-  auto seen = owner.check(cleared);
-  if (!seen) {
-    rep.detail.push_back(key + "=not measured (owner check: " + why_of(seen.error()) + ")");
-    return;
-  }
-  if (seen->ok()) {
-    rep.detail.push_back(key + "=seen");
-    return;
-  }
-  ctx.step("clear finding: glFinish, and the owner checks again");
-  egl.gl().glFinish();
-  auto again = owner.check(cleared);
-  if (again && again->ok()) {
-    rep.detail.push_back(key + "=late (a scissored glClear reached the image only after glFinish, not after " +
-                         handover.after + "; informational, the verdict is the draw's)");
-    return;
-  }
-  const std::string after_finish = again ? again->text() : why_of(again.error());
-  // A read of the framebuffer must see the clear (GL orders it after the clear), so a driver
-  // that keeps the clear pending has to do it now; then glFinish and one more check.
-  ctx.step("clear finding: glReadPixels of one texel of the rectangle, glFinish, and the owner checks again");
-  std::byte one[4] = {};
-  f.glReadPixels(static_cast<GLint>(rect.x), static_cast<GLint>(rect.y), 1, 1, GL_RGBA, GL_UNSIGNED_BYTE, one);
-  egl.gl().glFinish();
-  std::uint32_t gl_saw = 0;
-  std::memcpy(&gl_saw, one, sizeof gl_saw);
-  auto third = owner.check(cleared);
-  if (third && third->ok())
-    rep.detail.push_back(fmt::format("{}=after-read (a scissored glClear was not in the image after "
-                                     "the handover nor after glFinish, only once GL read the framebuffer (GL read "
-                                     "0x{:08x}) and finished: {}; informational, the verdict is the draw's)",
-                                     key, gl_saw, after_finish));
-  else
-    rep.detail.push_back(fmt::format("{}=never (after glFinish: {}; after a GL read of 0x{:08x} and "
-                                     "glFinish: {}; informational)",
-                                     key, after_finish, gl_saw, third ? third->text() : why_of(third.error())));
+  rep.detail.push_back(key + "=" + clear_finding(ctx, gl, owner));
 }
 
 int same_proc(ChildContext& ctx) {
@@ -652,8 +388,8 @@ int same_proc(ChildContext& ctx) {
     return finish();
   }
   image::ExportedImage& ex = std::get<image::ExportedImage>(result);
-  Owner owner{[&](const Expected& e) { return image::check_owned(ex, e); },
-              [&](std::uint64_t seed) { return image::fill_owned(ex, seed); },
+  Owner owner{{[&](const Expected& e) { return image::check_owned(ex, e); },
+               [&](std::uint64_t seed) { return image::fill_owned(ex, seed); }},
               [&](VkImageLayout gl_layout) { return image::use_semaphores(ctx, ex, gl_layout); }};
   gl_image_leg(ctx, ex.fd.get(), ex.info, owner, rep, leg);
   return finish();
@@ -666,17 +402,11 @@ int cross_proc(ChildContext& ctx) {
     rep.legs = {leg};
     return end_half(ctx, rep);
   };
-  auto setup = await_setup(ctx, rep, "the owner's exported image");
-  if (!setup) return 0;
-  if (!setup->info.image || setup->info.image->width != ctx.params().image_width ||
-      setup->info.image->height != ctx.params().image_height) {
-    rep.facts.fatal = "owner announced another image size than --image-size";
-    return finish();
-  }
-  Owner owner{[&](const Expected& e) { return image::owner_check(ctx, e); },
-              [&](std::uint64_t seed) { return image::owner_fill(ctx, seed); },
+  auto in = image::await_image(ctx, rep);
+  if (!in) return finish();
+  Owner owner{image::remote_owner(ctx),
               [&](VkImageLayout gl_layout) { return image::owner_semaphores(ctx, gl_layout); }};
-  gl_image_leg(ctx, setup->fd.get(), setup->info, owner, rep, leg);
+  gl_image_leg(ctx, in->setup.fd.get(), in->setup.info, owner, rep, leg);
   return finish();
 }
 

@@ -4,13 +4,15 @@
 // and compared texel by texel there, then written in a rectangle and checked by
 // the owner; two rounds. docs/probe.md, "T4 image rows".
 #include <algorithm>
-#include <cstring>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "probe/routes.h"
 #include "probe/routes/t4_image/measure.h"
+#include "probe/routes/t4_image/round.h"
 #include "probe/routes/vk/export.h"
 #include "probe/routes/t4_image/vk_share.h"
 #include "probe/worker/half_end.h"
@@ -26,22 +28,6 @@ namespace EXTMEM_ROUTE_FILE {
 using image::Compare;
 using image::Expected;
 using image::Rect;
-
-void add_note(Leg& leg, const std::string& note) { leg.note += (leg.note.empty() ? "" : "; ") + note; }
-
-// Test-only read faults (EXTMEM_TEST_FAULT ...:client:compare:transpose|mirror):
-// the importer looks at its copy the wrong way round, which the compare must name.
-std::vector<std::byte> misread(std::span<const std::byte> data, std::uint32_t w, std::uint32_t h, bool transpose) {
-  std::vector<std::byte> out(data.size());
-  for (std::uint32_t y = 0; y < h; ++y) {
-    for (std::uint32_t x = 0; x < w; ++x) {
-      const std::uint32_t sx = transpose ? (y < w && x < h ? y : x) : w - 1 - x;
-      const std::uint32_t sy = transpose ? (y < w && x < h ? x : y) : y;
-      std::memcpy(out.data() + (std::size_t{y} * w + x) * 4, data.data() + (std::size_t{sy} * w + sx) * 4, 4);
-    }
-  }
-  return out;
-}
 
 // --measure, once both rounds have decided the leg: the owner refills the image
 // and releases it, this side acquires it, times image copies through it against
@@ -82,6 +68,133 @@ void measure_after_verdict(ChildContext& ctx, const vk::Device& d, const vk::Ima
   if (!restore.empty()) measure::leg_field(leg, "image_restore_error", restore);
 }
 
+// The importer's GPU side of a round: acquire and copy out (round 1 with the
+// test faults "discard" and "undefined": a first acquire from UNDEFINED, which
+// may discard), then the rectangle written on the GPU and the image released.
+image::Importer vulkan_importer(ChildContext& ctx, image::ImageGpu& gpu, bool& from_undefined) {
+  image::Importer imp;
+  imp.who = "importer";
+  imp.read = [&ctx, &gpu, &from_undefined](int round) -> Result<std::span<const std::byte>> {
+    // The acquire's layouts are the release's (GENERAL).
+    VkImageLayout old_layout = image::kHandoverLayout;
+    ctx.step(fmt::format("round {}: acquire the image from VK_QUEUE_FAMILY_EXTERNAL and copy it out", round));
+    if (round == 1 && ctx.test_fault("round 1: acquire", "discard")) {
+      // Test-only: the deliberate discard (a driver that drops content at a transition from UNDEFINED).
+      if (auto s = gpu.discard_like_undefined(); !s) return s.error();
+      from_undefined = true;
+    } else if (round == 1 && ctx.test_fault("round 1: acquire", "undefined")) {
+      old_layout = VK_IMAGE_LAYOUT_UNDEFINED;
+      from_undefined = true;
+    }
+    return gpu.read(old_layout);
+  };
+  imp.write = [&ctx, &gpu](int round, const Rect& rect) -> Result<Expected> {
+    const Expected after{image::owner_seed(round), rect, image::importer_seed(round)};
+    ctx.step(fmt::format("round {}: write the importer's rectangle on the GPU and release the image", round));
+    if (auto s = gpu.write(rect, after); !s) return s.error();
+    return after;
+  };
+  return imp;
+}
+
+// Round 1 of a LINEAR image: the same texels read through the CPU mapping at
+// vkGetImageSubresourceLayout's rowPitch, for the informational leg.
+void check_cpu_map(ChildContext& ctx, const vk::Device& d, const vk::Image& img, std::uint32_t type_index,
+                   const Expected& want, RouteReport& rep, Leg& cpu) {
+  ctx.step("round 1: read the LINEAR image through the CPU mapping at vkGetImageSubresourceLayout's rowPitch");
+  if (img.mapped == nullptr) {
+    image::add_note(cpu, fmt::format("memory type {} is not HOST_VISIBLE: no CPU mapping", type_index));
+    return;
+  }
+  const std::uint32_t w = img.shape.width, h = img.shape.height;
+  const VkSubresourceLayout sl = vk::linear_layout(d, img);
+  cpu.attempted = true;
+  if (sl.offset + sl.size > img.allocation_size || sl.rowPitch < std::size_t{w} * 4) {
+    image::add_note(cpu, fmt::format("subresource layout offset={} size={} rowPitch={} does not fit the allocation",
+                                     sl.offset, sl.size, sl.rowPitch));
+    return;
+  }
+  const Compare c =
+      image::compare(std::span<const std::byte>(img.mapped + sl.offset, sl.size), sl.rowPitch, w, h, want);
+  cpu.read_ok = c.ok();
+  rep.detail.push_back(fmt::format("cpumap offset={} rowPitch={}: {}", sl.offset, sl.rowPitch, c.text()));
+  if (!c.ok()) image::add_note(cpu, c.text());
+}
+
+// The device and the import support, before the fd is touched: the extension,
+// the owner's deviceUUID (an OPAQUE_FD may only be imported by a device of the
+// same deviceUUID and driverUUID: Vulkan spec, "External Memory Handle Types"),
+// and the format's OPAQUE_FD import support. Returns null with the row's facts
+// or the leg's failure set.
+std::shared_ptr<vk::Device> open_importer(ChildContext& ctx, const image::ImportedSetup& in, RouteReport& rep,
+                                          Leg& vki) {
+  auto dev = open_device(ctx, export_extensions(kOpaqueFd));
+  if (!dev) {
+    fail_leg(vki, dev.error());
+    return nullptr;
+  }
+  const vk::Device& d = **dev;
+  if (auto missing = missing_extension(d, kOpaqueFd)) {
+    rep.facts.unsupported = "client: " + *missing;
+    return nullptr;
+  }
+  const std::string owner_uuid = in.setup.info.device_uuid.value_or(std::string());
+  if (owner_uuid != d.device_uuid()) {
+    rep.facts.unsupported = fmt::format("client: deviceUUID {} differs from the owner's {}", d.device_uuid(), owner_uuid);
+    return nullptr;
+  }
+  ctx.step("vkGetPhysicalDeviceImageFormatProperties2(OPAQUE_FD import)");
+  const vk::ExternalImageSupport support =
+      vk::external_image_support(d.instance(), d.physical(), in.shape, VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT);
+  if (!support.importable()) {
+    rep.facts.unsupported = fmt::format("client: {} OPAQUE_FD images are not importable ({}, externalMemoryFeatures=0x{:x})",
+                                        vk::tiling_name(in.shape.tiling), vk::result_name(support.result),
+                                        support.external.externalMemoryFeatures);
+    return nullptr;
+  }
+  return *dev;
+}
+
+// The import: an image of the owner's create info on the owner's memory type
+// and dedicated choice (VkImportMemoryFdInfoKHR requires both), mapped when
+// LINEAR and HOST_VISIBLE. Returns nullopt with the leg's failure (and, for a
+// refused allocation, the row's facts) set.
+std::optional<vk::Image> import_image(ChildContext& ctx, const vk::Device& d, const image::ImportedSetup& in,
+                                        RouteReport& rep, Leg& vki) {
+  const auto& info = in.setup.info;
+  const auto type_index = info.memory_type_index.value_or(0u);
+  auto dup = ImportDup::of(in.setup.fd.get());
+  if (!dup) {
+    fail_leg(vki, dup.error());
+    return std::nullopt;
+  }
+  ctx.step("vkAllocateMemory(import OPAQUE_FD image)");
+  vk::ImageRequest req;
+  req.shape = in.shape;
+  req.external_handle_types = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  req.import_fd = dup->number();
+  req.allocation_size = info.allocation_size.value_or(std::uint64_t{0});
+  req.memory_type_index = static_cast<int>(type_index);
+  req.dedicated = info.dedicated.value_or(false) ? 1 : 0;
+  const bool host_visible = type_index < d.memory_properties().memoryTypeCount &&
+                            (d.memory_properties().memoryTypes[type_index].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
+  req.map = in.shape.tiling == VK_IMAGE_TILING_LINEAR && host_visible;
+  vk::AllocationFailure af;
+  auto img = vk::create_image(d, req, &af);
+  // A successful import owns the fd (Vulkan spec, "Importing memory from a file descriptor").
+  rep.detail.push_back("vkimage " + dup->settle(img || af.memory_allocated));
+  if (!img) {
+    fail_leg(vki, af.error);
+    if (af.at_allocate) {
+      // Import support was reported (open_importer checked), so a refusal is classified as such.
+      SiteFailure s = classify_site(af.error, true, "OPAQUE_FD image import");
+      if (s.unsupported) rep.facts.unsupported = "client: " + s.why;
+    }
+    return std::nullopt;
+  }
+  return std::move(*img);
+}
+
 int importer(ChildContext& ctx, VkImageTiling tiling) {
   RouteReport rep;
   const bool linear = tiling == VK_IMAGE_TILING_LINEAR;
@@ -92,193 +205,49 @@ int importer(ChildContext& ctx, VkImageTiling tiling) {
     if (linear) rep.legs.push_back(cpu);
     return end_half(ctx, rep);
   };
-  auto setup = await_setup(ctx, rep, "the owner's exported image");
-  if (!setup) return 0;
-  auto shape = image::shape_from_info(setup->info);
-  if (!shape) {
-    rep.facts.fatal = why_of(shape.error());
-    rep.facts.stop_kind = shape.error().kind;
-    return finish();
-  }
-  const auto& info = setup->info;
-  const auto alloc_size = info.allocation_size.value_or(std::uint64_t{0});
+  auto in = image::await_image(ctx, rep);
+  if (!in) return finish();
+  const auto& info = in->setup.info;
   const auto type_index = info.memory_type_index.value_or(0u);
-  const bool dedicated = info.dedicated.value_or(false);
   rep.detail.push_back(fmt::format("image={}x{} {} {} usage=0x{:x} allocation={} memoryType={} dedicated={} "
                                    "(required={} preferred={}) fd={}",
-                                   shape->width, shape->height, info.image->format_name,
-                                   vk::tiling_name(shape->tiling), shape->usage, alloc_size, type_index,
-                                   dedicated ? "yes" : "no", info.image->dedicated_required ? "yes" : "no",
+                                   in->shape.width, in->shape.height, info.image->format_name,
+                                   vk::tiling_name(in->shape.tiling), in->shape.usage,
+                                   info.allocation_size.value_or(std::uint64_t{0}), type_index,
+                                   info.dedicated.value_or(false) ? "yes" : "no",
+                                   info.image->dedicated_required ? "yes" : "no",
                                    info.image->dedicated_preferred ? "yes" : "no",
                                    info.fd_target.value_or(std::string("?"))));
-  if (shape->width != ctx.params().image_width || shape->height != ctx.params().image_height) {
-    rep.facts.fatal = fmt::format("owner announced a {}x{} image, --image-size is {}x{}", shape->width, shape->height,
-                                  ctx.params().image_width, ctx.params().image_height);
-    return finish();
-  }
-
   vki.attempted = true;
-  auto dev = open_device(ctx, export_extensions(kOpaqueFd));
-  if (!dev) {
-    fail_leg(vki, dev.error());
-    return finish();
-  }
-  const vk::Device& d = **dev;
-  if (auto missing = missing_extension(d, kOpaqueFd)) {
-    rep.facts.unsupported = "client: " + *missing;
-    return finish();
-  }
-  // An OPAQUE_FD may only be imported by a device of the same deviceUUID and
-  // driverUUID (Vulkan spec, "External Memory Handle Types"); say so first.
-  const std::string owner_uuid = info.device_uuid.value_or(std::string());
-  if (owner_uuid != d.device_uuid()) {
-    rep.facts.unsupported = fmt::format("client: deviceUUID {} differs from the owner's {}", d.device_uuid(), owner_uuid);
-    return finish();
-  }
-  ctx.step("vkGetPhysicalDeviceImageFormatProperties2(OPAQUE_FD import)");
-  const vk::ExternalImageSupport support =
-      vk::external_image_support(d.instance(), d.physical(), *shape, VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT);
-  if (!support.importable()) {
-    rep.facts.unsupported = fmt::format("client: {} OPAQUE_FD images are not importable ({}, externalMemoryFeatures=0x{:x})",
-                                        vk::tiling_name(tiling), vk::result_name(support.result),
-                                        support.external.externalMemoryFeatures);
-    return finish();
-  }
-
-  auto dup = ImportDup::of(setup->fd.get());
-  if (!dup) {
-    fail_leg(vki, dup.error());
-    return finish();
-  }
-  ctx.step("vkAllocateMemory(import OPAQUE_FD image)");
-  vk::ImageRequest req;
-  req.shape = *shape;
-  req.external_handle_types = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
-  req.import_fd = dup->number();
-  req.allocation_size = alloc_size;
-  req.memory_type_index = static_cast<int>(type_index);  // must be the exporter's (VkImportMemoryFdInfoKHR)
-  req.dedicated = dedicated ? 1 : 0;                     // and so must the dedicated allocation
-  const bool host_visible = type_index < d.memory_properties().memoryTypeCount &&
-                            (d.memory_properties().memoryTypes[type_index].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
-  req.map = linear && host_visible;
-  vk::AllocationFailure af;
-  auto img = vk::create_image(d, req, &af);
-  // A successful import owns the fd (Vulkan spec, "Importing memory from a file descriptor").
-  rep.detail.push_back("vkimage " + dup->settle(img || af.memory_allocated));
-  if (!img) {
-    fail_leg(vki, af.error);
-    if (af.at_allocate) {
-      SiteFailure s = classify_site(af.error, support.importable(), "OPAQUE_FD image import");
-      if (s.unsupported) rep.facts.unsupported = "client: " + s.why;
-    }
-    return finish();
-  }
+  auto dev = open_importer(ctx, *in, rep, vki);
+  if (!dev) return finish();
+  const vk::Device& d = *dev;
+  auto img = import_image(ctx, d, *in, rep, vki);
+  if (!img) return finish();
   auto gpu = image::ImageGpu::create(d, *img);
   if (!gpu) {
     fail_leg(vki, gpu.error());
     return finish();
   }
 
-  const std::uint32_t w = shape->width, h = shape->height;
-  bool reads_ok = true, writes_ok = true;
-  for (int round = 1; round <= 2; ++round) {
-    // The acquire's layouts are the release's (GENERAL); the faults make the
-    // importer's first acquire a transition from UNDEFINED, which may discard.
-    VkImageLayout old_layout = image::kHandoverLayout;
-    bool from_undefined = false;
-    ctx.step(fmt::format("round {}: acquire the image from VK_QUEUE_FAMILY_EXTERNAL and copy it out", round));
-    if (round == 1 && ctx.test_fault("round 1: acquire", "discard")) {
-      // Test-only: the deliberate discard (a driver that drops content at a transition from UNDEFINED).
-      if (auto s = gpu->discard_like_undefined(); !s) {
-        fail_leg(vki, s.error());
-        return finish();
-      }
-      from_undefined = true;
-    } else if (round == 1 && ctx.test_fault("round 1: acquire", "undefined")) {
-      old_layout = VK_IMAGE_LAYOUT_UNDEFINED;
-      from_undefined = true;
-    }
-    auto data = gpu->read(old_layout);
-    if (!data) {
-      fail_leg(vki, data.error());
-      return finish();
-    }
-    ctx.step(fmt::format("round {}: compare every texel with the owner's pattern", round));
-    const Expected want{image::owner_seed(round)};
-    std::vector<std::byte> wrong_way;
-    std::span<const std::byte> seen = *data;
-    if (ctx.test_fault("compare every texel", "transpose") || ctx.test_fault("compare every texel", "mirror")) {
-      wrong_way = misread(seen, w, h, ctx.test_fault("compare every texel", "transpose"));
-      seen = wrong_way;
-    }
-    const Compare got = image::compare(seen, std::size_t{w} * 4, w, h, want);
-    if (!got.ok()) {
-      reads_ok = false;
-      add_note(vki, fmt::format("round {} importer read: {}", round, got.text()));
-    }
-    if (from_undefined) {
+  bool from_undefined = false;
+  image::Importer imp = vulkan_importer(ctx, *gpu, from_undefined);
+  imp.after_read = [&](int round, const Compare& got, const Expected& want) {
+    if (from_undefined && round == 1) {
       // Reported as such: content lost after the importer's own UNDEFINED transition is that transition's doing.
       rep.detail.push_back(got.ok() ? "first acquire from VK_IMAGE_LAYOUT_UNDEFINED: the content survived here "
                                       "(the spec allows it to be discarded)"
                                     : "first acquire from VK_IMAGE_LAYOUT_UNDEFINED discarded the content");
       if (!got.ok())
-        add_note(vki, "the importer's first transition from VK_IMAGE_LAYOUT_UNDEFINED discarded the owner's content; "
-                      "acquire in the release's layout");
+        image::add_note(vki, "the importer's first transition from VK_IMAGE_LAYOUT_UNDEFINED discarded the owner's "
+                             "content; acquire in the release's layout");
     }
-    if (linear && round == 1) {
-      ctx.step("round 1: read the LINEAR image through the CPU mapping at vkGetImageSubresourceLayout's rowPitch");
-      if (img->mapped == nullptr) {
-        add_note(cpu, fmt::format("memory type {} is not HOST_VISIBLE: no CPU mapping", type_index));
-      } else {
-        const VkSubresourceLayout sl = vk::linear_layout(d, *img);
-        cpu.attempted = true;
-        if (sl.offset + sl.size > img->allocation_size || sl.rowPitch < std::size_t{w} * 4) {
-          add_note(cpu, fmt::format("subresource layout offset={} size={} rowPitch={} does not fit the allocation",
-                                    sl.offset, sl.size, sl.rowPitch));
-        } else {
-          const Compare c = image::compare(std::span<const std::byte>(img->mapped + sl.offset, sl.size), sl.rowPitch, w,
-                                           h, want);
-          cpu.read_ok = c.ok();
-          rep.detail.push_back(fmt::format("cpumap offset={} rowPitch={}: {}", sl.offset, sl.rowPitch, c.text()));
-          if (!c.ok()) add_note(cpu, c.text());
-        }
-      }
-    }
-
-    const Rect rect = image::round_rect(w, h, round);
-    const Expected after{image::owner_seed(round), rect, image::importer_seed(round)};
-    ctx.step(fmt::format("round {}: write the importer's rectangle on the GPU and release the image", round));
-    if (auto s = gpu->write(rect, after); !s) {
-      fail_leg(vki, s.error());
-      return finish();
-    }
-    ctx.step(fmt::format("round {}: the owner acquires and checks the rectangle and the rest", round));
-    auto checked = image::owner_check(ctx, after);
-    if (!checked) {
-      fail_leg(vki, checked.error());
-      return finish();
-    }
-    if (!checked->ok()) {
-      writes_ok = false;
-      add_note(vki, fmt::format("round {} owner read: {}", round, checked->text()));
-    }
-    if (round == 1) {
-      ctx.step("round 2: the owner refills the image with a new seed and releases it");
-      if (auto s = image::owner_fill(ctx, image::owner_seed(2)); !s) {
-        fail_leg(vki, s.error());
-        return finish();
-      }
-    }
-  }
-  vki.read_ok = reads_ok;
-  vki.write_ok = writes_ok;
-  if (reads_ok && writes_ok && measure::enabled()) measure_after_verdict(ctx, d, *img, *gpu, vki.name);
-  rep.detail.push_back(fmt::format("rounds=2 rect1=({},{} {}x{}) rect2=({},{} {}x{}) handover=GENERAL via "
-                                   "VK_QUEUE_FAMILY_EXTERNAL",
-                                   image::round_rect(w, h, 1).x, image::round_rect(w, h, 1).y,
-                                   image::round_rect(w, h, 1).w, image::round_rect(w, h, 1).h,
-                                   image::round_rect(w, h, 2).x, image::round_rect(w, h, 2).y,
-                                   image::round_rect(w, h, 2).w, image::round_rect(w, h, 2).h));
+    if (linear && round == 1) check_cpu_map(ctx, d, *img, type_index, want, rep, cpu);
+  };
+  if (!image::run_rounds(ctx, imp, image::remote_owner(ctx), in->shape.width, in->shape.height, vki)) return finish();
+  if (vki.read_ok && vki.write_ok && measure::enabled()) measure_after_verdict(ctx, d, *img, *gpu, vki.name);
+  rep.detail.push_back(image::rounds_detail(in->shape.width, in->shape.height) +
+                       " handover=GENERAL via VK_QUEUE_FAMILY_EXTERNAL");
   return finish();
 }
 
