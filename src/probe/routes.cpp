@@ -33,4 +33,23 @@ const LegDef* RouteDef::leg(std::string_view name) const {
   return nullptr;
 }
 
+Leg report_leg(DeclaredLeg declared) { return Leg{std::string(declared.def.name), declared.def.decisive}; }
+
+Leg route_leg(const ChildContext& ctx, std::string_view name) {
+  if (const RouteDef* route = find_route(ctx.params().row))
+    if (const LegDef* def = route->leg(name)) return Leg{std::string(def->name), def->decisive};
+  return Leg{std::string(name), true};
+}
+
+std::string undeclared_leg(const RouteDef& route, std::span<const Leg> reported) {
+  for (const Leg& l : reported) {
+    const LegDef* def = route.leg(l.name);
+    if (def == nullptr) return fmt::format("leg '{}' is not in the route's table", l.name);
+    if (def->decisive != l.decisive)
+      return fmt::format("leg '{}' is {} in the route's table, reported {}", l.name, def->decisive ? "[D]" : "[i]",
+                         l.decisive ? "[D]" : "[i]");
+  }
+  return {};
+}
+
 }  // namespace extmem::probe

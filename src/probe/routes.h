@@ -2,8 +2,8 @@
 // Each route file defines one `extern const RouteDef` (a few for a family sharing
 // halves; extern because a namespace-scope const is otherwise file-local) that
 // reads as a sentence: row, group, what it needs, the legs it produces, whether
-// --memory-type applies, and its two halves. routes.cpp lists them in print
-// order. --only and the group flags, phase A's decisions, the memory-type
+// --memory-type applies, and its two halves. Each route file registers its
+// definitions (routes/route_file.h) and the build lists them in print order. --only and the group flags, phase A's decisions, the memory-type
 // twins, the child dispatcher, JSON, JUnit, `extmem probe --list-routes`, the
 // schema's row list and the README's route table all come from here.
 #pragma once
@@ -63,6 +63,32 @@ struct LegDef {
   std::string_view proves; ///< one line: what a round trip through this leg shows
 };
 
+/// A leg of a route's leg table, named by a half: looked up when the half is
+/// compiled, so a name the table does not declare does not compile, on the rows
+/// CI cannot run (CUDA) too. `Leg vki = report_leg({kImageLegs, "vkimage"});`
+struct DeclaredLeg {
+  template <std::size_t N>
+  consteval DeclaredLeg(const LegDef (&legs)[N], std::string_view name) : def(find(legs, name)) {}
+  LegDef def;
+
+ private:
+  template <std::size_t N>
+  static consteval LegDef find(const LegDef (&legs)[N], std::string_view name) {
+    for (const LegDef& leg : legs)
+      if (leg.name == name) return leg;
+    throw "the route's leg table declares no leg of this name";  // not a constant: the build stops here
+  }
+};
+
+/// The Leg a half reports for a declared leg: its name and [D]/[i] from the table.
+Leg report_leg(DeclaredLeg declared);
+
+/// The same for a half that routes of different leg tables share: the leg
+/// `name` of the table of the route `ctx` runs, looked up at run time. A name
+/// that table lacks still gives a [D] leg of that name, which the parent
+/// refuses (undeclared_leg).
+Leg route_leg(const ChildContext& ctx, std::string_view name);
+
 /// Whether --memory-type makes twins of a row.
 enum class MemoryTypes {
   route_picks,    ///< the route chooses its memory itself; --memory-type does not apply
@@ -114,6 +140,12 @@ std::span<const RouteGroup> route_groups();
 
 /// The route named `row`, or null.
 const RouteDef* find_route(std::string_view row);
+
+/// The first leg of `reported` that `route`'s table does not declare with the
+/// same [D]/[i], as "leg 'x' is not in the route's table" or "leg 'x' is [i] in
+/// the route's table, reported [D]"; empty when all are. A route that reports
+/// such a leg has a bug: the parent makes its row FAIL with this text.
+std::string undeclared_leg(const RouteDef& route, std::span<const Leg> reported);
 
 /// The reason phase A gives an Android-only route on a Linux build.
 inline constexpr std::string_view kAndroidOnlyReason = "Android-only route (AHardwareBuffer); this is a Linux build";

@@ -42,6 +42,14 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr LegDef kLegs[] = {
+    {"cudaipc", true, "the 64-byte cuIpcGetMemHandle opened in the other process: GPU copies round-trip, whole allocation"},
+    {"cudaoffset", true,
+     "the handle of a pointer inside the allocation, with the offset sent beside it: the bytes at that offset, both ways"},
+    {"ipcevent", true,
+     "the client's stream waited on the server's interprocess event: its copy landed only after the gated write"},
+};
+
 template <typename Handle>
 std::string to_hex(const Handle& h) {
   std::string out;
@@ -385,9 +393,9 @@ using namespace EXTMEM_ROUTE_FILE;
 int cuda_ipc_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
-  Leg ipc{"cudaipc", true};
-  Leg offv{"cudaoffset", true};
-  Leg order{"ipcevent", true};
+  Leg ipc = report_leg({EXTMEM_ROUTE_FILE::kLegs, "cudaipc"});
+  Leg offv = report_leg({EXTMEM_ROUTE_FILE::kLegs, "cudaoffset"});
+  Leg order = report_leg({EXTMEM_ROUTE_FILE::kLegs, "ipcevent"});
   auto finish = [&] {
     rep.legs = {ipc, offv, order};
     return end_half(ctx, rep);
@@ -458,13 +466,6 @@ int cuda_ipc_client(ChildContext& ctx) {
 
 namespace {
 namespace EXTMEM_ROUTE_FILE {
-constexpr LegDef kLegs[] = {
-    {"cudaipc", true, "the 64-byte cuIpcGetMemHandle opened in the other process: GPU copies round-trip, whole allocation"},
-    {"cudaoffset", true,
-     "the handle of a pointer inside the allocation, with the offset sent beside it: the bytes at that offset, both ways"},
-    {"ipcevent", true,
-     "the client's stream waited on the server's interprocess event: its copy landed only after the gated write"},
-};
 
 const RouteDef kT1CudaIpc{
     .row = "T1-cuda-ipc",

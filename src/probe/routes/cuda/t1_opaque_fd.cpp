@@ -23,6 +23,7 @@
 #include "probe/routes.h"
 #include "probe/routes/cuda/measure.h"
 #include "probe/routes/cuda/route_util.h"
+#include "probe/routes/cuda/vk_handover.h"
 #include "probe/routes/cuda/handover_codec.h"
 #include "probe/routes/s1/peer.h"
 #include "probe/routes/vk/export.h"
@@ -32,6 +33,17 @@
 namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
+
+constexpr LegDef kOpaqueFdCudaLegs[] = {
+    {"cudaimport", false,
+     "the Vulkan export imported into CUDA, used with no synchronisation between the APIs: the GPU reads and writes "
+     "it, seen by the exporter, whole allocation"},
+    {"cudasync", true,
+     "the same import used as the APIs specify: every handover ordered by the exporter's timeline semaphore imported "
+     "into CUDA; the GPU reads and writes it, seen by the exporter, whole allocation"},
+    {"cudaoffset", true,
+     "a second CUDA view at region D's offset reads and writes the bytes at that offset, not at the base"},
+};
 
 // One timed import of a fresh dup() of `fd` (cuImportExternalMemory +
 // cuExternalMemoryGetMappedBuffer of `mapped` bytes, µs), undone untimed.
@@ -219,9 +231,9 @@ using namespace EXTMEM_ROUTE_FILE;
 int cuda_opaque_fd_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
-  Leg cu{"cudaimport", false};
-  Leg hs{"cudasync", true};
-  Leg offv{"cudaoffset", true};
+  Leg cu = report_leg({EXTMEM_ROUTE_FILE::kOpaqueFdCudaLegs, "cudaimport"});
+  Leg hs = report_leg({EXTMEM_ROUTE_FILE::kOpaqueFdCudaLegs, "cudasync"});
+  Leg offv = report_leg({EXTMEM_ROUTE_FILE::kOpaqueFdCudaLegs, "cudaoffset"});
   auto finish = [&] {
     rep.legs = {cu, hs, offv};
     return end_half(ctx, rep);
@@ -284,5 +296,25 @@ int cuda_opaque_fd_client(ChildContext& ctx) {
   (void)api.cuDestroyExternalMemory(ext);
   return finish();
 }
+
+namespace {
+namespace EXTMEM_ROUTE_FILE {
+
+constexpr std::string_view kFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
+constexpr HandleNeed kOpaqueFdExport[] = {{"OPAQUE_FD", HandleFeature::exportable}};
+const RouteDef kT1OpaqueFdCuda{
+    .row = "T1-opaque-fd-cuda",
+    .group = "t1",
+    .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdExport, .cuda = true},
+    .legs = kOpaqueFdCudaLegs,
+    .server = {"allocates Vulkan memory, exports an opaque fd, serves",
+               [](ChildContext& c) { return export_and_serve_with_handover(c, kOpaqueFd); }},
+    .client = {"imports the fd into CUDA, drives", cuda_opaque_fd_client},
+    .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+EXTMEM_ROUTE(kT1OpaqueFdCuda, 120);
 
 }  // namespace extmem::probe

@@ -26,6 +26,11 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr LegDef kVmmLegs[] = {
+    {"cudaimport", true, "a cuMemCreate fd imported and mapped by a second CUDA context: GPU copies round-trip"},
+    {"vkimport", false, "the same fd imported into Vulkan as OPAQUE_FD shares the bytes"},
+};
+
 // Releases a cuMemCreate/cuMemImportFromShareableHandle handle on scope exit
 // (a mapping keeps the memory alive until it is unmapped).
 struct AllocationRelease {
@@ -159,8 +164,8 @@ int cuda_vmm_fd_server(ChildContext& ctx) {
 int cuda_vmm_fd_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
-  Leg cu{"cudaimport", true};
-  Leg vki{"vkimport", false};
+  Leg cu = report_leg({EXTMEM_ROUTE_FILE::kVmmLegs, "cudaimport"});
+  Leg vki = report_leg({EXTMEM_ROUTE_FILE::kVmmLegs, "vkimport"});
   auto finish = [&] {
     rep.legs = {cu, vki};
     return end_half(ctx, rep);
@@ -266,5 +271,22 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
   }
   return finish();
 }
+
+namespace {
+namespace EXTMEM_ROUTE_FILE {
+
+const RouteDef kT1CudaVmmFd{
+    .row = "T1-cuda-vmm-fd",
+    .group = "t1",
+    .needs = {.cuda = true},
+    .legs = kVmmLegs,
+    .server = {"allocates with cuMemCreate, exports a POSIX fd, serves", cuda_vmm_fd_server},
+    .client = {"imports the fd into CUDA and Vulkan, drives", cuda_vmm_fd_client},
+    .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+EXTMEM_ROUTE(kT1CudaVmmFd, 130);
 
 }  // namespace extmem::probe

@@ -27,6 +27,13 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr LegDef kLegs[] = {
+    {"cudaimport", true,
+     "every chunk's fd imported and mapped at its offset in one range: region and whole-range GPU copies round-trip"},
+    {"boundaries", true,
+     "the bytes either side of every chunk boundary, written on one side, read on the other, both directions"},
+};
+
 // The seeds of the boundary fills: one per direction, varied by boundary so a
 // window that shows another boundary's bytes does not match.
 constexpr std::uint64_t kClientFillSeed = 0x4d43'4c49'0000'0000ull;
@@ -240,8 +247,8 @@ using namespace EXTMEM_ROUTE_FILE;
 int cuda_vmm_multichunk_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
-  Leg cu{"cudaimport", true};
-  Leg bounds{"boundaries", true};
+  Leg cu = report_leg({EXTMEM_ROUTE_FILE::kLegs, "cudaimport"});
+  Leg bounds = report_leg({EXTMEM_ROUTE_FILE::kLegs, "boundaries"});
   auto finish = [&] {
     rep.legs = {cu, bounds};
     return end_half(ctx, rep);
@@ -340,12 +347,6 @@ int cuda_vmm_multichunk_client(ChildContext& ctx) {
 
 namespace {
 namespace EXTMEM_ROUTE_FILE {
-constexpr LegDef kLegs[] = {
-    {"cudaimport", true,
-     "every chunk's fd imported and mapped at its offset in one range: region and whole-range GPU copies round-trip"},
-    {"boundaries", true,
-     "the bytes either side of every chunk boundary, written on one side, read on the other, both directions"},
-};
 
 const RouteDef kT1CudaVmmMultichunk{
     .row = "T1-cuda-vmm-multichunk",

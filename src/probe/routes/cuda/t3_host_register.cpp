@@ -20,6 +20,11 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr LegDef kHostRegisterLegs[] = {
+    {"mmap", true, "the client's memfd, received and mapped, shares the client's bytes"},
+    {"cudahost", true, "that mapping registered with CUDA: the GPU reads and writes it, seen by the client"},
+};
+
 // One timed registration (cuMemHostRegister(DEVICEMAP) + cuMemHostGetDevicePointer, µs) of a
 // fresh MAP_SHARED mapping of the memfd `fd` (`bytes`): the leg's own mapping is registered
 // already, and a range registers once. Unregistered and unmapped untimed.
@@ -45,8 +50,8 @@ using namespace EXTMEM_ROUTE_FILE;
 int cuda_host_register_server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
-  Leg mmap_leg{"mmap", true};
-  Leg host{"cudahost", true};
+  Leg mmap_leg = report_leg({EXTMEM_ROUTE_FILE::kHostRegisterLegs, "mmap"});
+  Leg host = report_leg({EXTMEM_ROUTE_FILE::kHostRegisterLegs, "cudahost"});
   auto finish = [&] {
     rep.legs = {mmap_leg, host};
     return end_half(ctx, rep);
@@ -114,5 +119,22 @@ int cuda_host_register_server(ChildContext& ctx) {
   if (registered) (void)api.cuMemHostUnregister(view.data());
   return finish();
 }
+
+namespace {
+namespace EXTMEM_ROUTE_FILE {
+
+const RouteDef kT3CudaHostRegister{
+    .row = "T3-cuda-host-register",
+    .group = "t3",
+    .needs = {.cuda = true},
+    .legs = kHostRegisterLegs,
+    .server = {"maps the received memfd, registers it with CUDA, drives", cuda_host_register_server},
+    .client = {"allocates a memfd, writes A, serves", memfd_owner_serve},
+    .passes_fds = true};
+
+}  // namespace EXTMEM_ROUTE_FILE
+}  // namespace
+
+EXTMEM_ROUTE(kT3CudaHostRegister, 140);
 
 }  // namespace extmem::probe

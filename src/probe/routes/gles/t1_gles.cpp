@@ -24,6 +24,11 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr LegDef kGlLegs[] = {
+    {"glmap", false, "the GL buffer on the imported memory object, mapped persistent, shares the bytes"},
+    {"glgpu", true, "GL copies out of and writes into the imported buffer, seen by the Vulkan exporter"},
+};
+
 // The CPU leg through glMapBufferRange(PERSISTENT|COHERENT) is informational:
 // GL_EXT_external_objects gives memory-object storage no map flags (Mesa passes
 // flags 0; NVIDIA 580 reports GL_BUFFER_STORAGE_FLAGS 0x100, DYNAMIC_STORAGE only), so a refused map is
@@ -160,7 +165,7 @@ int same_proc(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
   Leg glmap = map_leg();
-  Leg glgpu{"glgpu", true};
+  Leg glgpu = report_leg({kGlLegs, "glgpu"});
   auto exported = export_allocation(ctx, kOpaqueFd);
   if (auto* facts = std::get_if<RouteFacts>(&exported)) {
     rep.facts = *facts;
@@ -194,7 +199,7 @@ int same_proc(ChildContext& ctx) {
 int cross_proc_client(ChildContext& ctx) {
   RouteReport rep;
   Leg glmap = map_leg();
-  Leg glgpu{"glgpu", true};
+  Leg glgpu = report_leg({kGlLegs, "glgpu"});
   auto setup = await_setup(ctx, rep, "the server's export");
   if (!setup) return 0;
   Checker remote{[&](Region r, Leg& leg, std::optional<std::uint64_t> seed) { confirm_remote(ctx, r, leg, seed); },
@@ -213,10 +218,6 @@ int cross_proc_client(ChildContext& ctx) {
 
 constexpr std::string_view kFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 constexpr HandleNeed kOpaqueFdExport[] = {{"OPAQUE_FD", HandleFeature::exportable}};
-constexpr LegDef kGlLegs[] = {
-    {"glmap", false, "the GL buffer on the imported memory object, mapped persistent, shares the bytes"},
-    {"glgpu", true, "GL copies out of and writes into the imported buffer, seen by the Vulkan exporter"},
-};
 
 const RouteDef kT1GlesSameProc{
     .row = "T1-gles-memobj-fd-same-proc",

@@ -38,6 +38,12 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr LegDef kLegs[] = {
+    {"cudawait-binary", true, "CUDA's stream waited on a Vulkan binary semaphore from another process before its copy"},
+    {"cudawait-timeline", true, "CUDA's stream waited on a Vulkan timeline semaphore (value 1) before its copy"},
+    {"cudasignal", true, "CUDA's signal of a timeline semaphore released a Vulkan wait in the other process"},
+};
+
 using vksync::SemaphoreKind;
 
 // The import failure a driver gives for a handle type it does not do; any other
@@ -284,9 +290,9 @@ class CudaWakeTimer {
 int cuda_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
-  Leg wait_binary{"cudawait-binary", true};
-  Leg wait_timeline{"cudawait-timeline", true};
-  Leg signal{"cudasignal", true};
+  Leg wait_binary = report_leg({kLegs, "cudawait-binary"});
+  Leg wait_timeline = report_leg({kLegs, "cudawait-timeline"});
+  Leg signal = report_leg({kLegs, "cudasignal"});
   auto finish = [&] {
     rep.legs = {wait_binary, wait_timeline, signal};
     return end_half(ctx, rep);
@@ -414,11 +420,6 @@ int cuda_client(ChildContext& ctx) {
 
 constexpr const SemaphoreKind* kKinds[] = {&vksync::kBinaryOpaque, &vksync::kTimelineOpaque};
 constexpr HandleNeed kMemory[] = {{"OPAQUE_FD", HandleFeature::exportable}};
-constexpr LegDef kLegs[] = {
-    {"cudawait-binary", true, "CUDA's stream waited on a Vulkan binary semaphore from another process before its copy"},
-    {"cudawait-timeline", true, "CUDA's stream waited on a Vulkan timeline semaphore (value 1) before its copy"},
-    {"cudasignal", true, "CUDA's signal of a timeline semaphore released a Vulkan wait in the other process"},
-};
 
 const RouteDef kS1CudaSemaphore{
     .row = "S1-cuda-semaphore",

@@ -39,6 +39,11 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr LegDef kLegs[] = {
+    {"glwait", true, "GL's glWaitSemaphoreEXT on a Vulkan binary semaphore from another process held its copy until the signal"},
+    {"glsignal", true, "GL's glSignalSemaphoreEXT released a Vulkan wait in the other process, after GL's write"},
+};
+
 using gles::EglContext;
 
 // The GL_EXT_semaphore helpers this row shares with the T4 GL image rows.
@@ -306,8 +311,8 @@ class GlWakeTimer {
 int gl_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
-  Leg glwait{"glwait", true};
-  Leg glsignal{"glsignal", true};
+  Leg glwait = report_leg({kLegs, "glwait"});
+  Leg glsignal = report_leg({kLegs, "glsignal"});
   auto finish = [&] {
     rep.legs = {glwait, glsignal};
     return end_half(ctx, rep);
@@ -443,10 +448,6 @@ constexpr const vksync::SemaphoreKind* kKinds[] = {&vksync::kBinaryOpaque};
 constexpr std::string_view kExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME,
                                             VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME};
 constexpr HandleNeed kMemory[] = {{"OPAQUE_FD", HandleFeature::exportable}};
-constexpr LegDef kLegs[] = {
-    {"glwait", true, "GL's glWaitSemaphoreEXT on a Vulkan binary semaphore from another process held its copy until the signal"},
-    {"glsignal", true, "GL's glSignalSemaphoreEXT released a Vulkan wait in the other process, after GL's write"},
-};
 
 const RouteDef kS1GlesSemaphore{
     .row = "S1-gles-semaphore",

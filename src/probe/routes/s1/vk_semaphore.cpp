@@ -247,8 +247,9 @@ void measure_wake(ChildContext& ctx, const SemaphoreKind& kind, vksync::SyncDevi
 int consumer(ChildContext& ctx, const SemaphoreKind& kind) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
-  Leg order{"order", true};
-  Leg pollfd_leg{"pollfd", true};
+  // One consumer for three rows; S1-sync-fd's table adds pollfd.
+  Leg order = route_leg(ctx, "order");
+  Leg pollfd_leg = route_leg(ctx, "pollfd");
   const bool sync_fd = kind.bit == VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_SYNC_FD_BIT;
   auto finish = [&] {
     rep.legs = {order};

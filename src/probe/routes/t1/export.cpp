@@ -22,15 +22,132 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+// The fd imported into this side's own Vulkan device as a mapped buffer.
+struct ImportedBuffer {
+  std::shared_ptr<vk::Device> dev;  ///< null when no device was opened
+  vk::Buffer buf;                   ///< unmapped (mapped == nullptr) when the import failed
+};
+
+// With --measure: which heap the gpu leg's copies use, and the import's latency.
+void measure_import(ChildContext& ctx, const HandleKind& h, const vk::Device& dev, const vk::Buffer& buf,
+                    vk::AllocationRequest req, int fd, const Leg& vki, const Leg& gpu) {
+  // Whether the GPU copies of the gpu leg cross the bus: the heap of the exporter's memory type.
+  const VkPhysicalDeviceMemoryProperties& mp = dev.memory_properties();
+  const bool device_heap = buf.memory_type_index < mp.memoryTypeCount &&
+                           (mp.memoryHeaps[mp.memoryTypes[buf.memory_type_index].heapIndex].flags &
+                            VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0;
+  measure::leg_field(gpu.name, "gpu_shared_memory", device_heap ? "device-local" : "host");
+  if (!measure::enabled()) return;
+  ctx.step(fmt::format("measure import latency ({})", h.name));
+  req.import_fd = fd;  // measure::import_leg imports a fresh dup of it each time
+  measure::import_leg(vki.name, dev, req);
+}
+
+// The import: an opaque fd on the exporter's memory type (Vulkan spec,
+// VkImportMemoryFdInfoKHR: it must be the same), a dma-buf on a HOST_VISIBLE
+// type vkGetMemoryFdPropertiesKHR allows, with the exporter's allocation size
+// and dedicated choice. A refusal fails vkimport; where the handle type was
+// advertised importable the site says whether that is UNSUPPORTED.
+ImportedBuffer import_buffer(ChildContext& ctx, const HandleKind& h, const Setup& setup, RouteReport& rep, Leg& vki,
+                             const Leg& gpu) {
+  ImportedBuffer im;
+  auto d = open_device(ctx, export_extensions(h));
+  if (!d) {
+    fail_leg(vki, d.error());
+    return im;
+  }
+  if (auto missing = missing_extension(**d, h)) {
+    rep.facts.unsupported = "client: " + *missing;
+    return im;
+  }
+  im.dev = std::move(*d);
+  const bool importable = advertised(*im.dev, h.bit, VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT);
+  auto dup = ImportDup::of(setup.fd.get());
+  vk::AllocationRequest req;
+  req.size = ctx.layout().size;
+  req.external_handle_types = h.bit;
+  req.import_fd_type = h.bit;
+  req.allocation_size = setup.info.allocation_size.value_or(std::uint64_t{0});
+  req.dedicated = setup.info.dedicated.value_or(false) ? 1 : 0;
+  if (h.bit == VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT) {
+    req.memory_type_index = static_cast<int>(setup.info.memory_type_index.value_or(0u));
+  } else if (dup) {
+    ctx.step(fmt::format("vkGetMemoryFdPropertiesKHR({})", h.name));
+    VkMemoryFdPropertiesKHR props{VK_STRUCTURE_TYPE_MEMORY_FD_PROPERTIES_KHR};
+    VkResult r = im.dev->fn().vkGetMemoryFdPropertiesKHR(im.dev->handle(), h.bit, dup->number(), &props);
+    if (r != VK_SUCCESS) fail_leg(vki, vk::vk_error("vkGetMemoryFdPropertiesKHR", r));
+    req.allowed_type_bits = props.memoryTypeBits;
+    req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+  }
+  if (!dup) {
+    fail_leg(vki, dup.error());
+    return im;
+  }
+  if (!vki.failed_step.empty()) return im;
+  ctx.step(fmt::format("vkAllocateMemory(import {})", h.name));
+  req.import_fd = dup->number();
+  vk::AllocationFailure af;
+  auto imported = im.dev->create_buffer(req, &af);
+  // A successful import owns the fd (Vulkan spec, "Importing memory from a file descriptor").
+  rep.detail.push_back("vkimport " + dup->settle(imported || af.memory_allocated));
+  if (!imported) {
+    fail_leg(vki, af.error);
+    if (af.at_allocate) {
+      SiteFailure s = classify_site(af.error, importable, std::string(h.name) + " import");
+      if (s.unsupported) rep.facts.unsupported = "client: " + s.why;
+    }
+    return im;
+  }
+  im.buf = std::move(*imported);
+  measure_import(ctx, h, *im.dev, im.buf, req, setup.fd.get(), vki, gpu);
+  return im;
+}
+
+// The regions through both views and the GPU, then the whole allocation and
+// the alias checks. Every read comes before any write: an fd that maps at an
+// offset would otherwise have the payload overwritten by this side's first write.
+void check_views(ChildContext& ctx, const ImportedBuffer& im, std::span<std::byte> raw_view,
+                 std::span<std::byte> vk_view, Leg& raw, Leg& vki, Leg& gpu) {
+  const Layout& layout = ctx.layout();
+  if (!raw_view.empty()) {
+    ctx.step("read region A through the raw mapping");
+    read_local(raw_view, layout, Region::A, raw);
+  }
+  if (!vk_view.empty()) {
+    ctx.step("read region A through the Vulkan mapping");
+    read_local(vk_view, layout, Region::A, vki);
+    ctx.step("GPU access on the imported memory");
+    gpu_access(*im.dev, im.buf.buffer, layout, Region::A, gpu);
+  }
+  if (!raw_view.empty()) {
+    ctx.step("write region B through the raw mapping");
+    pattern::fill(layout.region(raw_view, Region::B), seed_of(Region::B));
+    ctx.step("server checks region B");
+    confirm_remote(ctx, Region::B, raw);
+  }
+  if (!vk_view.empty()) {
+    ctx.step("write region C through the Vulkan mapping");
+    pattern::fill(layout.region(vk_view, Region::C), seed_of(Region::C));
+    ctx.step("server checks region C");
+    confirm_remote(ctx, Region::C, vki);
+    if (gpu.failed_step.empty()) {
+      ctx.step("server checks region E (GPU write)");
+      confirm_remote(ctx, Region::E, gpu);
+      gpu_whole(ctx, *im.dev, im.buf.buffer, layout.size, peer_far(ctx, layout.size), gpu);
+    }
+  }
+}
+
 int client(ChildContext& ctx, const HandleKind& h) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
-  Leg raw{"rawmmap", h.raw_mmap_decisive};
-  Leg vki{"vkimport", true};
-  Leg gpu{"gpu", true};
+  // One client for both rows; each row's table says whether rawmmap is decisive.
+  Leg raw = route_leg(ctx, "rawmmap");
+  Leg vki = route_leg(ctx, "vkimport");
+  Leg gpu = route_leg(ctx, "gpu");
   // Opaque fds only: re-export of imported memory (t1/reexport.h); notrun when the import failed.
   const bool reexports = h.bit == VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
-  Leg reexp{"reexport", false};
+  Leg reexp = route_leg(ctx, "reexport");
   std::function<void()> soak;  // set once there is something to soak
   auto finish = [&] {
     rep.legs = {raw, vki, gpu};
@@ -57,106 +174,20 @@ int client(ChildContext& ctx, const HandleKind& h) {
   raw.attempted = true;
   auto raw_map = os::Mapping::map(setup->fd.get(), alloc_size, MAP_SHARED);
   if (!raw_map) fail_leg(raw, raw_map.error());
-
   // (b) the fd imported into our own Vulkan device.
   vki.attempted = true;
-  std::shared_ptr<vk::Device> dev;
-  vk::Buffer buf;
-  if (auto d = open_device(ctx, export_extensions(h)); !d) {
-    fail_leg(vki, d.error());
-  } else if (auto missing = missing_extension(**d, h)) {
-    rep.facts.unsupported = "client: " + *missing;
-  } else {
-    dev = std::move(*d);
-    bool importable = advertised(*dev, h.bit, VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT);
-    auto dup = ImportDup::of(setup->fd.get());
-    vk::AllocationRequest req;
-    req.size = layout.size;
-    req.external_handle_types = h.bit;
-    req.import_fd_type = h.bit;
-    req.allocation_size = alloc_size;
-    req.dedicated = dedicated ? 1 : 0;
-    if (h.bit == VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT) {
-      req.memory_type_index = static_cast<int>(type_index);  // must equal the exporter's (Vulkan spec, VkImportMemoryFdInfoKHR)
-    } else if (dup) {
-      ctx.step(fmt::format("vkGetMemoryFdPropertiesKHR({})", h.name));
-      VkMemoryFdPropertiesKHR props{VK_STRUCTURE_TYPE_MEMORY_FD_PROPERTIES_KHR};
-      VkResult r = dev->fn().vkGetMemoryFdPropertiesKHR(dev->handle(), h.bit, dup->number(), &props);
-      if (r != VK_SUCCESS) fail_leg(vki, vk::vk_error("vkGetMemoryFdPropertiesKHR", r));
-      req.allowed_type_bits = props.memoryTypeBits;
-      req.required_flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
-    }
-    if (!dup) {
-      fail_leg(vki, dup.error());
-    } else if (vki.failed_step.empty()) {
-      ctx.step(fmt::format("vkAllocateMemory(import {})", h.name));
-      req.import_fd = dup->number();
-      vk::AllocationFailure af;
-      auto imported = dev->create_buffer(req, &af);
-      // A successful import owns the fd (Vulkan spec, "Importing memory from a file descriptor").
-      rep.detail.push_back("vkimport " + dup->settle(imported || af.memory_allocated));
-      if (imported) {
-        buf = std::move(*imported);
-        // Whether the GPU copies of the gpu leg cross the bus: the heap of the exporter's memory type.
-        const VkPhysicalDeviceMemoryProperties& mp = dev->memory_properties();
-        const bool device_heap = buf.memory_type_index < mp.memoryTypeCount &&
-                                 (mp.memoryHeaps[mp.memoryTypes[buf.memory_type_index].heapIndex].flags &
-                                  VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0;
-        measure::leg_field(gpu.name, "gpu_shared_memory", device_heap ? "device-local" : "host");
-        if (measure::enabled()) {
-          ctx.step(fmt::format("measure import latency ({})", h.name));
-          vk::AllocationRequest again = req;
-          again.import_fd = setup->fd.get();  // measure::import_leg imports a fresh dup of it each time
-          measure::import_leg(vki.name, *dev, again);
-        }
-      } else {
-        fail_leg(vki, af.error);
-        if (af.at_allocate) {
-          SiteFailure s = classify_site(af.error, importable, std::string(h.name) + " import");
-          if (s.unsupported) rep.facts.unsupported = "client: " + s.why;
-        }
-      }
-    }
-  }
+  ImportedBuffer im = import_buffer(ctx, h, *setup, rep, vki, gpu);
   std::span<std::byte> raw_view = raw_map ? raw_map->bytes() : std::span<std::byte>{};
-  std::span<std::byte> vk_view = buf.mapped != nullptr ? std::span<std::byte>(buf.mapped, layout.size)
-                                                       : std::span<std::byte>{};
-
-  // Read through both mappings before writing through either: an fd that maps at an
-  // offset would otherwise have the payload overwritten by our own first write.
-  if (!raw_view.empty()) {
-    ctx.step("read region A through the raw mapping");
-    read_local(raw_view, layout, Region::A, raw);
-  }
-  if (!vk_view.empty()) {
-    ctx.step("read region A through the Vulkan mapping");
-    read_local(vk_view, layout, Region::A, vki);
-    ctx.step("GPU access on the imported memory");
-    gpu_access(*dev, buf.buffer, layout, Region::A, gpu);
-  }
-  if (!raw_view.empty()) {
-    ctx.step("write region B through the raw mapping");
-    pattern::fill(layout.region(raw_view, Region::B), seed_of(Region::B));
-    ctx.step("server checks region B");
-    confirm_remote(ctx, Region::B, raw);
-  }
-  if (!vk_view.empty()) {
-    ctx.step("write region C through the Vulkan mapping");
-    pattern::fill(layout.region(vk_view, Region::C), seed_of(Region::C));
-    ctx.step("server checks region C");
-    confirm_remote(ctx, Region::C, vki);
-    if (gpu.failed_step.empty()) {
-      ctx.step("server checks region E (GPU write)");
-      confirm_remote(ctx, Region::E, gpu);
-      gpu_whole(ctx, *dev, buf.buffer, layout.size, peer_far(ctx, layout.size), gpu);
-    }
-  }
+  std::span<std::byte> vk_view = im.buf.mapped != nullptr ? std::span<std::byte>(im.buf.mapped, layout.size)
+                                                          : std::span<std::byte>{};
+  check_views(ctx, im, raw_view, vk_view, raw, vki, gpu);
   if (reexports && !vk_view.empty())
-    reexport_leg(ctx, *dev, ReexportSource{setup->fd.get(), alloc_size, type_index, dedicated}, vk_view, reexp, rep);
+    reexport_leg(ctx, *im.dev, ReexportSource{setup->fd.get(), alloc_size, type_index, dedicated}, vk_view, reexp,
+                 rep);
   if (!raw_view.empty()) alias_leg(ctx, raw_view, raw);
   if (!vk_view.empty()) alias_leg(ctx, vk_view, vki);
   GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {
-    return gpu_round(*dev, buf.buffer, layout, read, read_seed, write, write_seed);
+    return gpu_round(*im.dev, im.buf.buffer, layout, read, read_seed, write, write_seed);
   };
   if (!vk_view.empty()) {
     soak = [&] {

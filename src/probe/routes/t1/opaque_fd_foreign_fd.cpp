@@ -36,6 +36,12 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr LegDef kForeignLegs[] = {
+    {"memfd", true, "an OPAQUE_FD import of a plain memfd is refused with a code (rt = the conformant refusal)"},
+    {"tmpfs", true, "an OPAQUE_FD import of a tmpfs file is refused with a code (rt = the conformant refusal)"},
+    {"afterwards", false, "a plain allocation on the same device succeeds after the foreign imports"},
+};
+
 constexpr auto kOpaque = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
 
 // Imports a dup of `fd` (`what`: "memfd", "tmpfs file") as OPAQUE_FD into a HOST_VISIBLE type and
@@ -121,9 +127,9 @@ void try_afterwards(ChildContext& ctx, const vk::Device& dev, Leg& leg, RouteRep
 
 int drive(ChildContext& ctx) {
   RouteReport rep;
-  Leg memfd{"memfd", true};
-  Leg tmpfs{"tmpfs", true};
-  Leg afterwards{"afterwards", false};
+  Leg memfd = report_leg({kForeignLegs, "memfd"});
+  Leg tmpfs = report_leg({kForeignLegs, "tmpfs"});
+  Leg afterwards = report_leg({kForeignLegs, "afterwards"});
   auto finish = [&] {
     rep.legs = {memfd, tmpfs, afterwards};
     return end_half(ctx, rep, {}, Peer::none);
@@ -187,11 +193,6 @@ int drive(ChildContext& ctx) {
 
 constexpr std::string_view kForeignExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 constexpr HandleNeed kForeignNeeds[] = {{"OPAQUE_FD", HandleFeature::importable}};
-constexpr LegDef kForeignLegs[] = {
-    {"memfd", true, "an OPAQUE_FD import of a plain memfd is refused with a code (rt = the conformant refusal)"},
-    {"tmpfs", true, "an OPAQUE_FD import of a tmpfs file is refused with a code (rt = the conformant refusal)"},
-    {"afterwards", false, "a plain allocation on the same device succeeds after the foreign imports"},
-};
 
 const RouteDef kT1OpaqueFdForeignFd{
     .row = "T1-opaque-fd-foreign-fd",

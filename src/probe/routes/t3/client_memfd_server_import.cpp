@@ -18,11 +18,16 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr LegDef kLegs[] = {
+    {"mmap", true, "the client's memfd, received and mapped, shares the client's bytes"},
+    {"hostimport", true, "that mapping imported into Vulkan: the GPU reads and writes it, seen by the client"},
+};
+
 int server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
-  Leg mmap_leg{"mmap", true};
-  Leg host{"hostimport", true};
+  Leg mmap_leg = report_leg({kLegs, "mmap"});
+  Leg host = report_leg({kLegs, "hostimport"});
   std::function<void()> soak;
   auto finish = [&] {
     rep.legs = {mmap_leg, host};
@@ -77,10 +82,6 @@ int server(ChildContext& ctx) {
 
 constexpr std::string_view kHostExtensions[] = {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME};
 constexpr HandleNeed kHostImport[] = {{"HOST_ALLOCATION", HandleFeature::importable}};
-constexpr LegDef kLegs[] = {
-    {"mmap", true, "the client's memfd, received and mapped, shares the client's bytes"},
-    {"hostimport", true, "that mapping imported into Vulkan: the GPU reads and writes it, seen by the client"},
-};
 
 const RouteDef kT3ClientMemfdServerImport{
     .row = "T3-client-memfd-server-import",

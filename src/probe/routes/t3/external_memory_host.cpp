@@ -22,11 +22,18 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr LegDef kLegs[] = {
+    {"mmap", true, "the peer's mapping of the importer's memfd shares its bytes"},
+    {"hostimport", true, "the memfd's pointer imported into Vulkan: the GPU reads and writes it, seen by the peer"},
+    {"hostanon", true, "the same import on anonymous private memory: the GPU round-trips through it"},
+    {"hostfile", true, "the same import on a shared tmpfs file mapping: the GPU round-trips through it"},
+};
+
 int server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
-  Leg mmap_leg{"mmap", true};
-  Leg host{"hostimport", true};
+  Leg mmap_leg = report_leg({kLegs, "mmap"});
+  Leg host = report_leg({kLegs, "hostimport"});
   auto stop_before_setup = [&] {
     (void)send_setup_failure(ctx, rep.facts);
     ctx.report(rep);
@@ -94,12 +101,6 @@ int server(ChildContext& ctx) {
 
 constexpr std::string_view kHostExtensions[] = {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME};
 constexpr HandleNeed kHostImport[] = {{"HOST_ALLOCATION", HandleFeature::importable}};
-constexpr LegDef kLegs[] = {
-    {"mmap", true, "the peer's mapping of the importer's memfd shares its bytes"},
-    {"hostimport", true, "the memfd's pointer imported into Vulkan: the GPU reads and writes it, seen by the peer"},
-    {"hostanon", true, "the same import on anonymous private memory: the GPU round-trips through it"},
-    {"hostfile", true, "the same import on a shared tmpfs file mapping: the GPU round-trips through it"},
-};
 
 const RouteDef kT3ExternalMemoryHost{
     .row = "T3-external-memory-host",

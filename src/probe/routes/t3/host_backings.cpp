@@ -1,5 +1,7 @@
 #include "probe/routes/t3/host_backings.h"
 
+#include "probe/routes.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/vfs.h>
@@ -15,6 +17,7 @@
 
 #include "extmem/core/pattern.h"
 #include "probe/worker/gpu_access.h"
+#include "probe/routes.h"
 #include "probe/routes/t3/host_import.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes/route_file.h"
@@ -50,7 +53,7 @@ void probe_extra_backings(ChildContext& ctx, const vk::Device& device, std::size
   const std::size_t bytes = (ctx.layout().size + alignment - 1) / alignment * alignment;
   std::vector<std::string> refused;
 
-  Leg anon{"hostanon", true};
+  Leg anon = route_leg(ctx, "hostanon");
   ctx.step("anonymous private backing");
   if (auto map = os::Mapping::map_aligned(-1, bytes, alignment); !map) {
     fail_leg(anon, map.error());
@@ -58,7 +61,7 @@ void probe_extra_backings(ChildContext& ctx, const vk::Device& device, std::size
     round_trip(ctx, device, map->bytes(), bytes, anon, rep, refused);
   }
 
-  Leg file{"hostfile", true};
+  Leg file = route_leg(ctx, "hostfile");
   ctx.step("shared tmpfs file backing");
   std::string where;
   if (auto fd = tmpfs_file(bytes, "extmem-backing", where); !fd) {

@@ -15,10 +15,14 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr LegDef kLegs[] = {
+    {"mmap", true, "a memfd received over the socket and mapped shares the sender's bytes"},
+};
+
 int server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
-  Leg mmap_leg{"mmap", true};
+  Leg mmap_leg = report_leg({kLegs, "mmap"});
   auto setup = await_setup(ctx, rep, "the client's memfd");
   if (!setup) return 0;
   ctx.step("mmap(received memfd)");
@@ -43,10 +47,6 @@ int server(ChildContext& ctx) {
     soak = [&] { maybe_soak(ctx, rep, SoakPlan{0, map->bytes(), Region::B, Region::A, Region::E, nullptr}, peer_side(ctx)); };
   return end_half(ctx, rep, soak);
 }
-
-constexpr LegDef kLegs[] = {
-    {"mmap", true, "a memfd received over the socket and mapped shares the sender's bytes"},
-};
 
 const RouteDef kT3MemfdCrossProcess{
     .row = "T3-memfd-cross-process",

@@ -20,6 +20,11 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr LegDef kLegs[] = {
+    {"sealed", true, "a memfd sealed against shrink and grow, mapped by the peer, shares the bytes"},
+    {"wsealed", false, "a write-sealed memfd is readable by the peer and refuses a writable map"},
+};
+
 std::string seal_names(int seals) {
   std::string s;
   for (auto [bit, name] : {std::pair{F_SEAL_SEAL, "SEAL"}, std::pair{F_SEAL_SHRINK, "SHRINK"},
@@ -116,8 +121,8 @@ std::string must_fail(int rc, const char* what) {
 int server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
-  Leg sealed{"sealed", true};
-  Leg wsealed{"wsealed", false};  // read-only by construction: the write seal forbids the write direction
+  Leg sealed = report_leg({kLegs, "sealed"});
+  Leg wsealed = report_leg({kLegs, "wsealed"});  // read-only by construction: the write seal forbids the write direction
   auto finish = [&] {
     rep.legs = {sealed, wsealed};
     return end_half(ctx, rep);
@@ -191,11 +196,6 @@ int server(ChildContext& ctx) {
     soak = [&] { maybe_soak(ctx, rep, SoakPlan{0, map->bytes(), Region::B, Region::A, Region::E, nullptr}, peer_side(ctx)); };
   return end_half(ctx, rep, soak);
 }
-
-constexpr LegDef kLegs[] = {
-    {"sealed", true, "a memfd sealed against shrink and grow, mapped by the peer, shares the bytes"},
-    {"wsealed", false, "a write-sealed memfd is readable by the peer and refuses a writable map"},
-};
 
 const RouteDef kT3MemfdSealed{
     .row = "T3-memfd-sealed",

@@ -27,6 +27,12 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr LegDef kCudaImageLegs[] = {
+    {"cudaimage", true,
+     "CUDA's copy of the imported array matches every texel of the owner's GPU fill and the owner sees CUDA's "
+     "rectangle (rest intact), two rounds"},
+};
+
 using image::Compare;
 using image::Expected;
 using image::Rect;
@@ -227,7 +233,7 @@ image::Importer cuda_importer(ChildContext& ctx, const cuda::Api& api, const Cud
 
 int cuda_image_importer(ChildContext& ctx) {
   RouteReport rep;
-  Leg cu{"cudaimage", true};
+  Leg cu = report_leg({kCudaImageLegs, "cudaimage"});
   auto finish = [&] {
     rep.legs = {cu};
     return end_half(ctx, rep);
@@ -269,11 +275,6 @@ int cuda_image_importer(ChildContext& ctx) {
 }
 
 constexpr std::string_view kCudaImageExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
-constexpr LegDef kCudaImageLegs[] = {
-    {"cudaimage", true,
-     "CUDA's copy of the imported array matches every texel of the owner's GPU fill and the owner sees CUDA's "
-     "rectangle (rest intact), two rounds"},
-};
 
 const RouteDef kT4ImageCuda{
     .row = "T4-image-cuda",

@@ -22,9 +22,15 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr LegDef kDmaBufImageLegs[] = {
+    {"dmabufimage", true,
+     "an image exported as a dma-buf with a listed DRM modifier, imported with its plane layouts, compares texel by "
+     "texel"},
+};
+
 int modifier_check(ChildContext& ctx) {
   RouteReport rep;
-  Leg leg{"dmabufimage", true};
+  Leg leg = report_leg({kDmaBufImageLegs, "dmabufimage"});
   auto finish = [&] {
     rep.legs = {leg};
     return end_half(ctx, rep, {}, Peer::none);
@@ -72,12 +78,6 @@ int modifier_check(ChildContext& ctx) {
                                fmt::join(usable, ", "));
   return finish();
 }
-
-constexpr LegDef kDmaBufImageLegs[] = {
-    {"dmabufimage", true,
-     "an image exported as a dma-buf with a listed DRM modifier, imported with its plane layouts, compares texel by "
-     "texel"},
-};
 
 const RouteDef kT4ImageDmaBufModifier{
     .row = "T4-image-dma-buf-modifier",

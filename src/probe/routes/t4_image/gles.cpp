@@ -35,6 +35,12 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr LegDef kGlImageLegs[] = {
+    {"glimage", true,
+     "GL reads every texel of the Vulkan owner's GPU fill through a framebuffer and the owner sees every texel of "
+     "GL's scissored draw (rest intact) after the handover (GL_EXT_semaphore signal, or GL's fence), two rounds"},
+};
+
 using image::Compare;
 using image::Expected;
 using image::GlHandover;
@@ -377,7 +383,7 @@ void gl_image_leg(ChildContext& ctx, int fd, const peer::SetupInfo& info, const 
 
 int same_proc(ChildContext& ctx) {
   RouteReport rep;
-  Leg leg{"glimage", true};
+  Leg leg = report_leg({kGlImageLegs, "glimage"});
   auto finish = [&] {
     rep.legs = {leg};
     return end_half(ctx, rep, {}, Peer::none);
@@ -397,7 +403,7 @@ int same_proc(ChildContext& ctx) {
 
 int cross_proc(ChildContext& ctx) {
   RouteReport rep;
-  Leg leg{"glimage", true};
+  Leg leg = report_leg({kGlImageLegs, "glimage"});
   auto finish = [&] {
     rep.legs = {leg};
     return end_half(ctx, rep);
@@ -411,11 +417,6 @@ int cross_proc(ChildContext& ctx) {
 }
 
 constexpr std::string_view kGlImageExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
-constexpr LegDef kGlImageLegs[] = {
-    {"glimage", true,
-     "GL reads every texel of the Vulkan owner's GPU fill through a framebuffer and the owner sees every texel of "
-     "GL's scissored draw (rest intact) after the handover (GL_EXT_semaphore signal, or GL's fence), two rounds"},
-};
 
 const RouteDef kT4GlesImageSameProc{
     .row = "T4-gles-image-same-proc",

@@ -25,6 +25,18 @@ namespace extmem::probe {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr LegDef kLinearImageLegs[] = {
+    {"vkimage", true,
+     "the importer's GPU sees every texel of the owner's GPU fill and the owner sees the importer's rectangle "
+     "(rest intact), two rounds"},
+    {"cpumap", false, "the imported LINEAR image read by CPU at vkGetImageSubresourceLayout's rowPitch matches"},
+};
+constexpr LegDef kImageLegs[] = {
+    {"vkimage", true,
+     "the importer's GPU sees every texel of the owner's GPU fill and the owner sees the importer's rectangle "
+     "(rest intact), two rounds"},
+};
+
 using image::Compare;
 using image::Expected;
 using image::Rect;
@@ -198,8 +210,8 @@ std::optional<vk::Image> import_image(ChildContext& ctx, const vk::Device& d, co
 int importer(ChildContext& ctx, VkImageTiling tiling) {
   RouteReport rep;
   const bool linear = tiling == VK_IMAGE_TILING_LINEAR;
-  Leg vki{"vkimage", true};
-  Leg cpu{"cpumap", false};
+  Leg vki = report_leg({kLinearImageLegs, "vkimage"});
+  Leg cpu = report_leg({kLinearImageLegs, "cpumap"});
   auto finish = [&] {
     rep.legs = {vki};
     if (linear) rep.legs.push_back(cpu);
@@ -252,17 +264,6 @@ int importer(ChildContext& ctx, VkImageTiling tiling) {
 }
 
 constexpr std::string_view kImageFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
-constexpr LegDef kImageLegs[] = {
-    {"vkimage", true,
-     "the importer's GPU sees every texel of the owner's GPU fill and the owner sees the importer's rectangle "
-     "(rest intact), two rounds"},
-};
-constexpr LegDef kLinearImageLegs[] = {
-    {"vkimage", true,
-     "the importer's GPU sees every texel of the owner's GPU fill and the owner sees the importer's rectangle "
-     "(rest intact), two rounds"},
-    {"cpumap", false, "the imported LINEAR image read by CPU at vkGetImageSubresourceLayout's rowPitch matches"},
-};
 
 const RouteDef kT4ImageOpaqueFd{
     .row = "T4-image-opaque-fd",

@@ -465,109 +465,90 @@ Status serve_image(ChildContext& ctx, ExportedImage& ex) {
   }
 }
 
-}  // namespace EXTMEM_ROUTE_FILE
-using namespace EXTMEM_ROUTE_FILE;
-}  // namespace
+// The owner's failure as the row's facts: "server: <what><step -> code>" with its kind.
+RouteFacts server_fatal(const std::string& what, const Error& e) {
+  return RouteFacts{.fatal = "server: " + what + why_of(e), .stop_kind = e.kind};
+}
 
-std::variant<ExportedImage, RouteFacts> export_image(ChildContext& ctx, VkImageTiling tiling) {
-  RouteFacts facts;
-  ExportedImage ex;
-  auto dev = open_device(ctx, export_extensions(kOpaqueFd));
-  if (!dev) {
-    stop_row(facts, dev.error().kind, "server: " + why_of(dev.error()));
-    return facts;
-  }
-  ex.device = std::move(*dev);
-  const vk::Device& d = *ex.device;
-  if (auto missing = missing_extension(d, kOpaqueFd)) {
-    facts.unsupported = *missing;
-    return facts;
-  }
-  vk::ImageShape shape;
-  shape.width = ctx.params().image_width;
-  shape.height = ctx.params().image_height;
-  shape.tiling = tiling;
-  const std::string what = fmt::format("R8G8B8A8_UNORM {} usage=0x{:x}", vk::tiling_name(tiling), shape.usage);
-
-  // Capability first: creating an external image of a combination the driver
-  // does not report is invalid usage (Vulkan spec, VkImageCreateInfo), so an
-  // unreported one is UNSUPPORTED without trying.
+// Capability first: creating an external image of a combination the driver
+// does not report is invalid usage (Vulkan spec, VkImageCreateInfo), so an
+// unreported one, one not exportable, or one beyond maxExtent is UNSUPPORTED
+// without trying. Returns the row's facts when the image cannot be made.
+std::optional<RouteFacts> check_export_support(ChildContext& ctx, const vk::Device& d, const vk::ImageShape& shape,
+                                               vk::ExternalImageSupport& support) {
+  const std::string what = fmt::format("R8G8B8A8_UNORM {} usage=0x{:x}", vk::tiling_name(shape.tiling), shape.usage);
   ctx.step("vkGetPhysicalDeviceImageFormatProperties2(OPAQUE_FD export)");
-  const vk::ExternalImageSupport support =
-      vk::external_image_support(d.instance(), d.physical(), shape, VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT);
+  support = vk::external_image_support(d.instance(), d.physical(), shape, VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT);
+  RouteFacts facts;
   if (support.result != VK_SUCCESS) {
     facts.unsupported = fmt::format("server: vkGetPhysicalDeviceImageFormatProperties2({}, OPAQUE_FD) -> {}", what,
                                     vk::result_name(support.result));
-    return facts;
-  }
-  if (!support.exportable()) {
+  } else if (!support.exportable()) {
     facts.unsupported = fmt::format("server: {} OPAQUE_FD images are not exportable (externalMemoryFeatures=0x{:x})", what,
                                     support.external.externalMemoryFeatures);
-    return facts;
-  }
-  if (shape.width > support.limits.maxExtent.width || shape.height > support.limits.maxExtent.height) {
+  } else if (shape.width > support.limits.maxExtent.width || shape.height > support.limits.maxExtent.height) {
     facts.unsupported = fmt::format("server: {}x{} exceeds maxExtent {}x{} of {} OPAQUE_FD images", shape.width,
                                     shape.height, support.limits.maxExtent.width, support.limits.maxExtent.height, what);
-    return facts;
+  } else {
+    return std::nullopt;
   }
+  return facts;
+}
 
+// The image and its exportable memory, its GPU helper, and the owner's first
+// fill, released to VK_QUEUE_FAMILY_EXTERNAL. A LINEAR image goes to
+// host-visible memory where the image allows it, so the importer can also read
+// it by CPU; an OPTIMAL one to device-local memory, where render targets live
+// (NVIDIA 580 lists a host-heap type without flags first, and the first allowed
+// type put the image behind PCIe: docs/results/nvidia-h200-580.md).
+std::optional<RouteFacts> create_and_fill(ChildContext& ctx, ExportedImage& ex, vk::ImageRequest& req,
+                                          const vk::ExternalImageSupport& support) {
+  const vk::Device& d = *ex.device;
   ctx.step("vkAllocateMemory(export OPAQUE_FD image)");
-  vk::ImageRequest req;
-  req.shape = shape;
   req.external_handle_types = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
   req.export_memory = true;
   req.dedicated = support.dedicated_only() ? 1 : -1;
-  // A LINEAR image goes to host-visible memory where the image allows it, so the importer can also read it by
-  // CPU; an OPTIMAL one to device-local memory, where render targets live (NVIDIA 580 lists a host-heap type
-  // without flags first, and the first allowed type put the image behind PCIe: docs/results/nvidia-h200-580.md).
-  req.preferred_flags = tiling == VK_IMAGE_TILING_LINEAR ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
-                                                         : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+  req.preferred_flags = req.shape.tiling == VK_IMAGE_TILING_LINEAR ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
+                                                                   : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
   vk::AllocationFailure af;
   auto img = vk::create_image(d, req, &af);
   if (!img) {
-    if (af.at_allocate) {
-      SiteFailure s = classify_site(af.error, support.exportable(), "OPAQUE_FD image export");
-      stop_row(facts, s.kind(), "server: " + s.why);
-    } else {
-      facts.fatal = "server: " + why_of(af.error);
-      facts.stop_kind = af.error.kind;
-    }
+    if (!af.at_allocate) return server_fatal("", af.error);
+    SiteFailure s = classify_site(af.error, support.exportable(), "OPAQUE_FD image export");
+    RouteFacts facts;
+    stop_row(facts, s.kind(), "server: " + s.why);
     return facts;
   }
   ex.image = std::make_unique<vk::Image>(std::move(*img));
   auto gpu = ImageGpu::create(d, *ex.image);
-  if (!gpu) {
-    facts.fatal = "server: staging buffer: " + why_of(gpu.error());
-    facts.stop_kind = gpu.error().kind;
-    return facts;
-  }
+  if (!gpu) return server_fatal("staging buffer: ", gpu.error());
   ex.gpu = std::make_unique<ImageGpu>(std::move(*gpu));
   ctx.step("fill the image on the GPU with the owner's pattern and release it to VK_QUEUE_FAMILY_EXTERNAL");
-  if (auto s = ex.gpu->write(Rect{0, 0, shape.width, shape.height}, Expected{owner_seed(1)}, true); !s) {
-    facts.fatal = "server: " + why_of(s.error());
-    facts.stop_kind = s.error().kind;
-    return facts;
-  }
+  if (auto s = ex.gpu->write(Rect{0, 0, req.shape.width, req.shape.height}, Expected{owner_seed(1)}, true); !s)
+    return server_fatal("", s.error());
+  return std::nullopt;
+}
 
-  // Test-only (EXTMEM_TEST_FAULT ...:server:vkGetMemoryFdKHR:decoy): export a
-  // second image of the same create info that was never filled, so the
-  // importer gets the right size and the wrong content and must FAIL.
+// vkGetMemoryFdKHR and the fd's sanity (open; where it has a size, at least
+// the allocation's). Test-only (EXTMEM_TEST_FAULT ...:server:vkGetMemoryFdKHR:decoy):
+// export a second image of the same create info that was never filled, so the
+// importer gets the right size and the wrong content and must FAIL.
+std::optional<RouteFacts> export_fd(ChildContext& ctx, ExportedImage& ex, const vk::ImageRequest& req,
+                                    const vk::ExternalImageSupport& support, std::uint64_t& fd_size) {
+  const vk::Device& d = *ex.device;
   ctx.step("vkGetMemoryFdKHR(OPAQUE_FD image)");
   if (ctx.test_fault("vkGetMemoryFdKHR(OPAQUE_FD image)", "decoy")) {
+    vk::AllocationFailure af;
     auto other = vk::create_image(d, req, &af);
-    if (!other) {
-      facts.fatal = "server: decoy image: " + why_of(af.error);
-      facts.stop_kind = af.error.kind;
-      return facts;
-    }
+    if (!other) return server_fatal("decoy image: ", af.error);
     ex.decoy = std::make_unique<vk::Image>(std::move(*other));
   }
   VkMemoryGetFdInfoKHR gi{VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR};
   gi.memory = ex.decoy ? ex.decoy->memory : ex.image->memory;
   gi.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
   int raw_fd = -1;
-  VkResult r = d.fn().vkGetMemoryFdKHR(d.handle(), &gi, &raw_fd);
-  if (r != VK_SUCCESS) {
+  RouteFacts facts;
+  if (VkResult r = d.fn().vkGetMemoryFdKHR(d.handle(), &gi, &raw_fd); r != VK_SUCCESS) {
     SiteFailure s = classify_site(vk::vk_error("vkGetMemoryFdKHR", r), support.exportable(), "OPAQUE_FD image export");
     stop_row(facts, s.kind(), "server: " + s.why);
     return facts;
@@ -579,7 +560,7 @@ std::variant<ExportedImage, RouteFacts> export_image(ChildContext& ctx, VkImageT
     ex.fd.release();
     return facts;
   }
-  std::uint64_t fd_size = 0;  // 0: the fd has no size (NVIDIA's opaque fd is not seekable), which is no fault
+  fd_size = 0;  // 0: the fd has no size (NVIDIA's opaque fd is not seekable), which is no fault
   if (auto size = os::fd_size(raw_fd)) {
     if (*size < ex.image->allocation_size) {
       facts.fatal = fmt::format("server: exported fd fails sanity: fd size {} < allocation size {}", *size,
@@ -588,10 +569,38 @@ std::variant<ExportedImage, RouteFacts> export_image(ChildContext& ctx, VkImageT
     }
     fd_size = *size;
   }
+  return std::nullopt;
+}
+
+}  // namespace EXTMEM_ROUTE_FILE
+using namespace EXTMEM_ROUTE_FILE;
+}  // namespace
+
+std::variant<ExportedImage, RouteFacts> export_image(ChildContext& ctx, VkImageTiling tiling) {
+  ExportedImage ex;
+  auto dev = open_device(ctx, export_extensions(kOpaqueFd));
+  if (!dev) {
+    RouteFacts facts;
+    stop_row(facts, dev.error().kind, "server: " + why_of(dev.error()));
+    return facts;
+  }
+  ex.device = std::move(*dev);
+  const vk::Device& d = *ex.device;
+  if (auto missing = missing_extension(d, kOpaqueFd)) return RouteFacts{.unsupported = *missing};
+  vk::ImageRequest req;
+  req.shape.width = ctx.params().image_width;
+  req.shape.height = ctx.params().image_height;
+  req.shape.tiling = tiling;
+  vk::ExternalImageSupport support;
+  if (auto facts = check_export_support(ctx, d, req.shape, support)) return *facts;
+  if (auto facts = create_and_fill(ctx, ex, req, support)) return *facts;
+  std::uint64_t fd_size = 0;
+  if (auto facts = export_fd(ctx, ex, req, support, fd_size)) return *facts;
   // The full create info: an importer must repeat all of it (Vulkan spec,
   // "External Memory Handle Types": the same creation parameters), plus the
   // allocation it must match and the layout of the handover.
   const vk::Image& im = *ex.image;
+  const vk::ImageShape& shape = req.shape;
   ex.info.image = peer::ImageCreate{static_cast<std::uint32_t>(shape.format), "R8G8B8A8_UNORM", shape.width, shape.height,
                                     static_cast<std::uint32_t>(shape.tiling), vk::tiling_name(shape.tiling), shape.usage,
                                     shape.flags, 1, 1, 1, "GENERAL", im.dedicated_required, im.dedicated_preferred};
@@ -599,7 +608,7 @@ std::variant<ExportedImage, RouteFacts> export_image(ChildContext& ctx, VkImageT
   ex.info.memory_type_index = im.memory_type_index;
   ex.info.dedicated = im.dedicated;
   ex.info.fd_size = fd_size;
-  ex.info.fd_target = os::fd_target(raw_fd);
+  ex.info.fd_target = os::fd_target(ex.fd.get());
   ex.info.device_uuid = d.device_uuid();
   ex.info.exportable_advertised = support.exportable();
   return ex;

@@ -23,12 +23,11 @@ struct HandleKind {
   VkExternalMemoryHandleTypeFlagBits bit;
   const char* name;        ///< "OPAQUE_FD"
   const char* extension;   ///< device extension needed besides VK_KHR_external_memory_fd, or null
-  bool raw_mmap_decisive;  ///< a CPU mapping is the point of dma-buf; opaque fds may refuse it
 };
 
-inline constexpr HandleKind kOpaqueFd{VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT, "OPAQUE_FD", nullptr, false};
+inline constexpr HandleKind kOpaqueFd{VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT, "OPAQUE_FD", nullptr};
 inline constexpr HandleKind kDmaBuf{VK_EXTERNAL_MEMORY_HANDLE_TYPE_DMA_BUF_BIT_EXT, "DMA_BUF",
-                                    VK_EXT_EXTERNAL_MEMORY_DMA_BUF_EXTENSION_NAME, true};
+                                    VK_EXT_EXTERNAL_MEMORY_DMA_BUF_EXTENSION_NAME};
 
 /// Extensions to enable for handle kind `h`.
 std::vector<std::string> export_extensions(const HandleKind& h);
