@@ -287,6 +287,90 @@ class CudaWakeTimer {
   bool leaked_ = false;
 };
 
+// The T1 allocation imported into CUDA as T1-opaque-fd-cuda imports it (the
+// exporter's size and dedicated flag: CUDA must be told what Vulkan did) and
+// mapped whole. Returns false with the row's facts set.
+struct ImportedAllocation {
+  CUexternalMemory ext = nullptr;
+  CUdeviceptr base = 0;
+};
+bool import_allocation(ChildContext& ctx, const cuda::Api& api, const Setup& setup, RouteReport& rep,
+                       ImportedAllocation& im) {
+  auto dup = ImportDup::of(setup.fd.get());
+  if (!dup) {
+    rep.facts.fatal = "client: " + why_of(dup.error());
+    rep.facts.stop_kind = dup.error().kind;
+    return false;
+  }
+  ctx.step("cuImportExternalMemory(OPAQUE_FD)");
+  CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
+  desc.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+  desc.handle.fd = dup->number();
+  desc.size = setup.info.allocation_size.value_or(std::uint64_t{0});
+  desc.flags = setup.info.dedicated.value_or(false) ? CUDA_EXTERNAL_MEMORY_DEDICATED : 0;
+  CUresult r = api.cuImportExternalMemory(&im.ext, &desc);
+  rep.detail.push_back("memory " + dup->settle(r == CUDA_SUCCESS));
+  if (r != CUDA_SUCCESS) {
+    im.ext = nullptr;
+    rep.facts.fatal = "client: " + why_of(cuda::cu_error(api, "cuImportExternalMemory(OPAQUE_FD)", r));
+    return false;
+  }
+  CUDA_EXTERNAL_MEMORY_BUFFER_DESC bd{};
+  bd.size = ctx.layout().size;
+  ctx.step("cuExternalMemoryGetMappedBuffer");
+  if (r = api.cuExternalMemoryGetMappedBuffer(&im.base, im.ext, &bd); r != CUDA_SUCCESS) {
+    (void)api.cuDestroyExternalMemory(im.ext);
+    im.ext = nullptr;
+    rep.facts.fatal = "client: " + why_of(cuda::cu_error(api, "cuExternalMemoryGetMappedBuffer", r));
+    return false;
+  }
+  return true;
+}
+
+// cudasignal: the other direction, CUDA produces behind its stream and signals
+// the timeline semaphore the Vulkan side waits on. Returns whether the proof drained.
+bool cudasignal_leg(ChildContext& ctx, const cuda::Api& api, CUdeviceptr region, RouteReport& rep, Leg& signal) {
+    CudaStreamSide producer(api);
+  std::vector<std::byte> data(kRegionSize), stale(kRegionSize);
+  pattern::fill(data, s1::kProducerSeed);
+  pattern::fill(stale, s1::kStaleSeed);
+  s1::PeerVkWaiter::Producer ops{
+      .hold =
+          [&]() -> Status {
+            if (auto s = producer.create(ctx); !s) return s;
+            std::memcpy(producer.host_, data.data(), kRegionSize);
+            ctx.step("cuMemcpyHtoD(region E, stale pattern)");
+            if (CUresult c = api.cuMemcpyHtoD(region, stale.data(), kRegionSize); c != CUDA_SUCCESS)
+              return cuda::cu_error(api, "cuMemcpyHtoD(region E, stale pattern)", c);
+            return {};
+          },
+      .write_and_signal =
+          [&]() -> Status {
+            ctx.step("cuMemcpyHtoDAsync(region E) + cuSignalExternalSemaphoresAsync(value 1)");
+            if (CUresult c = api.cuMemcpyHtoDAsync(region, producer.host_, kRegionSize, producer.stream_); c != CUDA_SUCCESS)
+              return cuda::cu_error(api, "cuMemcpyHtoDAsync(region E)", c);
+            CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS sp{};
+            sp.params.fence.value = s1::kTimelineValue;
+            if (CUresult c = api.cuSignalExternalSemaphoresAsync(&producer.sem_, &sp, 1, producer.stream_);
+                c != CUDA_SUCCESS)
+              return cuda::cu_error(api, "cuSignalExternalSemaphoresAsync", c);
+            return {};
+          },
+      .drain = [&] { return producer.stream_ == nullptr || producer.drain(); },
+  };
+  s1::PeerVkWaiter subject(ctx, ops);
+  auto fd = subject.prepare(vksync::kTimelineOpaque);
+  Status imported = fd ? producer.import(ctx, fd->get(), true) : Status{fd.error()};
+  if (!imported) {
+    fail_leg(signal, imported.error());
+    if (not_supported(imported.error())) rep.facts.unsupported = "client: " + why_of(imported.error());
+    if (!fd && fd.error().kind == ErrorKind::unsupported) rep.facts.unsupported = fd.error().detail;
+  } else {
+    return run_proof(ctx, subject, signal, rep, "cudasignal", producer.fd_text);
+  }
+  return true;
+}
+
 int cuda_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
@@ -313,43 +397,13 @@ int cuda_client(ChildContext& ctx) {
   auto setup = await_setup(ctx, rep, "the Vulkan side's allocation");
   if (!setup) return 0;
   const auto alloc_size = setup->info.allocation_size.value_or(std::uint64_t{0});
-  const bool dedicated = setup->info.dedicated.value_or(false);
   if (alloc_size < layout.size) {
     rep.facts.fatal = fmt::format("server announced allocation {} < size {}", alloc_size, layout.size);
     return finish();
   }
-
-  // The T1 allocation in CUDA, as T1-opaque-fd-cuda imports it.
-  auto dup = ImportDup::of(setup->fd.get());
-  if (!dup) {
-    rep.facts.fatal = "client: " + why_of(dup.error());
-    rep.facts.stop_kind = dup.error().kind;
-    return finish();
-  }
-  ctx.step("cuImportExternalMemory(OPAQUE_FD)");
-  CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
-  desc.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
-  desc.handle.fd = dup->number();
-  desc.size = alloc_size;
-  desc.flags = dedicated ? CUDA_EXTERNAL_MEMORY_DEDICATED : 0;  // CUDA must be told what Vulkan did
-  CUexternalMemory ext = nullptr;
-  CUresult r = api.cuImportExternalMemory(&ext, &desc);
-  rep.detail.push_back("memory " + dup->settle(r == CUDA_SUCCESS));
-  if (r != CUDA_SUCCESS) {
-    rep.facts.fatal = "client: " + why_of(cuda::cu_error(api, "cuImportExternalMemory(OPAQUE_FD)", r));
-    return finish();
-  }
-  CUdeviceptr base = 0;
-  CUDA_EXTERNAL_MEMORY_BUFFER_DESC bd{};
-  bd.size = layout.size;
-  ctx.step("cuExternalMemoryGetMappedBuffer");
-  r = api.cuExternalMemoryGetMappedBuffer(&base, ext, &bd);
-  if (r != CUDA_SUCCESS) {
-    (void)api.cuDestroyExternalMemory(ext);
-    rep.facts.fatal = "client: " + why_of(cuda::cu_error(api, "cuExternalMemoryGetMappedBuffer", r));
-    return finish();
-  }
-  const CUdeviceptr region = base + layout.offset(s1::kRegion);
+  ImportedAllocation im;
+  if (!import_allocation(ctx, api, *setup, rep, im)) return finish();
+  const CUdeviceptr region = im.base + layout.offset(s1::kRegion);
   bool keep_memory = false;  // set when work that uses it could not be drained
 
   ctx.step("cuMemAlloc + cuMemsetD32(marker)");
@@ -370,50 +424,11 @@ int cuda_client(ChildContext& ctx) {
       if (subject.unsupported) rep.facts.unsupported = *subject.unsupported;
     }
     if (measure::enabled() && !keep_memory && !rep.facts.unsupported) CudaWakeTimer(ctx, api).run();
-
-    // The other direction: CUDA produces, the Vulkan side waits.
-    CudaStreamSide producer(api);
-    std::vector<std::byte> data(kRegionSize), stale(kRegionSize);
-    pattern::fill(data, s1::kProducerSeed);
-    pattern::fill(stale, s1::kStaleSeed);
-    s1::PeerVkWaiter::Producer ops{
-        .hold =
-            [&]() -> Status {
-              if (auto s = producer.create(ctx); !s) return s;
-              std::memcpy(producer.host_, data.data(), kRegionSize);
-              ctx.step("cuMemcpyHtoD(region E, stale pattern)");
-              if (CUresult c = api.cuMemcpyHtoD(region, stale.data(), kRegionSize); c != CUDA_SUCCESS)
-                return cuda::cu_error(api, "cuMemcpyHtoD(region E, stale pattern)", c);
-              return {};
-            },
-        .write_and_signal =
-            [&]() -> Status {
-              ctx.step("cuMemcpyHtoDAsync(region E) + cuSignalExternalSemaphoresAsync(value 1)");
-              if (CUresult c = api.cuMemcpyHtoDAsync(region, producer.host_, kRegionSize, producer.stream_); c != CUDA_SUCCESS)
-                return cuda::cu_error(api, "cuMemcpyHtoDAsync(region E)", c);
-              CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS sp{};
-              sp.params.fence.value = s1::kTimelineValue;
-              if (CUresult c = api.cuSignalExternalSemaphoresAsync(&producer.sem_, &sp, 1, producer.stream_);
-                  c != CUDA_SUCCESS)
-                return cuda::cu_error(api, "cuSignalExternalSemaphoresAsync", c);
-              return {};
-            },
-        .drain = [&] { return producer.stream_ == nullptr || producer.drain(); },
-    };
-    s1::PeerVkWaiter subject(ctx, ops);
-    auto fd = subject.prepare(vksync::kTimelineOpaque);
-    Status imported = fd ? producer.import(ctx, fd->get(), true) : Status{fd.error()};
-    if (!imported) {
-      fail_leg(signal, imported.error());
-      if (not_supported(imported.error())) rep.facts.unsupported = "client: " + why_of(imported.error());
-      if (!fd && fd.error().kind == ErrorKind::unsupported) rep.facts.unsupported = fd.error().detail;
-    } else {
-      if (!run_proof(ctx, subject, signal, rep, "cudasignal", producer.fd_text)) keep_memory = true;
-    }
+    if (!cudasignal_leg(ctx, api, region, rep, signal)) keep_memory = true;
   }
   if (!keep_memory) {
-    (void)api.cuMemFree(base);
-    (void)api.cuDestroyExternalMemory(ext);
+    (void)api.cuMemFree(im.base);
+    (void)api.cuDestroyExternalMemory(im.ext);
   }
   return finish();
 }

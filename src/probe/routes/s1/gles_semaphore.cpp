@@ -308,6 +308,115 @@ class GlWakeTimer {
   GlBuffer watch_{gl_}, values_{gl_};
 };
 
+// GL's buffers of the proofs: the consumer's copy target, the marker, the
+// producer's data and the stale pattern, and a zero word.
+struct GlProofBuffers {
+  explicit GlProofBuffers(const EglContext& gl) : copy{gl}, marker{gl}, producer_data{gl}, stale_data{gl}, zero_word{gl} {}
+  GlBuffer copy, marker, producer_data, stale_data, zero_word;
+  /// Pending GL work may still use them (see VkWaiter's destructor): never deleted.
+  void leak() { copy.leaked = marker.leaked = producer_data.leaked = stale_data.leaked = true; }
+};
+
+Status make_proof_buffers(ChildContext& ctx, const EglContext& gl, GlProofBuffers& b) {
+  std::vector<std::byte> zeros(kRegionSize + 256), marker_bytes(4), data(kRegionSize), stale(kRegionSize);
+  std::memcpy(marker_bytes.data(), &s1::kMarker, 4);
+  pattern::fill(data, s1::kProducerSeed);
+  pattern::fill(stale, s1::kStaleSeed);
+  ctx.step("create the GL copy, marker and producer buffers");
+  (void)gl.take_error();  // the ladder's refused rungs leave errors that are not ours
+  Status made = make_buffer(gl, b.copy, zeros, true, "copy");
+  if (made) made = make_buffer(gl, b.marker, marker_bytes, false, "marker");
+  if (made) made = make_buffer(gl, b.producer_data, data, false, "producer data");
+  if (made) made = make_buffer(gl, b.stale_data, stale, false, "stale data");
+  if (made) made = make_buffer(gl, b.zero_word, std::span(zeros).first(4), false, "zero word");
+  return made;
+}
+
+// glwait: the Vulkan side produces, GL's consumer waits on the imported
+// semaphore. Returns whether the proof drained (undrained work still uses the buffers).
+bool glwait_leg(ChildContext& ctx, const EglContext& gl, GLuint shared, GlProofBuffers& b, RouteReport& rep,
+                Leg& glwait) {
+  GlConsumer subject(ctx, gl, shared, b.copy, b.marker.id, b.zero_word.id);
+  sync::ProofOutcome o = sync::prove_ordering(subject, s1::proof_config(), s1::step_sink, &ctx);
+  s1::record_proof(o, glwait, rep.facts);
+  if (subject.unsupported) rep.facts.unsupported = *subject.unsupported;
+  // GL's import replaces the semaphore's payload for good (permanent); OPAQUE_FD: by reference.
+  rep.detail.push_back(fmt::format("glwait: {} import=permanent transference=reference semaphore {}",
+                                   s1::proof_detail(o, false, 0),
+                                   subject.fd_text.empty() ? "fd-consumed=notrun" : subject.fd_text));
+  if (measure::enabled() && o.drained && !subject.unsupported) GlWakeTimer(ctx, gl, shared).run();
+  return o.drained;
+}
+
+// glsignal: GL produces behind a Vulkan gate, the Vulkan side waits. Returns
+// whether the proof drained; when not, GL's semaphores are never deleted.
+bool glsignal_leg(ChildContext& ctx, const EglContext& gl, GLuint shared, const GlProofBuffers& b, RouteReport& rep,
+                  Leg& glsignal) {
+  const Layout& layout = ctx.layout();
+  bool keep = false;
+  const auto& f = gl.gl();
+  GlSemaphore gate{gl}, signal{gl};
+  std::string gate_text, signal_text;
+  bool gl_submitted = false;
+  s1::PeerVkWaiter::Producer ops{
+      .hold =
+          [&]() -> Status {
+            // GL's write of E, held behind a bare Vulkan gate signal.
+            os::UniqueFd fd;
+            auto r = s1::ask(ctx, s1::Hold{.kind = s1::key_of(vksync::kBinaryOpaque), .write = false}, &fd);
+            if (!r) return std::move(r).error();
+            if (!fd.valid()) return Error{"receive the gate's fd", ErrorKind::protocol, {}, "no fd with the reply"};
+            if (auto s = import_semaphore(ctx, gl, gate, fd.get(), gate_text); !s) return s;
+            ctx.step("glCopyBufferSubData(stale pattern -> region E) + glFinish");
+            f.glBindBuffer(GL_COPY_READ_BUFFER, b.stale_data.id);
+            f.glBindBuffer(GL_COPY_WRITE_BUFFER, shared);
+            f.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0,
+                                  static_cast<GLintptr>(layout.offset(s1::kRegion)), kRegionSize);
+            f.glFinish();
+            if (auto s = gl_check(gl, "glCopyBufferSubData(stale pattern)"); !s) return s;
+            ctx.step("glWaitSemaphoreEXT(gate) + glCopyBufferSubData(region E) + glSignalSemaphoreEXT + glFlush");
+            f.glWaitSemaphoreEXT(gate.id, 1, &shared, 0, nullptr, nullptr);
+            f.glBindBuffer(GL_COPY_READ_BUFFER, b.producer_data.id);
+            f.glBindBuffer(GL_COPY_WRITE_BUFFER, shared);
+            f.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0,
+                                  static_cast<GLintptr>(layout.offset(s1::kRegion)), kRegionSize);
+            f.glSignalSemaphoreEXT(signal.id, 1, &shared, 0, nullptr, nullptr);
+            f.glFlush();
+            if (auto s = gl_check(gl, "glWaitSemaphoreEXT / glSignalSemaphoreEXT"); !s) return s;
+            gl_submitted = true;
+            return {};
+          },
+      .write_and_signal =
+          [&]() -> Status {
+            auto r = s1::ask(ctx, s1::Release{});  // the Vulkan host signals the gate
+            if (!r) return std::move(r).error();
+            return {};
+          },
+      .drain = [&] { return true; },  // GL's part finishes with the gate; the peer's drain covers it
+  };
+  s1::PeerVkWaiter subject(ctx, ops);
+  auto fd = subject.prepare(vksync::kBinaryOpaque);
+  Status ready = fd ? import_semaphore(ctx, gl, signal, fd->get(), signal_text) : Status{fd.error()};
+  if (!ready) {
+    fail_leg(glsignal, ready.error());
+    if (!fd && fd.error().kind == ErrorKind::unsupported) rep.facts.unsupported = fd.error().detail;
+  } else {
+    sync::ProofOutcome o = sync::prove_ordering(subject, s1::proof_config(), s1::step_sink, &ctx);
+    s1::record_proof(o, glsignal, rep.facts);
+    if (gl_submitted && o.drained) {  // undrained, GL's wait may never end: no glFinish then
+      ctx.step("glFinish (GL's held write + signal)");
+      f.glFinish();
+    }
+    keep = keep || !o.drained;
+    rep.detail.push_back(fmt::format("glsignal: {} import=permanent transference=reference gate {} signal {}",
+                                     s1::proof_detail(o, false, 0),
+                                     gate_text.empty() ? "fd-consumed=notrun" : gate_text,
+                                     signal_text.empty() ? "fd-consumed=notrun" : signal_text));
+  }
+  if (keep) gate.leaked = signal.leaked = true;
+  return !keep;
+}
+
 int gl_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   RouteReport rep;
@@ -341,104 +450,17 @@ int gl_client(ChildContext& ctx) {
     return finish();
   }
   const GLuint shared = imported.shared->buffer;
-
-  std::vector<std::byte> zeros(kRegionSize + 256), marker_bytes(4), data(kRegionSize), stale(kRegionSize);
-  std::memcpy(marker_bytes.data(), &s1::kMarker, 4);
-  pattern::fill(data, s1::kProducerSeed);
-  pattern::fill(stale, s1::kStaleSeed);
-  GlBuffer copy{gl}, marker{gl}, producer_data{gl}, stale_data{gl}, zero_word{gl};
-  ctx.step("create the GL copy, marker and producer buffers");
-  (void)gl.take_error();  // the ladder's refused rungs leave errors that are not ours
-  Status made = make_buffer(gl, copy, zeros, true, "copy");
-  if (made) made = make_buffer(gl, marker, marker_bytes, false, "marker");
-  if (made) made = make_buffer(gl, producer_data, data, false, "producer data");
-  if (made) made = make_buffer(gl, stale_data, stale, false, "stale data");
-  if (made) made = make_buffer(gl, zero_word, std::span(zeros).first(4), false, "zero word");
-  if (!made) {
+  GlProofBuffers buffers{gl};
+  if (Status made = make_proof_buffers(ctx, gl, buffers); !made) {
     rep.facts.fatal = "client: " + why_of(made.error());
     rep.facts.stop_kind = made.error().kind;
     return finish();
   }
-  bool keep = false;  // work that could not drain still uses the GL objects
-
-  {  // glwait
-    GlConsumer subject(ctx, gl, shared, copy, marker.id, zero_word.id);
-    sync::ProofOutcome o = sync::prove_ordering(subject, s1::proof_config(), s1::step_sink, &ctx);
-    s1::record_proof(o, glwait, rep.facts);
-    if (subject.unsupported) rep.facts.unsupported = *subject.unsupported;
-    keep = keep || !o.drained;
-    // GL's import replaces the semaphore's payload for good (permanent); OPAQUE_FD: by reference.
-    rep.detail.push_back(fmt::format("glwait: {} import=permanent transference=reference semaphore {}",
-                                     s1::proof_detail(o, false, 0),
-                                     subject.fd_text.empty() ? "fd-consumed=notrun" : subject.fd_text));
-    if (measure::enabled() && o.drained && !subject.unsupported) GlWakeTimer(ctx, gl, shared).run();
-  }
-
-  if (!keep) {  // glsignal: GL produces behind a Vulkan gate, the Vulkan side waits
-    const auto& f = gl.gl();
-    GlSemaphore gate{gl}, signal{gl};
-    std::string gate_text, signal_text;
-    bool gl_submitted = false;
-    s1::PeerVkWaiter::Producer ops{
-        .hold =
-            [&]() -> Status {
-              // GL's write of E, held behind a bare Vulkan gate signal.
-              os::UniqueFd fd;
-              auto r = s1::ask(ctx, s1::Hold{.kind = s1::key_of(vksync::kBinaryOpaque), .write = false}, &fd);
-              if (!r) return std::move(r).error();
-              if (!fd.valid()) return Error{"receive the gate's fd", ErrorKind::protocol, {}, "no fd with the reply"};
-              if (auto s = import_semaphore(ctx, gl, gate, fd.get(), gate_text); !s) return s;
-              ctx.step("glCopyBufferSubData(stale pattern -> region E) + glFinish");
-              f.glBindBuffer(GL_COPY_READ_BUFFER, stale_data.id);
-              f.glBindBuffer(GL_COPY_WRITE_BUFFER, shared);
-              f.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0,
-                                    static_cast<GLintptr>(layout.offset(s1::kRegion)), kRegionSize);
-              f.glFinish();
-              if (auto s = gl_check(gl, "glCopyBufferSubData(stale pattern)"); !s) return s;
-              ctx.step("glWaitSemaphoreEXT(gate) + glCopyBufferSubData(region E) + glSignalSemaphoreEXT + glFlush");
-              f.glWaitSemaphoreEXT(gate.id, 1, &shared, 0, nullptr, nullptr);
-              f.glBindBuffer(GL_COPY_READ_BUFFER, producer_data.id);
-              f.glBindBuffer(GL_COPY_WRITE_BUFFER, shared);
-              f.glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0,
-                                    static_cast<GLintptr>(layout.offset(s1::kRegion)), kRegionSize);
-              f.glSignalSemaphoreEXT(signal.id, 1, &shared, 0, nullptr, nullptr);
-              f.glFlush();
-              if (auto s = gl_check(gl, "glWaitSemaphoreEXT / glSignalSemaphoreEXT"); !s) return s;
-              gl_submitted = true;
-              return {};
-            },
-        .write_and_signal =
-            [&]() -> Status {
-              auto r = s1::ask(ctx, s1::Release{});  // the Vulkan host signals the gate
-              if (!r) return std::move(r).error();
-              return {};
-            },
-        .drain = [&] { return true; },  // GL's part finishes with the gate; the peer's drain covers it
-    };
-    s1::PeerVkWaiter subject(ctx, ops);
-    auto fd = subject.prepare(vksync::kBinaryOpaque);
-    Status ready = fd ? import_semaphore(ctx, gl, signal, fd->get(), signal_text) : Status{fd.error()};
-    if (!ready) {
-      fail_leg(glsignal, ready.error());
-      if (!fd && fd.error().kind == ErrorKind::unsupported) rep.facts.unsupported = fd.error().detail;
-    } else {
-      sync::ProofOutcome o = sync::prove_ordering(subject, s1::proof_config(), s1::step_sink, &ctx);
-      s1::record_proof(o, glsignal, rep.facts);
-      if (gl_submitted && o.drained) {  // undrained, GL's wait may never end: no glFinish then
-        ctx.step("glFinish (GL's held write + signal)");
-        f.glFinish();
-      }
-      keep = keep || !o.drained;
-      rep.detail.push_back(fmt::format("glsignal: {} import=permanent transference=reference gate {} signal {}",
-                                       s1::proof_detail(o, false, 0),
-                                       gate_text.empty() ? "fd-consumed=notrun" : gate_text,
-                                       signal_text.empty() ? "fd-consumed=notrun" : signal_text));
-    }
-    if (keep) gate.leaked = signal.leaked = true;
-  }
-  if (keep) {
-    // Pending GL work may still use these (see VkWaiter's destructor).
-    copy.leaked = marker.leaked = producer_data.leaked = stale_data.leaked = true;
+  // Work that could not drain still uses the GL objects: they are kept then.
+  const bool drained = glwait_leg(ctx, gl, shared, buffers, rep, glwait) &&
+                       glsignal_leg(ctx, gl, shared, buffers, rep, glsignal);
+  if (!drained) {
+    buffers.leak();
     (void)imported.shared.release();
   }
   return finish();
