@@ -2,6 +2,8 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -36,6 +38,101 @@ struct Owned {
   }
 };
 
+// Whole-array copies on a stream of its own: out of an array into linear
+// memory or back in, one at a time or timed back to back.
+struct Copies {
+  const cuda::Api& api;
+  Owned& own;
+  std::size_t row = 0, h = 0;  // bytes per row, rows
+
+  // One whole-array copy queued on the stream: out of `array` into `linear`, or back in.
+  Status queue(CUarray array, bool out_of_array, CUdeviceptr linear) const {
+    CUDA_MEMCPY2D c{};
+    if (out_of_array) {
+      c.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+      c.srcArray = array;
+      c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+      c.dstDevice = linear;
+      c.dstPitch = row;
+    } else {
+      c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+      c.srcDevice = linear;
+      c.srcPitch = row;
+      c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+      c.dstArray = array;
+    }
+    c.WidthInBytes = row;
+    c.Height = h;
+    if (CUresult res = api.cuMemcpy2DAsync(&c, own.stream); res != CUDA_SUCCESS)
+      return cuda::cu_error(api, out_of_array ? "cuMemcpy2DAsync(array -> linear)" : "cuMemcpy2DAsync(linear -> array)",
+                            res);
+    return {};
+  }
+  Status sync() const {
+    if (CUresult res = api.cuStreamSynchronize(own.stream); res != CUDA_SUCCESS)
+      return cuda::cu_error(api, "cuStreamSynchronize", res);
+    return {};
+  }
+  Status copy_and_wait(CUarray array, bool out_of_array, CUdeviceptr linear) const {
+    if (auto s = queue(array, out_of_array, linear); !s) return s;
+    return sync();
+  }
+  // `copies` copies of kind `k` against `partner`. Copies on one stream run one
+  // after another, so back to back they never overlap; the events bracket exactly them.
+  Result<measure::Timed> timed(CUarray shared, ImageCopy k, unsigned copies, CUdeviceptr partner) const {
+    if (auto s = sync(); !s) return s.error();  // nothing queued before may count in the sample
+    const bool out = k == ImageCopy::shared_out || k == ImageCopy::private_out;
+    CUarray array = k == ImageCopy::shared_out || k == ImageCopy::shared_in ? shared : own.private_array;
+    if (CUresult res = api.cuEventRecord(own.start, own.stream); res != CUDA_SUCCESS)
+      return cuda::cu_error(api, "cuEventRecord(start)", res);
+    for (unsigned c = 0; c < copies; ++c)
+      if (auto s = queue(array, out, partner); !s) return s.error();
+    if (CUresult res = api.cuEventRecord(own.end, own.stream); res != CUDA_SUCCESS)
+      return cuda::cu_error(api, "cuEventRecord(end)", res);
+    if (CUresult res = api.cuEventSynchronize(own.end); res != CUDA_SUCCESS)
+      return cuda::cu_error(api, "cuEventSynchronize(end)", res);
+    float ms = 0;
+    if (CUresult res = api.cuEventElapsedTime(&ms, own.start, own.end); res != CUDA_SUCCESS)
+      return cuda::cu_error(api, "cuEventElapsedTime", res);
+    return measure::Timed{static_cast<double>(ms) * 1e-3, measure::clocks::cuda_event};
+  }
+};
+
+// The baseline: an array of the same shape in the device's own memory. Flags
+// such as COLOR_ATTACHMENT describe what an external image allows; where the
+// driver takes them only for a mapped array, the plain array is the baseline.
+// Then a stream of its own that synchronises with the legacy default stream
+// (flags 0), so the route's own copies on the default stream are ordered with
+// these, and two timing events on it. Returns what failed, or nullopt.
+std::optional<std::pair<std::string, Error>> create_objects(const cuda::Api& api, const CUDA_ARRAY3D_DESCRIPTOR& shape,
+                                                            Owned& own, unsigned& private_flags) {
+  CUDA_ARRAY3D_DESCRIPTOR pdesc = shape;
+  CUresult r = api.cuArray3DCreate(&own.private_array, &pdesc);
+  if (r != CUDA_SUCCESS && pdesc.Flags != 0) {
+    own.private_array = nullptr;
+    pdesc.Flags = 0;
+    r = api.cuArray3DCreate(&own.private_array, &pdesc);
+  }
+  if (r != CUDA_SUCCESS) {
+    own.private_array = nullptr;
+    const std::string step = fmt::format("cuArray3DCreate({}x{} UNSIGNED_INT8 x4, flags=0x{:x})", shape.Width,
+                                         shape.Height, pdesc.Flags);
+    return std::pair{std::string("private array"), cuda::cu_error(api, step, r)};
+  }
+  private_flags = pdesc.Flags;
+  if (r = api.cuStreamCreate(&own.stream, 0); r != CUDA_SUCCESS) {
+    own.stream = nullptr;
+    return std::pair{std::string("stream"), cuda::cu_error(api, "cuStreamCreate", r)};
+  }
+  for (CUevent* e : {&own.start, &own.end}) {
+    if (r = api.cuEventCreate(e, CU_EVENT_DEFAULT); r != CUDA_SUCCESS) {
+      *e = nullptr;
+      return std::pair{std::string("timing events"), cuda::cu_error(api, "cuEventCreate", r)};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace EXTMEM_ROUTE_FILE
 using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
@@ -63,100 +160,20 @@ void cuda_measure_copies(const cuda::Api& api, const std::string& leg, CUarray s
     if (!a) return failed("partner buffer", a.error());
     *b = std::move(*a);
   }
-
   Owned own(api);
-  // The baseline: an array of the same shape in the device's own memory. Flags such as
-  // COLOR_ATTACHMENT describe what an external image allows; where the driver takes them only
-  // for a mapped array, the plain array is the baseline.
-  CUDA_ARRAY3D_DESCRIPTOR pdesc = shape;
-  auto create_step = [&] {
-    return fmt::format("cuArray3DCreate({}x{} UNSIGNED_INT8 x4, flags=0x{:x})", w, h, pdesc.Flags);
-  };
-  CUresult r = api.cuArray3DCreate(&own.private_array, &pdesc);
-  if (r != CUDA_SUCCESS && pdesc.Flags != 0) {
-    own.private_array = nullptr;
-    pdesc.Flags = 0;
-    r = api.cuArray3DCreate(&own.private_array, &pdesc);
-  }
-  if (r != CUDA_SUCCESS) {
-    own.private_array = nullptr;
-    return failed("private array", cuda::cu_error(api, create_step(), r));
-  }
-  field("image_private_array_flags", pdesc.Flags);
-
-  // A stream of its own that synchronises with the legacy default stream (flags 0), so the
-  // route's own copies on the default stream are ordered with these; two timing events on it.
-  if (r = api.cuStreamCreate(&own.stream, 0); r != CUDA_SUCCESS) {
-    own.stream = nullptr;
-    return failed("stream", cuda::cu_error(api, "cuStreamCreate", r));
-  }
-  for (CUevent* e : {&own.start, &own.end}) {
-    if (r = api.cuEventCreate(e, CU_EVENT_DEFAULT); r != CUDA_SUCCESS) {
-      *e = nullptr;
-      return failed("timing events", cuda::cu_error(api, "cuEventCreate", r));
-    }
-  }
-
-  // One whole-array copy queued on the stream: out of `array` into `linear`, or back in.
-  auto queue_copy = [&](CUarray array, bool out_of_array, CUdeviceptr linear) -> Status {
-    CUDA_MEMCPY2D c{};
-    if (out_of_array) {
-      c.srcMemoryType = CU_MEMORYTYPE_ARRAY;
-      c.srcArray = array;
-      c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-      c.dstDevice = linear;
-      c.dstPitch = row;
-    } else {
-      c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-      c.srcDevice = linear;
-      c.srcPitch = row;
-      c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
-      c.dstArray = array;
-    }
-    c.WidthInBytes = row;
-    c.Height = h;
-    if (CUresult res = api.cuMemcpy2DAsync(&c, own.stream); res != CUDA_SUCCESS)
-      return cuda::cu_error(api, out_of_array ? "cuMemcpy2DAsync(array -> linear)" : "cuMemcpy2DAsync(linear -> array)",
-                            res);
-    return {};
-  };
-  auto sync = [&]() -> Status {
-    if (CUresult res = api.cuStreamSynchronize(own.stream); res != CUDA_SUCCESS)
-      return cuda::cu_error(api, "cuStreamSynchronize", res);
-    return {};
-  };
-  auto copy_and_wait = [&](CUarray array, bool out_of_array, CUdeviceptr linear) -> Status {
-    if (auto s = queue_copy(array, out_of_array, linear); !s) return s;
-    return sync();
-  };
-
-  if (auto s = copy_and_wait(shared, true, keep->ptr()); !s) return failed("save the shared array", s.error());
-
-  // Copies on one stream run one after another, so `copies` back to back never overlap; the
-  // events bracket exactly them.
-  auto timed = [&](ImageCopy k, unsigned copies) -> Result<measure::Timed> {
-    if (auto s = sync(); !s) return s.error();  // nothing queued before may count in the sample
-    const bool out = k == ImageCopy::shared_out || k == ImageCopy::private_out;
-    CUarray array = k == ImageCopy::shared_out || k == ImageCopy::shared_in ? shared : own.private_array;
-    if (CUresult res = api.cuEventRecord(own.start, own.stream); res != CUDA_SUCCESS)
-      return cuda::cu_error(api, "cuEventRecord(start)", res);
-    for (unsigned c = 0; c < copies; ++c)
-      if (auto s = queue_copy(array, out, partner->ptr()); !s) return s.error();
-    if (CUresult res = api.cuEventRecord(own.end, own.stream); res != CUDA_SUCCESS)
-      return cuda::cu_error(api, "cuEventRecord(end)", res);
-    if (CUresult res = api.cuEventSynchronize(own.end); res != CUDA_SUCCESS)
-      return cuda::cu_error(api, "cuEventSynchronize(end)", res);
-    float ms = 0;
-    if (CUresult res = api.cuEventElapsedTime(&ms, own.start, own.end); res != CUDA_SUCCESS)
-      return cuda::cu_error(api, "cuEventElapsedTime", res);
-    return measure::Timed{static_cast<double>(ms) * 1e-3, measure::clocks::cuda_event};
-  };
-  const bool sampled = sample_copies(leg, bytes, timed);
+  unsigned private_flags = 0;
+  if (auto f = create_objects(api, shape, own, private_flags)) return failed(f->first, f->second);
+  field("image_private_array_flags", private_flags);
+  const Copies copies{api, own, row, h};
+  if (auto s = copies.copy_and_wait(shared, true, keep->ptr()); !s) return failed("save the shared array", s.error());
+  const bool sampled = sample_copies(leg, bytes, [&](ImageCopy k, unsigned n) {
+    return copies.timed(shared, k, n, partner->ptr());
+  });
 
   // Put the shared texels back (the in-copies overwrote them), whatever happened above: after
   // a failed sample the stream may still hold its copies, so it is drained first.
   (void)api.cuStreamSynchronize(own.stream);
-  if (auto s = copy_and_wait(shared, false, keep->ptr()); !s) {
+  if (auto s = copies.copy_and_wait(shared, false, keep->ptr()); !s) {
     const std::string why = "restore the shared array: " + measure::step_and_code(s.error());
     if (sampled)
       field("image_error", why);
