@@ -9,6 +9,7 @@
 # python3-torch (only with --tests, so the main job's first run does not wait for it): the pytorch.*
 #   tests run examples/pytorch_alias.py on CPU tensors (torch 1.13.1, CPU only); without recommends
 #   176 packages, 48 MB, ~42 s to install here (with them 230 packages, 77 MB).
+# universal-ctags (only with --tests): lint.function_lengths reads each function's first and last line with it.
 # prometheus, prometheus-node-exporter (only with --tests): the probe.prometheus test checks the
 #   --prometheus file with promtool and reads it back through a real node_exporter (docs/fleet.md).
 set -euo pipefail
@@ -24,7 +25,7 @@ packages=(
   dpkg-dev file
 )
 case "${1-}" in
-  --tests) packages+=(python3-torch libdrm-dev prometheus prometheus-node-exporter) ;;
+  --tests) packages+=(python3-torch libdrm-dev prometheus prometheus-node-exporter universal-ctags) ;;
   "") ;;
   *) echo "extmem: scripts/deps.sh: unknown argument '$1' (accepted: --tests, or nothing)" >&2; exit 2 ;;
 esac
