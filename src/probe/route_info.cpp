@@ -24,6 +24,8 @@ std::vector<RouteInfo> routes() {
     info.cuda = r.needs.cuda;
     info.measured = r.measured;
     for (const LegDef& l : r.legs) info.legs.push_back({std::string(l.name), l.decisive, std::string(l.proves)});
+    for (const FaultDef& f : r.faults)
+      info.faults.push_back({std::string(f.action), to_string(f.role), std::string(f.step), std::string(f.breaks)});
     info.memory_type_twins = r.memory_types == MemoryTypes::exporter_picks;
     info.server_does = r.server.does;
     info.client_does = r.client.does;
@@ -77,9 +79,12 @@ std::string routes_json() {
     nlohmann::json legs = nlohmann::json::array(), handles = nlohmann::json::array();
     for (const LegInfo& l : r.legs) legs.push_back({{"name", l.name}, {"decisive", l.decisive}, {"proves", l.proves}});
     for (const HandleInfo& h : r.handle_types) handles.push_back({{"type", h.type}, {"feature", h.feature}});
+    nlohmann::json faults = nlohmann::json::array();
+    for (const FaultInfo& f : r.faults)
+      faults.push_back({{"action", f.action}, {"role", f.role}, {"step", f.step}, {"breaks", f.breaks}});
     jroutes.push_back({{"row", r.row}, {"group", r.group}, {"not_built", r.not_built}, {"platform", r.platform},
                        {"extensions", r.extensions}, {"handle_types", handles}, {"gl", r.gl}, {"cuda", r.cuda},
-                       {"legs", legs}, {"memory_type_twins", r.memory_type_twins}, {"pidfd_twin", r.pidfd_twin},
+                       {"legs", legs}, {"faults", faults}, {"memory_type_twins", r.memory_type_twins}, {"pidfd_twin", r.pidfd_twin},
                        {"server", r.server_does},
                        {"client", r.client_does}});
   }
@@ -107,6 +112,14 @@ std::string routes_markdown() {
                       legs.empty() ? "—" : fmt::format("{}", fmt::join(legs, "<br>")), r.server_does,
                       r.client_does.empty() ? "—" : r.client_does);
   }
+  return md;
+}
+
+std::string faults_markdown() {
+  std::string md = "| row | action | half | step | what it breaks |\n|---|---|---|---|---|\n";
+  for (const RouteInfo& r : routes())
+    for (const FaultInfo& f : r.faults)
+      md += fmt::format("| `{}` | `{}` | {} | `{}` | {} |\n", r.row, f.action, f.role, f.step, f.breaks);
   return md;
 }
 

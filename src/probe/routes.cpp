@@ -33,6 +33,12 @@ const LegDef* RouteDef::leg(std::string_view name) const {
   return nullptr;
 }
 
+const FaultDef* RouteDef::fault(std::string_view action) const {
+  for (const FaultDef& f : faults)
+    if (f.action == action) return &f;
+  return nullptr;
+}
+
 Leg report_leg(DeclaredLeg declared) { return Leg{std::string(declared.def.name), declared.def.decisive}; }
 
 Leg route_leg(const ChildContext& ctx, std::string_view name) {

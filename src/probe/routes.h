@@ -89,6 +89,17 @@ Leg report_leg(DeclaredLeg declared);
 /// refuses (undeclared_leg).
 Leg route_leg(const ChildContext& ctx, std::string_view name);
 
+/// A fault a route injects itself when EXTMEM_TEST_FAULT asks for it: a
+/// test-only negative control (docs/probe.md, "Test-only fault hooks"). A half
+/// acts only on the actions its route's entry declares (ChildContext::test_fault),
+/// and `extmem probe --list-routes=faults` prints them.
+struct FaultDef {
+  std::string_view action;  ///< EXTMEM_TEST_FAULT's ACTION: "closefd", "nowait", ...
+  Role role = Role::server; ///< the half that injects it
+  std::string_view step;    ///< a STEP-SUBSTRING that reaches it ("post-export fd sanity")
+  std::string_view breaks;  ///< what it breaks, and what the row must then say
+};
+
 /// Whether --memory-type makes twins of a row.
 enum class MemoryTypes {
   route_picks,    ///< the route chooses its memory itself; --memory-type does not apply
@@ -101,6 +112,7 @@ struct RouteDef {
   std::string_view skip_reason;  ///< non-empty: this build cannot run the route (not built); printed as SKIP
   Requirements needs;
   std::span<const LegDef> legs;  ///< every leg the route may report, in report order
+  std::span<const FaultDef> faults = {};  ///< the test-only faults its halves inject themselves
   MemoryTypes memory_types = MemoryTypes::route_picks;
   RouteHalf server;              ///< the "server" process (EXTMEM_TEST_FAULT role "server")
   RouteHalf client;              ///< the "client" process; main null for a single-process route
@@ -123,6 +135,8 @@ struct RouteDef {
 
   /// The declared leg named `name`, or null.
   const LegDef* leg(std::string_view name) const;
+  /// The declared fault of action `action`, or null.
+  const FaultDef* fault(std::string_view action) const;
 };
 
 /// A group of rows: the --only-GROUP flag and, where `excludable`, --no-GROUP.

@@ -16,6 +16,15 @@ struct LegInfo {
   std::string proves;    ///< one line: what a round trip through this leg shows
 };
 
+/// A test-only fault a route injects itself under EXTMEM_TEST_FAULT
+/// (docs/probe.md, "Test-only fault hooks"): a negative control of the tests.
+struct FaultInfo {
+  std::string action;  ///< EXTMEM_TEST_FAULT's ACTION, e.g. "closefd"
+  std::string role;    ///< "server" or "client": the half that injects it
+  std::string step;    ///< a STEP-SUBSTRING that reaches it
+  std::string breaks;  ///< what it breaks, and what the row must then say
+};
+
 /// A handle type a route uses and the feature it needs ("OPAQUE_FD", "exportable").
 struct HandleInfo {
   std::string type;     ///< "OPAQUE_FD", "DMA_BUF", "HOST_ALLOCATION", "AHARDWAREBUFFER"
@@ -34,6 +43,7 @@ struct RouteInfo {
   bool gl = false;                      ///< needs an EGL/GLES context
   bool cuda = false;                    ///< needs the CUDA driver
   std::vector<LegInfo> legs;            ///< every leg it may report, in report order
+  std::vector<FaultInfo> faults;        ///< the test-only faults its halves inject themselves
   bool memory_type_twins = false;       ///< --memory-type=INDEX|all applies (the exporter picks its memory)
   std::string server_does, client_does;  ///< what each half does; client_does empty for a single-process route
   bool measured = true;                  ///< --measure gives it a measuring run (false: its legs move no bytes, or not built)
@@ -70,5 +80,9 @@ std::string routes_json();
 
 /// The route table as a Markdown table (row, group, requires, legs, halves): the README's route table.
 std::string routes_markdown();
+
+/// The faults the routes inject themselves as a Markdown table (row, action,
+/// half, step, what it breaks): docs/probe.md's list (`extmem probe --list-routes=faults`).
+std::string faults_markdown();
 
 }  // namespace extmem::probe

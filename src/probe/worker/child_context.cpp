@@ -1,4 +1,6 @@
 #include "probe/worker/child_context.h"
+
+#include "probe/routes.h"
 #include "probe/worker/fd_fetch_failure.h"
 
 #include <fcntl.h>
@@ -7,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -93,7 +96,13 @@ std::string fault_action(const HalfParams& p, std::string_view step) {
 }  // namespace
 
 bool ChildContext::test_fault(std::string_view step, std::string_view action) const {
-  return fault_action(params_, step) == action;
+  if (fault_action(params_, step) != action) return false;
+  // Only what the route's entry declares, so the table stays the list of every injected fault.
+  const RouteDef* route = find_route(params_.row);
+  if (route != nullptr && route->fault(action) != nullptr) return true;
+  std::fprintf(stderr, "extmem probe: EXTMEM_TEST_FAULT action \"%.*s\" is not declared by %s (RouteDef::faults): "
+               "not injected\n", static_cast<int>(action.size()), action.data(), params_.row.c_str());
+  return false;
 }
 
 // Test-only (documented in docs/probe.md, "Test-only fault hooks"):
@@ -104,11 +113,8 @@ bool ChildContext::test_fault(std::string_view step, std::string_view action) co
 // hang, abort, segv, exit, garbage (a frame with a bad magic), truncate (a frame
 // shorter than its header says), badreport (a report that is not JSON), leakfd
 // (opens /dev/null and never closes it: the warm worker's hygiene check must name it). The
-// routes themselves honour closefd (the exported fd is closed before its sanity
-// check), nosealing (the sealed memfd is created without MFD_ALLOW_SEALING) and
-// corrupt (a CUDA row's reader overwrites one word of the peer-written region
-// before its GPU read: routes/cuda/route_util.h) and firstchunk (the
-// multichunk client maps only chunk 0 of the server's: routes/cuda/t1_vmm_multichunk.cpp).
+// faults the routes inject themselves are declared in their entries (RouteDef::faults,
+// `extmem probe --list-routes=faults`).
 void ChildContext::apply_fault(std::string_view step) {
   const std::string action = fault_action(params_, step);
   if (action == "hang") {

@@ -12,6 +12,7 @@
 #include "extmem/core/verdict.h"
 #include "probe/worker/child_context.h"
 #include "probe/worker/whole_alloc.h"
+#include "probe/routes.h"
 
 namespace extmem::probe {
 
@@ -66,6 +67,11 @@ Result<std::string> selected_vulkan_uuid(const ChildContext& ctx);
 /// cuMemsetD32 into the shared memory), standing in for a peer whose write
 /// went wrong; the compare must then fail at +256.
 void cuda_read_region(ChildContext& ctx, const CudaSide& side, CUdeviceptr base, Region region, Leg& leg);
+/// cuda_read_region's test-only fault, for a route whose reading half is `role`.
+constexpr FaultDef corrupt_fault(Role role) {
+  return {"corrupt", role, "CUDA GPU read", "a reader overwrites one 32-bit word at +256 of the peer-written region before its GPU read: the row "
+    "must report the region differing at +256"};
+}
 
 /// GPU write of `region`'s pattern to `base` + its offset (gpu_write). False,
 /// with the error in `leg`, on a CUDA error.

@@ -467,11 +467,14 @@ int cuda_ipc_client(ChildContext& ctx) {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr FaultDef kFaults[] = {corrupt_fault(Role::client)};
+
 const RouteDef kT1CudaIpc{
     .row = "T1-cuda-ipc",
     .group = "t1",
     .needs = {.cuda = true},
     .legs = kLegs,
+    .faults = kFaults,
     .server = {"allocates with cuMemAlloc, sends the IPC memory and event handles as bytes, serves; produces behind a gate",
                cuda_ipc_server},
     .client = {"opens the handles, drives; waits on the event before its copy", cuda_ipc_client}};

@@ -302,11 +302,14 @@ namespace EXTMEM_ROUTE_FILE {
 
 constexpr std::string_view kFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 constexpr HandleNeed kOpaqueFdExport[] = {{"OPAQUE_FD", HandleFeature::exportable}};
+constexpr FaultDef kFaults[] = {kCloseFdFault, corrupt_fault(Role::client)};
+
 const RouteDef kT1OpaqueFdCuda{
     .row = "T1-opaque-fd-cuda",
     .group = "t1",
     .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdExport, .cuda = true},
     .legs = kOpaqueFdCudaLegs,
+    .faults = kFaults,
     .server = {"allocates Vulkan memory, exports an opaque fd, serves",
                [](ChildContext& c) { return export_and_serve_with_handover(c, kOpaqueFd); }},
     .client = {"imports the fd into CUDA, drives", cuda_opaque_fd_client},

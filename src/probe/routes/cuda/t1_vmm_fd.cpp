@@ -275,11 +275,14 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr FaultDef kFaults[] = {corrupt_fault(Role::client)};
+
 const RouteDef kT1CudaVmmFd{
     .row = "T1-cuda-vmm-fd",
     .group = "t1",
     .needs = {.cuda = true},
     .legs = kVmmLegs,
+    .faults = kFaults,
     .server = {"allocates with cuMemCreate, exports a POSIX fd, serves", cuda_vmm_fd_server},
     .client = {"imports the fd into CUDA and Vulkan, drives", cuda_vmm_fd_client},
     .passes_fds = true};

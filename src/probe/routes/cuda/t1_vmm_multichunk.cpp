@@ -348,11 +348,18 @@ int cuda_vmm_multichunk_client(ChildContext& ctx) {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr FaultDef kFaults[] = {
+    corrupt_fault(Role::client),
+    {"firstchunk", Role::client, "cuMemMap + cuMemSetAccess (every chunk)",
+     "the client maps only chunk 0 of the server's chunks: the boundaries leg must not pass"},
+};
+
 const RouteDef kT1CudaVmmMultichunk{
     .row = "T1-cuda-vmm-multichunk",
     .group = "t1",
     .needs = {.cuda = true},
     .legs = kLegs,
+    .faults = kFaults,
     .server = {"backs one range with cuMemCreate chunks of different sizes, exports one POSIX fd each, serves",
                cuda_vmm_multichunk_server},
     .client = {"reserves one range, imports and maps every chunk at its offset, drives", cuda_vmm_multichunk_client},

@@ -123,11 +123,14 @@ int cuda_host_register_server(ChildContext& ctx) {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
+constexpr FaultDef kFaults[] = {corrupt_fault(Role::server)};
+
 const RouteDef kT3CudaHostRegister{
     .row = "T3-cuda-host-register",
     .group = "t3",
     .needs = {.cuda = true},
     .legs = kHostRegisterLegs,
+    .faults = kFaults,
     .server = {"maps the received memfd, registers it with CUDA, drives", cuda_host_register_server},
     .client = {"allocates a memfd, writes A, serves", memfd_owner_serve},
     .passes_fds = true};

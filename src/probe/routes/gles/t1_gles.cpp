@@ -219,11 +219,20 @@ int cross_proc_client(ChildContext& ctx) {
 constexpr std::string_view kFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 constexpr HandleNeed kOpaqueFdExport[] = {{"OPAQUE_FD", HandleFeature::exportable}};
 
+// The GL sweep's copies reach a private GL buffer from the middle of the allocation on: not OK.
+constexpr std::string_view kPartialAliasBreaks =
+    "the GL sweep's copies reach a private GL buffer from the middle of the allocation on: the row must not be OK";
+constexpr FaultDef kSameProcFaults[] = {
+    kCloseFdFault, {"partialalias", Role::server, "whole-allocation sweep through glgpu", kPartialAliasBreaks}};
+constexpr FaultDef kCrossProcFaults[] = {
+    kCloseFdFault, {"partialalias", Role::client, "whole-allocation sweep through glgpu", kPartialAliasBreaks}};
+
 const RouteDef kT1GlesSameProc{
     .row = "T1-gles-memobj-fd-same-proc",
     .group = "gles",
     .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdExport, .gl = true},
     .legs = kGlLegs,
+    .faults = kSameProcFaults,
     .memory_types = MemoryTypes::exporter_picks,
     .server = {"exports Vulkan memory and imports a dup of its own fd into GLES", same_proc, true},
     .client = {}};
@@ -232,6 +241,7 @@ const RouteDef kT1GlesCrossProc{
     .group = "gles",
     .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdExport, .gl = true},
     .legs = kGlLegs,
+    .faults = kCrossProcFaults,
     .memory_types = MemoryTypes::exporter_picks,
     .server = {"allocates Vulkan memory, exports an opaque fd, serves",
                [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }},

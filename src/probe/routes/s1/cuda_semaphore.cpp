@@ -32,6 +32,7 @@
 #include "probe/worker/import_dup.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/vk/export.h"
 #include "probe/routes/route_file.h"
 
 namespace extmem::probe {
@@ -436,6 +437,8 @@ int cuda_client(ChildContext& ctx) {
 constexpr const SemaphoreKind* kKinds[] = {&vksync::kBinaryOpaque, &vksync::kTimelineOpaque};
 constexpr HandleNeed kMemory[] = {{"OPAQUE_FD", HandleFeature::exportable}};
 
+constexpr FaultDef kFaults[] = {kCloseFdFault, s1::kNoSignalFault};
+
 const RouteDef kS1CudaSemaphore{
     .row = "S1-cuda-semaphore",
     .group = "s1",
@@ -443,6 +446,7 @@ const RouteDef kS1CudaSemaphore{
     // server reports VK_KHR_external_semaphore_fd's absence itself.
     .needs = {.handle_types = kMemory, .cuda = true},
     .legs = kLegs,
+    .faults = kFaults,
     .server = {"exports the T1 allocation and semaphores; produces for CUDA's waits, waits for CUDA's signal",
                [](ChildContext& c) { return s1::vk_side_serve(c, kKinds); }},
     .client = {"imports them into CUDA; waits before a copy, writes and signals; drives the ordering proofs",

@@ -33,6 +33,7 @@
 #include "probe/worker/half_end.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/vk/export.h"
 #include "probe/routes/route_file.h"
 
 namespace extmem::probe {
@@ -471,11 +472,14 @@ constexpr std::string_view kExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_
                                             VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME};
 constexpr HandleNeed kMemory[] = {{"OPAQUE_FD", HandleFeature::exportable}};
 
+constexpr FaultDef kFaults[] = {kCloseFdFault, s1::kNoSignalFault};
+
 const RouteDef kS1GlesSemaphore{
     .row = "S1-gles-semaphore",
     .group = "s1",
     .needs = {.extensions = kExtensions, .handle_types = kMemory, .gl = true},
     .legs = kLegs,
+    .faults = kFaults,
     .server = {"exports the T1 allocation and binary semaphores; produces for GL's wait, waits for GL's signal",
                [](ChildContext& c) { return s1::vk_side_serve(c, kKinds); }},
     .client = {"imports them into GLES; waits before a copy, writes and signals; drives the ordering proofs",

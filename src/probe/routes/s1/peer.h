@@ -15,8 +15,18 @@
 #include "probe/sync_proof.h"
 #include "probe/worker/child_context.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes.h"
 
 namespace extmem::probe::s1 {
+
+/// Test-only (EXTMEM_TEST_FAULT): the Vulkan producer answers a release without signalling.
+inline constexpr FaultDef kNoSignalFault{"nosignal", Role::server, "release",
+                                         "the producer answers without signalling: the row must FAIL at the wait "
+                                         "for the consumer's copy after the signal (a timeout within its bounds)"};
+/// Test-only: the Vulkan consumer submits its copy without the semaphore wait.
+inline constexpr FaultDef kNoWaitFault{"nowait", Role::client, "consumer submits",
+                                       "the copy is submitted without the semaphore wait: the row must FAIL at "
+                                       "the check that the consumer's copy has not landed (landed-before-signal)"};
 
 /// The pattern in the shared region before the producer's GPU write: a copy
 /// that ran early holds this, never the producer's data.

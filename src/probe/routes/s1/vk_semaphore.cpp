@@ -24,6 +24,7 @@
 #include "probe/worker/measure.h"
 #include "probe/worker/import_dup.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/vk/export.h"
 #include "probe/routes/route_file.h"
 
 namespace extmem::probe {
@@ -375,11 +376,14 @@ constexpr LegDef kSyncFdLegs[] = {
     {"pollfd", true, "the exported sync file is not readable while the signal is held and readable after it"},
 };
 
+constexpr FaultDef kFaults[] = {kCloseFdFault, s1::kNoSignalFault, s1::kNoWaitFault};
+
 const RouteDef kS1SemaphoreOpaqueFd{
     .row = "S1-semaphore-opaque-fd",
     .group = "s1",
     .needs = {.extensions = kExtensions, .handle_types = kMemory},
     .legs = kLegs,
+    .faults = kFaults,
     .server = {"exports a binary semaphore and the T1 allocation, holds then releases its GPU write + signal",
                [](ChildContext& c) { return s1::vk_side_serve(c, kBinaryOnly); }},
     .client = {"imports both, waits on the GPU, copies out, drives the ordering proof",
@@ -390,6 +394,7 @@ const RouteDef kS1TimelineOpaqueFd{
     .group = "s1",
     .needs = {.extensions = kExtensions, .handle_types = kMemory},
     .legs = kLegs,
+    .faults = kFaults,
     .server = {"exports a timeline semaphore and the T1 allocation, signals value 1 from its GPU when released",
                [](ChildContext& c) { return s1::vk_side_serve(c, kTimelineOnly); }},
     .client = {"imports both, waits for value 1 on the GPU, copies out, drives the ordering proof",
@@ -400,6 +405,7 @@ const RouteDef kS1SyncFd{
     .group = "s1",
     .needs = {.extensions = kExtensions, .handle_types = kMemory},
     .legs = kSyncFdLegs,
+    .faults = kFaults,
     .server = {"submits a held write + signal, exports it as a sync file, releases it",
                [](ChildContext& c) { return s1::vk_side_serve(c, kSyncFdOnly); }},
     .client = {"polls the sync file, imports it temporarily, waits on the GPU, drives the ordering proof",

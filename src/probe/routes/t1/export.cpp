@@ -218,11 +218,14 @@ constexpr LegDef kDmaBufLegs[] = {
     {"gpu", true, "the importer's GPU reads and writes the shared bytes, seen by the exporter"},
 };
 
+constexpr FaultDef kExportFaults[] = {kCloseFdFault};
+
 const RouteDef kT1OpaqueFd{
     .row = "T1-opaque-fd",
     .group = "t1",
     .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdBoth},
     .legs = kOpaqueFdLegs,
+    .faults = kExportFaults,
     .memory_types = MemoryTypes::exporter_picks,
     .server = {"allocates Vulkan memory, exports an opaque fd, serves",
                [](ChildContext& c) { return export_and_serve(c, kOpaqueFd); }},
@@ -233,6 +236,7 @@ const RouteDef kT1DmaBuf{
     .group = "t1",
     .needs = {.extensions = kDmaBufExtensions, .handle_types = kDmaBufBoth},
     .legs = kDmaBufLegs,
+    .faults = kExportFaults,
     .memory_types = MemoryTypes::exporter_picks,
     .server = {"allocates Vulkan memory, exports a dma-buf fd, serves",
                [](ChildContext& c) { return export_and_serve(c, kDmaBuf); }},

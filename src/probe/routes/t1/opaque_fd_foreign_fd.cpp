@@ -194,11 +194,18 @@ int drive(ChildContext& ctx) {
 constexpr std::string_view kForeignExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 constexpr HandleNeed kForeignNeeds[] = {{"OPAQUE_FD", HandleFeature::importable}};
 
+constexpr FaultDef kForeignFaults[] = {
+    {"exported", Role::server, "memfd_create",
+     "the \"memfd\" is an fd this driver did export, which it must accept: the memfd leg must not pass "
+     "(PARTIAL)"},
+};
+
 const RouteDef kT1OpaqueFdForeignFd{
     .row = "T1-opaque-fd-foreign-fd",
     .group = "t1",
     .needs = {.extensions = kForeignExtensions, .handle_types = kForeignNeeds},
     .legs = kForeignLegs,
+    .faults = kForeignFaults,
     .server = {"imports a memfd and a tmpfs file no driver exported as OPAQUE_FD, expects refusals", drive},
     .client = {},
     .measured = false,

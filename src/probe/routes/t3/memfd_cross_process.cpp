@@ -48,11 +48,18 @@ int server(ChildContext& ctx) {
   return end_half(ctx, rep, soak);
 }
 
+constexpr FaultDef kFaults[] = {
+    {"partialalias", Role::server, "mmap(received memfd)",
+     "the mapping aliases the memfd's first half and is a private copy beyond it: the whole-allocation check must "
+     "report unaliasedAt=<half the size>"},
+};
+
 const RouteDef kT3MemfdCrossProcess{
     .row = "T3-memfd-cross-process",
     .group = "t3",
     .needs = {},
     .legs = kLegs,
+    .faults = kFaults,
     .server = {"maps the received memfd and drives the checks", server},
     .client = {"allocates a memfd, writes A, serves", memfd_owner_serve},
     .passes_fds = true};

@@ -197,11 +197,18 @@ int server(ChildContext& ctx) {
   return end_half(ctx, rep, soak);
 }
 
+constexpr FaultDef kFaults[] = {
+    {"nosealing", Role::client, "memfd_create(MFD_ALLOW_SEALING",
+     "the memfd is created without MFD_ALLOW_SEALING: its seals are refused and the row is UNSUPPORTED "
+     "naming fcntl(F_ADD_SEALS) -> EPERM"},
+};
+
 const RouteDef kT3MemfdSealed{
     .row = "T3-memfd-sealed",
     .group = "t3",
     .needs = {},
     .legs = kLegs,
+    .faults = kFaults,
     .server = {"maps the received sealed memfds and drives the checks", server},
     .client = {"creates and seals two memfds, serves", client},
     .passes_fds = true};

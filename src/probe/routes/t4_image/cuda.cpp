@@ -276,11 +276,15 @@ int cuda_image_importer(ChildContext& ctx) {
 
 constexpr std::string_view kCudaImageExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 
+constexpr FaultDef kCudaImageFaults[] = {image::kDecoyFault, image::transpose_fault(Role::client),
+                                        image::mirror_fault(Role::client)};
+
 const RouteDef kT4ImageCuda{
     .row = "T4-image-cuda",
     .group = "t4",
     .needs = {.extensions = kCudaImageExtensions, .cuda = true},
     .legs = kCudaImageLegs,
+    .faults = kCudaImageFaults,
     .server = {"creates an OPTIMAL image, fills it on the GPU, exports an opaque fd, serves checks",
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_OPTIMAL); }},
     .client = {"imports the fd into CUDA as a mipmapped array, compares every texel, writes a rectangle, drives",

@@ -418,17 +418,24 @@ int cross_proc(ChildContext& ctx) {
 
 constexpr std::string_view kGlImageExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 
+constexpr FaultDef kSameProcFaults[] = {image::kDecoyFault, image::kLateFault, image::transpose_fault(Role::server),
+                                        image::mirror_fault(Role::server)};
+constexpr FaultDef kCrossProcFaults[] = {image::kDecoyFault, image::kLateFault, image::transpose_fault(Role::client),
+                                         image::mirror_fault(Role::client)};
+
 const RouteDef kT4GlesImageSameProc{
     .row = "T4-gles-image-same-proc",
     .group = "t4",
     .needs = {.extensions = kGlImageExtensions, .gl = true},
     .legs = kGlImageLegs,
+    .faults = kSameProcFaults,
     .server = {"exports an OPTIMAL Vulkan image and imports a dup of its own fd as a GL texture", same_proc, true}};
 const RouteDef kT4GlesImageCrossProc{
     .row = "T4-gles-image-cross-proc",
     .group = "t4",
     .needs = {.extensions = kGlImageExtensions, .gl = true},
     .legs = kGlImageLegs,
+    .faults = kCrossProcFaults,
     .server = {"creates an OPTIMAL image, fills it on the GPU, exports an opaque fd, serves checks",
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_OPTIMAL); }},
     .client = {"imports the fd as a GL texture, reads it through a framebuffer, draws a rectangle, drives", cross_proc,

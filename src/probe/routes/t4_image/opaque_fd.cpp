@@ -265,11 +265,24 @@ int importer(ChildContext& ctx, VkImageTiling tiling) {
 
 constexpr std::string_view kImageFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 
+constexpr FaultDef kImageFaults[] = {
+    image::kDecoyFault,
+    image::transpose_fault(Role::client),
+    image::mirror_fault(Role::client),
+    {"discard", Role::client, "round 1: acquire",
+     "the importer's first acquire clears the image from UNDEFINED, as a driver that drops content there would: the "
+     "row must FAIL, no texel seen"},
+    {"undefined", Role::client, "round 1: acquire",
+     "the importer's first acquire transitions from UNDEFINED (the spec allows the content to be discarded): the "
+     "detail says whether it survived"},
+};
+
 const RouteDef kT4ImageOpaqueFd{
     .row = "T4-image-opaque-fd",
     .group = "t4",
     .needs = {.extensions = kImageFdExtensions},
     .legs = kImageLegs,
+    .faults = kImageFaults,
     .server = {"creates an OPTIMAL image, fills it on the GPU, exports an opaque fd, serves checks",
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_OPTIMAL); }},
     .client = {"imports the fd into an identical image, compares every texel, writes a rectangle, drives",
@@ -280,6 +293,7 @@ const RouteDef kT4ImageOpaqueFdLinear{
     .group = "t4",
     .needs = {.extensions = kImageFdExtensions},
     .legs = kLinearImageLegs,
+    .faults = kImageFaults,
     .server = {"creates a LINEAR image, fills it on the GPU, exports an opaque fd, serves checks",
                [](ChildContext& c) { return image::owner_serve(c, VK_IMAGE_TILING_LINEAR); }},
     .client = {"imports the fd into an identical image, compares every texel (GPU and CPU), writes a rectangle, drives",

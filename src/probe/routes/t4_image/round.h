@@ -17,8 +17,20 @@
 #include "probe/routes/t4_image/vk_share.h"
 #include "probe/worker/child_context.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes.h"
 
 namespace extmem::probe::image {
+
+/// run_rounds' test-only faults: the importer looks at its copy transposed or
+/// mirrored, which the compare must name. `role`: the importer's half.
+constexpr FaultDef transpose_fault(Role role) {
+  return {"transpose", role, "compare every texel", "the importer's copy is read transposed: the row must FAIL with "
+                                                      "the content named transposed"};
+}
+constexpr FaultDef mirror_fault(Role role) {
+  return {"mirror", role, "compare every texel", "the importer's copy is read mirrored: the row must FAIL with the "
+                                                   "content named mirrored"};
+}
 
 /// The image's owner as an importer reaches it: across the route's socket
 /// (remote_owner) or, in a same-process route, its own export.

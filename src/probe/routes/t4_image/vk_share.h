@@ -23,6 +23,7 @@
 #include "probe/routes/vk/sync.h"
 #include "probe/worker/child_context.h"
 #include "probe/worker/setup_info.h"
+#include "probe/routes.h"
 #include "vulkan/image.h"
 
 namespace extmem::probe::image {
@@ -123,6 +124,15 @@ struct HandoverSync {
 
 /// How long the test fault "late" holds a release's GPU work back, milliseconds.
 inline constexpr int kLateMs = 300;
+
+/// The owner's test-only faults (EXTMEM_TEST_FAULT): a decoy image's memory
+/// exported instead, and (GL_EXT_semaphore handover) every release's GPU work held kLateMs.
+inline constexpr FaultDef kDecoyFault{"decoy", Role::server, "vkGetMemoryFdKHR",
+                                      "the memory of a never-filled image of the same create info is exported: the "
+                                      "row must FAIL, no texel of the owner's fill seen"};
+inline constexpr FaultDef kLateFault{"late", Role::server, "owner: export the handover semaphores",
+                                     "every release's GPU work waits 300 ms on a host-opened gate after the owner "
+                                     "answered: the semaphore wait must cover it and the row stay OK"};
 
 /// One side's GPU work on a shared image: a host-visible staging buffer of
 /// width x height texels and the ownership state. Every operation records one

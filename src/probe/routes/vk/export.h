@@ -15,6 +15,7 @@
 #include "extmem/os/fd.h"
 #include "probe/worker/child_context.h"
 #include "probe/worker/peer.h"
+#include "probe/routes.h"
 #include "vulkan/context.h"
 
 namespace extmem::probe {
@@ -28,6 +29,11 @@ struct HandleKind {
 inline constexpr HandleKind kOpaqueFd{VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT, "OPAQUE_FD", nullptr};
 inline constexpr HandleKind kDmaBuf{VK_EXTERNAL_MEMORY_HANDLE_TYPE_DMA_BUF_BIT_EXT, "DMA_BUF",
                                     VK_EXT_EXTERNAL_MEMORY_DMA_BUF_EXTENSION_NAME};
+
+/// Test-only (EXTMEM_TEST_FAULT): the exporter closes the exported fd before its sanity check.
+inline constexpr FaultDef kCloseFdFault{"closefd", Role::server, "post-export fd sanity",
+                                        "the exported fd is closed before its check: the row must FAIL at the "
+                                        "sanity check, fcntl(F_GETFD) -> EBADF"};
 
 /// Extensions to enable for handle kind `h`.
 std::vector<std::string> export_extensions(const HandleKind& h);
