@@ -714,6 +714,151 @@ class ReferenceBlocks {
   Shard shards_[kShards];
 };
 
+// A block as the hashing of its piece saw it.
+struct TwinSeen {
+  std::uint64_t hash, offset;
+  bool same;  // equal to its hash's reference block
+};
+
+// What the hashing of one piece found.
+struct TwinPiece {
+  std::vector<TwinSeen> seen;  // non-constant blocks, in offset order
+  std::uint64_t constant = 0;
+  bool faulted = false;        // the mapping faulted by the end of the piece: void
+  std::optional<Error> error;
+};
+
+using BlockHashFn = std::uint64_t (*)(const std::uint8_t*, std::size_t, bool&);
+
+// Keys and compares every block of [lo, hi) (`spans` gives the bytes) with
+// its key's reference block (`at(offset)` gives those bytes); `key_of` keys a
+// block, `hash` keys it by all its bytes.
+template <class Spans, class At, class KeyOf>
+TwinPiece hash_twin_piece(const Spans& spans, std::size_t lo, std::size_t hi, std::size_t block, const KeyOf& key_of,
+                          BlockHashFn hash, ReferenceBlocks& references, At at) {
+  TwinPiece r;
+  r.seen.reserve((hi - lo) / block);
+  r.error = spans(lo, hi, [&](const std::uint8_t* p, std::size_t base, std::size_t len) {
+    // Each block is compared with its reference one block later, after
+    // the next block's hash: the reference's lines, asked for at once when
+    // it is found, have arrived by then (a reference is anywhere in the
+    // image, so a compare at once waited on memory line by line).
+    const std::uint8_t* pending = nullptr;  // a block waiting for its compare
+    const std::uint8_t* pending_ref = nullptr;
+    bool pending_of_sample = false;  // its key is its sample's
+    auto compare_pending = [&] {
+      if (pending == nullptr) return;
+      TwinSeen& s = r.seen.back();
+      s.same = std::memcmp(pending, pending_ref, block) == 0;
+      if (!s.same && pending_of_sample) {
+        // Unlike the reference of its sample: keyed again by all its bytes
+        // (so blocks alike only in their samples, as pages that differ in
+        // one counter, do not pile up in one list compared pairwise after
+        // the scan), and compared with that key's reference.
+        bool constant = false;
+        const std::uint64_t whole = hash(pending, block, constant) ^ kWholeKeyTag;
+        if (whole != s.hash) {
+          s.hash = whole;
+          const auto ref = references.find_or_add(whole, s.offset);
+          s.same = !ref || std::memcmp(pending, at(*ref), block) == 0;
+        }
+      }
+      pending = nullptr;
+    };
+    for (std::size_t k = 0; k < len; k += block) {
+      bool constant = false, of_sample = false;
+      const std::uint64_t h = key_of(p + k, constant, of_sample);
+      compare_pending();
+      if (constant) {
+        ++r.constant;
+        continue;
+      }
+      const auto ref = references.find_or_add(h, base + k);
+      r.seen.push_back({h, base + k, true});
+      if (ref) {
+        pending = p + k;
+        pending_ref = at(*ref);
+        pending_of_sample = of_sample;
+#if defined(__x86_64__)
+        for (std::size_t line = 0; line < block && line < kPrefetchBytes; line += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(pending_ref + line), _MM_HINT_T0);
+#endif
+      }
+    }
+    compare_pending();
+  });
+  return r;
+}
+
+// One group per hash while the pieces are delivered; split by content afterwards.
+struct HashGroups {
+  struct Group {
+    std::uint64_t hash;
+    std::vector<std::uint64_t> same, other;  // offsets equal to the hash's reference block, and not
+  };
+  std::vector<Group> groups;
+  std::unordered_map<std::uint64_t, std::uint32_t> by_hash;
+};
+
+// Adds the blocks of the piece at `lo` to their hash's group and counts them
+// in `result`; false when --max (max_distinct) stops the search in the piece.
+bool add_twin_piece(const TwinPiece& r, std::size_t lo, const TwinQuery& q, HashGroups& hg, TwinResult& result) {
+  for (std::size_t k = 0; k < r.seen.size(); ++k) {
+    const TwinSeen& s = r.seen[k];
+    auto [it, inserted] = hg.by_hash.try_emplace(s.hash, 0);
+    if (inserted) {
+      if (q.max_distinct != 0 && hg.groups.size() >= q.max_distinct) {
+        hg.by_hash.erase(it);
+        // Stopped before this block: the counts are of the blocks before it
+        // (the constant ones among them: those before it not in `seen`).
+        const std::uint64_t constant_before = (s.offset - lo) / q.block - k;
+        result.constant_blocks += constant_before;
+        result.blocks += constant_before;
+        result.bytes = s.offset;
+        result.stopped = true;
+        return false;
+      }
+      it->second = static_cast<std::uint32_t>(hg.groups.size());
+      hg.groups.push_back({s.hash, {}, {}});
+    }
+    HashGroups::Group& g = hg.groups[it->second];
+    (s.same ? g.same : g.other).push_back(s.offset);
+    ++result.blocks;
+  }
+  result.constant_blocks += r.constant;
+  result.blocks += r.constant;
+  return true;
+}
+
+// Each hash's blocks by content: those equal to the reference are one; the
+// others (a 64-bit collision: in practice none) by comparing them. Offsets
+// arrive in increasing order, so each content's first is its lowest. The
+// groups of two or more go to `result`, largest first.
+template <class At>
+void split_twin_groups(std::vector<HashGroups::Group>& groups, std::size_t block, At at, TwinResult& result) {
+  for (HashGroups::Group& g : groups) {
+    auto add = [&](std::vector<std::uint64_t>&& offsets) {
+      ++result.distinct;
+      bool constant = false;
+      if (offsets.size() >= 2) result.groups.push_back({block_hash(at(offsets.front()), block, constant), std::move(offsets)});
+    };
+    if (!g.same.empty()) add(std::move(g.same));
+    std::vector<std::vector<std::uint64_t>> contents;
+    for (std::uint64_t off : g.other) {
+      auto match = std::find_if(contents.begin(), contents.end(), [&](const std::vector<std::uint64_t>& c) {
+        return std::memcmp(at(c.front()), at(off), block) == 0;
+      });
+      if (match != contents.end()) match->push_back(off);
+      else contents.push_back({off});
+    }
+    for (auto& c : contents) add(std::move(c));
+  }
+  std::sort(result.groups.begin(), result.groups.end(), [](const TwinGroup& a, const TwinGroup& b) {
+    if (a.offsets.size() != b.offsets.size()) return a.offsets.size() > b.offsets.size();
+    return a.offsets.front() < b.offsets.front();
+  });
+}
+
 // `spans` gives the bytes to hash; `at(offset)` the bytes of any block (the
 // references, compared with).
 template <class Spans, class At>
@@ -724,20 +869,10 @@ TwinResult twin_pieces(std::size_t size, const TwinQuery& q, const Spans& spans,
   const std::size_t usable = size - size % q.block;
   const std::size_t piece = std::max(kPiece, q.block);
   const std::size_t pieces = (usable + piece - 1) / piece;
-  struct Seen {
-    std::uint64_t hash, offset;
-    bool same;  // equal to its hash's reference block
-  };
-  struct PieceResult {
-    std::vector<Seen> seen;      // non-constant blocks, in offset order
-    std::uint64_t constant = 0;
-    bool faulted = false;        // the mapping faulted by the end of the piece: void
-    std::optional<Error> error;
-  };
   ReferenceBlocks references;
   // Blocks are grouped by a hash of this run's choosing (the vector one where
   // the CPU has AVX2); the hash printed is block_hash's, computed per group.
-  std::uint64_t (*hash)(const std::uint8_t*, std::size_t, bool&) = block_hash;
+  BlockHashFn hash = block_hash;
   bool sampled = false;  // keys from a sample first, then (for a block unlike its reference) from all of it
 #if defined(__x86_64__)
   if (isa >= detail::ScanIsa::avx2) {
@@ -763,129 +898,26 @@ TwinResult twin_pieces(std::size_t size, const TwinQuery& q, const Spans& spans,
     return hash(p, q.block, constant);
   };
   auto work = [&](std::size_t i) {
-    PieceResult r;
     const std::size_t lo = i * piece, hi = std::min(usable, lo + piece);
-    r.seen.reserve((hi - lo) / q.block);
-    r.error = spans(lo, hi, [&](const std::uint8_t* p, std::size_t base, std::size_t len) {
-      // Each block is compared with its reference one block later, after
-      // the next block's hash: the reference's lines, asked for at once when
-      // it is found, have arrived by then (a reference is anywhere in the
-      // image, so a compare at once waited on memory line by line).
-      const std::uint8_t* pending = nullptr;  // a block waiting for its compare
-      const std::uint8_t* pending_ref = nullptr;
-      bool pending_of_sample = false;  // its key is its sample's
-      auto compare_pending = [&] {
-        if (pending == nullptr) return;
-        Seen& s = r.seen.back();
-        s.same = std::memcmp(pending, pending_ref, q.block) == 0;
-        if (!s.same && pending_of_sample) {
-          // Unlike the reference of its sample: keyed again by all its bytes
-          // (so blocks alike only in their samples, as pages that differ in
-          // one counter, do not pile up in one list compared pairwise after
-          // the scan), and compared with that key's reference.
-          bool constant = false;
-          const std::uint64_t whole = hash(pending, q.block, constant) ^ kWholeKeyTag;
-          if (whole != s.hash) {
-            s.hash = whole;
-            const auto ref = references.find_or_add(whole, s.offset);
-            s.same = !ref || std::memcmp(pending, at(*ref), q.block) == 0;
-          }
-        }
-        pending = nullptr;
-      };
-      for (std::size_t k = 0; k < len; k += q.block) {
-        bool constant = false, of_sample = false;
-        const std::uint64_t h = key_of(p + k, constant, of_sample);
-        compare_pending();
-        if (constant) {
-          ++r.constant;
-          continue;
-        }
-        const auto ref = references.find_or_add(h, base + k);
-        r.seen.push_back({h, base + k, true});
-        if (ref) {
-          pending = p + k;
-          pending_ref = at(*ref);
-          pending_of_sample = of_sample;
-#if defined(__x86_64__)
-          for (std::size_t line = 0; line < q.block && line < kPrefetchBytes; line += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(pending_ref + line), _MM_HINT_T0);
-#endif
-        }
-      }
-      compare_pending();
-    });
+    TwinPiece r = hash_twin_piece(spans, lo, hi, q.block, key_of, hash, references, at);
     r.faulted = guard != nullptr && guard->faulted();
     return r;
   };
-  // One group per hash while the pieces are delivered; split by content afterwards.
-  struct Group {
-    std::uint64_t hash;
-    std::vector<std::uint64_t> same, other;  // offsets equal to the hash's reference block, and not
-  };
-  std::vector<Group> groups;
-  std::unordered_map<std::uint64_t, std::uint32_t> by_hash;
-  by_hash.reserve(usable / q.block / 4 + 16);
-  auto deliver = [&](std::size_t i, PieceResult&& r) {
+  HashGroups hg;
+  hg.by_hash.reserve(usable / q.block / 4 + 16);
+  auto deliver = [&](std::size_t i, TwinPiece&& r) {
     if (r.faulted) return false;
     if (r.error) {
       failed = std::move(r.error);
       return false;
     }
-    const std::size_t lo = i * piece;
-    for (std::size_t k = 0; k < r.seen.size(); ++k) {
-      const Seen& s = r.seen[k];
-      auto [it, inserted] = by_hash.try_emplace(s.hash, 0);
-      if (inserted) {
-        if (q.max_distinct != 0 && groups.size() >= q.max_distinct) {
-          by_hash.erase(it);
-          // Stopped before this block: the counts are of the blocks before it
-          // (the constant ones among them: those before it not in `seen`).
-          const std::uint64_t constant_before = (s.offset - lo) / q.block - k;
-          result.constant_blocks += constant_before;
-          result.blocks += constant_before;
-          result.bytes = s.offset;
-          result.stopped = true;
-          return false;
-        }
-        it->second = static_cast<std::uint32_t>(groups.size());
-        groups.push_back({s.hash, {}, {}});
-      }
-      Group& g = groups[it->second];
-      (s.same ? g.same : g.other).push_back(s.offset);
-      ++result.blocks;
-    }
-    result.constant_blocks += r.constant;
-    result.blocks += r.constant;
+    if (!add_twin_piece(r, i * piece, q, hg, result)) return false;
     result.bytes = std::min(usable, (i + 1) * piece);
     return true;
   };
-  detail::run_ordered_pieces<PieceResult>(pieces, helper_threads(), work, deliver);
+  detail::run_ordered_pieces<TwinPiece>(pieces, helper_threads(), work, deliver);
   if (failed || (guard != nullptr && guard->faulted())) return result;
-  // Each hash's blocks by content: those equal to the reference are one; the
-  // others (a 64-bit collision: in practice none) by comparing them. Offsets
-  // arrive in increasing order, so each content's first is its lowest.
-  for (Group& g : groups) {
-    auto add = [&](std::vector<std::uint64_t>&& offsets) {
-      ++result.distinct;
-      bool constant = false;
-      if (offsets.size() >= 2) result.groups.push_back({block_hash(at(offsets.front()), q.block, constant), std::move(offsets)});
-    };
-    if (!g.same.empty()) add(std::move(g.same));
-    std::vector<std::vector<std::uint64_t>> contents;
-    for (std::uint64_t off : g.other) {
-      auto match = std::find_if(contents.begin(), contents.end(), [&](const std::vector<std::uint64_t>& c) {
-        return std::memcmp(at(c.front()), at(off), q.block) == 0;
-      });
-      if (match != contents.end()) match->push_back(off);
-      else contents.push_back({off});
-    }
-    for (auto& c : contents) add(std::move(c));
-  }
-  std::sort(result.groups.begin(), result.groups.end(), [](const TwinGroup& a, const TwinGroup& b) {
-    if (a.offsets.size() != b.offsets.size()) return a.offsets.size() > b.offsets.size();
-    return a.offsets.front() < b.offsets.front();
-  });
+  split_twin_groups(hg.groups, q.block, at, result);
   return result;
 }
 
