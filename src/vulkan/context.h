@@ -111,6 +111,22 @@ struct LiveObjects {
 };
 LiveObjects live_objects();
 
+/// The pNext chain of a vkAllocateMemory, as buffers and images build it.
+struct MemoryChain {
+  bool dedicated = false;            ///< chain VkMemoryDedicatedAllocateInfo of `image` or `buffer`
+  VkImage image = VK_NULL_HANDLE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  bool export_memory = false;        ///< chain VkExportMemoryAllocateInfo with `export_types`
+  VkExternalMemoryHandleTypeFlags export_types = 0;
+  int import_fd = -1;                ///< chain VkImportMemoryFdInfoKHR when >= 0
+  VkExternalMemoryHandleTypeFlagBits import_fd_type = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  void* import_host_pointer = nullptr;  ///< chain VkImportMemoryHostPointerInfoEXT when set
+};
+
+/// vkAllocateMemory of `size` bytes of memory type `type` with `chain`.
+VkResult allocate_memory(const Device& device, const MemoryChain& chain, VkDeviceSize size, std::uint32_t type,
+                         VkDeviceMemory* memory);
+
 class Device {
  public:
   /// Creates a logical device on physical device `index` with one queue that

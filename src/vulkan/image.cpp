@@ -98,37 +98,6 @@ VkResult create_vk_image(const Device& device, const ImageRequest& req, VkImage*
   return device.fn().vkCreateImage(device.handle(), &ci, nullptr, image);
 }
 
-// vkAllocateMemory for `image`: dedicated to it, exportable or imported from
-// a file descriptor as the request says.
-VkResult allocate_image_memory(const Device& device, const ImageRequest& req, VkImage image, bool dedicated,
-                               VkDeviceSize size, std::uint32_t type, VkDeviceMemory* memory) {
-  const void* chain = nullptr;
-  VkMemoryDedicatedAllocateInfo ded{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO};
-  ded.image = image;
-  VkExportMemoryAllocateInfo exp{VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO};
-  exp.handleTypes = req.external_handle_types;
-  VkImportMemoryFdInfoKHR imp{VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR};
-  imp.handleType = req.import_fd_type;
-  imp.fd = req.import_fd;
-  if (dedicated) {
-    ded.pNext = chain;
-    chain = &ded;
-  }
-  if (req.export_memory) {
-    exp.pNext = chain;
-    chain = &exp;
-  }
-  if (req.import_fd >= 0) {
-    imp.pNext = chain;
-    chain = &imp;
-  }
-  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  ai.pNext = chain;
-  ai.allocationSize = size;
-  ai.memoryTypeIndex = type;
-  return device.fn().vkAllocateMemory(device.handle(), &ai, nullptr, memory);
-}
-
 }  // namespace
 
 Result<Image> create_image(const Device& device, const ImageRequest& req, AllocationFailure* failure) {
@@ -171,7 +140,14 @@ Result<Image> create_image(const Device& device, const ImageRequest& req, Alloca
   out.allocation_size = req.allocation_size != 0 ? req.allocation_size : mreq.memoryRequirements.size;
   out.dedicated = req.dedicated >= 0 ? req.dedicated == 1 : (out.dedicated_required || out.dedicated_preferred);
 
-  r = allocate_image_memory(device, req, out.image, out.dedicated, out.allocation_size, out.memory_type_index, &out.memory);
+  MemoryChain chain;
+  chain.dedicated = out.dedicated;
+  chain.image = out.image;
+  chain.export_memory = req.export_memory;
+  chain.export_types = req.external_handle_types;
+  chain.import_fd = req.import_fd;
+  chain.import_fd_type = req.import_fd_type;
+  r = allocate_memory(device, chain, out.allocation_size, out.memory_type_index, &out.memory);
   if (r != VK_SUCCESS) {
     out.memory = VK_NULL_HANDLE;
     return fail(vk_error("vkAllocateMemory", r,
