@@ -361,24 +361,6 @@ std::vector<double> read_threads_until_done(const ThreadsOptions& o, Sampler& sa
   return times;
 }
 
-// How regular the readings were: the median and the longest gap between two.
-struct ReadingGaps {
-  double median = 0, longest = 0;
-};
-
-ReadingGaps reading_gaps(const std::vector<double>& times) {
-  std::vector<double> gaps;
-  for (std::size_t i = 1; i < times.size(); ++i) gaps.push_back(times[i] - times[i - 1]);
-  ReadingGaps g;
-  if (!gaps.empty()) {
-    std::vector<double> sorted = gaps;
-    std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-    g.median = sorted[sorted.size() / 2];
-    g.longest = *std::max_element(gaps.begin(), gaps.end());
-  }
-  return g;
-}
-
 // The exit status of the run: the most specific outcome wins, a vanished
 // process, then a denial, then a failure, then a flag.
 struct ThreadsOutcome {
@@ -458,7 +440,7 @@ void print_thread_histograms(const Process& p, std::size_t readings, std::size_t
 // tracer flags and whether it ended.
 void print_process_report(const ThreadsOptions& o, const Process& p, const std::vector<double>& times,
                           std::ostream& out, ThreadsOutcome& outcome) {
-  const ReadingGaps gaps = reading_gaps(times);
+  const detail::SampleGaps gaps = detail::sample_gaps(times);
   const double watched = times.empty() ? 0 : times.back();
   out << fmt::format("pid {} ({}): {} thread{}, watched {}: {} reading{} every {} (achieved: median {}, longest gap {})\n",
                      p.info.pid, p.info.comm, p.threads.size(), p.threads.size() == 1 ? "" : "s", fmt_ms(watched),
