@@ -99,11 +99,8 @@ Result<std::vector<std::uint8_t>> parse_hex_pattern(std::string_view text, Synta
 
 namespace {
 
-// Where a record field's text is wrong, and why.
-struct FieldProblem {
-  std::size_t column;
-  std::string problem;
-};
+// Each parse_field_* returns nothing, or where the field's text is wrong and why.
+using FieldProblem = detail::ScanFailure;
 
 // A field's "@OFFSET" at `pos` (moved past it) into f.offset.
 std::optional<FieldProblem> parse_field_offset(std::string_view text, std::size_t& pos, RecordField& f) {
