@@ -338,13 +338,8 @@ Result<Buffer> Device::create_buffer(const AllocationRequest& req, AllocationFai
   out.dedicated = req.dedicated >= 0 ? req.dedicated == 1
                                      : (dreq.requiresDedicatedAllocation || dreq.prefersDedicatedAllocation);
 
-  MemoryChain chain;
-  chain.dedicated = out.dedicated;
+  MemoryChain chain = requested_chain(req, out.dedicated);
   chain.buffer = out.buffer;
-  chain.export_memory = req.export_memory;
-  chain.export_types = req.external_handle_types;
-  chain.import_fd = req.import_fd;
-  chain.import_fd_type = req.import_fd_type;
   chain.import_host_pointer = req.import_host_pointer;
   r = allocate_memory(*this, chain, out.allocation_size, out.memory_type_index, &out.memory);
   if (r == VK_SUCCESS) ++g_live_memories;

@@ -123,6 +123,19 @@ struct MemoryChain {
   void* import_host_pointer = nullptr;  ///< chain VkImportMemoryHostPointerInfoEXT when set
 };
 
+/// The chain a buffer's or an image's request asks for (its export and fd
+/// import fields), dedicated or not; the caller names what it is dedicated to.
+template <class Request>
+MemoryChain requested_chain(const Request& req, bool dedicated) {
+  MemoryChain c;
+  c.dedicated = dedicated;
+  c.export_memory = req.export_memory;
+  c.export_types = req.external_handle_types;
+  c.import_fd = req.import_fd;
+  c.import_fd_type = req.import_fd_type;
+  return c;
+}
+
 /// vkAllocateMemory of `size` bytes of memory type `type` with `chain`.
 VkResult allocate_memory(const Device& device, const MemoryChain& chain, VkDeviceSize size, std::uint32_t type,
                          VkDeviceMemory* memory);

@@ -140,13 +140,8 @@ Result<Image> create_image(const Device& device, const ImageRequest& req, Alloca
   out.allocation_size = req.allocation_size != 0 ? req.allocation_size : mreq.memoryRequirements.size;
   out.dedicated = req.dedicated >= 0 ? req.dedicated == 1 : (out.dedicated_required || out.dedicated_preferred);
 
-  MemoryChain chain;
-  chain.dedicated = out.dedicated;
+  MemoryChain chain = requested_chain(req, out.dedicated);
   chain.image = out.image;
-  chain.export_memory = req.export_memory;
-  chain.export_types = req.external_handle_types;
-  chain.import_fd = req.import_fd;
-  chain.import_fd_type = req.import_fd_type;
   r = allocate_memory(device, chain, out.allocation_size, out.memory_type_index, &out.memory);
   if (r != VK_SUCCESS) {
     out.memory = VK_NULL_HANDLE;
