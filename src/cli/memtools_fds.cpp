@@ -1,7 +1,4 @@
 // `extmem fds`: option parsing only; the work is in extmem::memtools (fds.h).
-#include <signal.h>
-
-#include <atomic>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -11,12 +8,10 @@
 #include "extmem/memtools/fds.h"
 #include "extmem/memtools/processes.h"
 #include "cli/duration_option.h"
+#include "cli/memtools_process_options.h"
 
 namespace extmem::cli {
 namespace {
-
-std::atomic<bool> g_stop{false};
-void request_stop(int) { g_stop.store(true); }
 
 Runner add_fds(CLI::App& app);
 const Registration registered{add_fds};
@@ -58,11 +53,7 @@ Runner add_fds(CLI::App& app) {
         return usage("--max-paths: \"" + v + "\" is not accepted: a whole number from 1 to 100000");
       o.max_paths = std::stoul(v);
     }
-    struct sigaction sa {};
-    sa.sa_handler = request_stop;
-    ::sigaction(SIGINT, &sa, nullptr);
-    ::sigaction(SIGTERM, &sa, nullptr);
-    return memtools::run_fds(o, std::cout, std::cerr, &g_stop);
+    return memtools::run_fds(o, std::cout, std::cerr, stop_on_interrupt());
   };
 }
 

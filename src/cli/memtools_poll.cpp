@@ -1,7 +1,4 @@
 // `extmem poll`: option parsing and signal handling only; the work is in extmem::memtools.
-#include <signal.h>
-
-#include <atomic>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -10,14 +7,12 @@
 
 #include "cli/commands.h"
 #include "cli/duration_option.h"
+#include "cli/memtools_process_options.h"
 #include "extmem/memtools/commands.h"
 #include "extmem/memtools/poll.h"
 
 namespace extmem::cli {
 namespace {
-
-std::atomic<bool> g_stop{false};
-void request_stop(int) { g_stop.store(true); }
 
 Runner add_poll(CLI::App& app);
 const Registration registered{add_poll};
@@ -26,24 +21,19 @@ const Registration registered{add_poll};
 constexpr DurationRange kPeriodRange{std::chrono::milliseconds(1), std::chrono::hours(1)};
 constexpr DurationRange kRunRange{std::chrono::milliseconds(1), std::chrono::hours(24 * 366)};
 
-Runner add_poll(CLI::App& app) {
-  struct State {
-    std::string comm, cmdline, match, offset, width = "4", when, set, audit, max_processes;
-    std::vector<std::string> pids;
-    std::chrono::nanoseconds period = std::chrono::milliseconds(100);
-    std::chrono::nanoseconds duration{0};
-    std::uint64_t max_writes = 0;
-    bool dry_run = false, all = false;
-    CLI::Option *comm_option, *cmdline_option, *pid_option, *duration_option, *max_option, *max_processes_option,
-        *all_option;
-  };
-  auto s = std::make_shared<State>();
-  CLI::App* cmd = app.add_subcommand(
-      "poll", "Write --set to the word at --offset of every matching mapping of the matching process (--max-processes, --all) "
-      "when --when holds");
-  s->comm_option = cmd->add_option("--comm", s->comm, "Processes whose name (/proc/PID/comm) is exactly this");
-  s->cmdline_option = cmd->add_option("--cmdline", s->cmdline, "Processes whose command line matches this POSIX extended regex");
-  s->pid_option = cmd->add_option("--pid", s->pids, "These processes (repeat or separate with commas)")->delimiter(',');
+// The poll options as given, kept by the command's runner.
+struct PollState {
+  ProcessOptions processes;
+  std::string match, offset, width = "4", when, set, audit, max_processes;
+  std::chrono::nanoseconds period = std::chrono::milliseconds(100);
+  std::chrono::nanoseconds duration{0};
+  std::uint64_t max_writes = 0;
+  bool dry_run = false, all = false;
+  CLI::Option *duration_option, *max_option, *max_processes_option, *all_option;
+};
+
+void define_poll_options(CLI::App* cmd, PollState* s) {
+  add_process_options(*cmd, s->processes, PidOption::last);
   cmd->add_option("--match", s->match, "Mappings matching SPEC (docs/memtools.md), e.g. perms=rw-s,size=16K")->required();
   cmd->add_option("--offset", s->offset, "Bytes from each mapping's start to the word (decimal, 0x-hex, K/M/G)")->required();
   cmd->add_option("--width", s->width, "Word size in bytes: 1, 2, 4 or 8")->capture_default_str();
@@ -73,62 +63,71 @@ Runner add_poll(CLI::App& app) {
             return v.empty() ? "the path is empty; accepted: a file to append to, in an existing, writable directory" : "";
           },
           "FILE"));
+}
+
+// What is written where and when: --match, --offset, --width, --when, --set.
+// Returns nothing, or the exit status of a refusal it has said.
+std::optional<int> parse_poll_word(const PollState& s, memtools::PollOptions& o) {
+  memtools::SyntaxError bad;
+  auto spec = memtools::MapSpec::parse(s.match, &bad);
+  if (!spec) return memtools::print_syntax_error(std::cerr, "poll", "--match", bad);
+  o.match = std::move(*spec);
+  auto offset = memtools::parse_number(s.offset, memtools::NumberStyle::quantity, "offset", &bad);
+  if (!offset) return memtools::print_syntax_error(std::cerr, "poll", "--offset", bad);
+  o.offset = *offset;
+  auto width = memtools::parse_width(s.width, &bad);
+  if (!width) return memtools::print_syntax_error(std::cerr, "poll", "--width", bad);
+  o.width = *width;
+  auto when = memtools::parse_condition(s.when, o.width, &bad);
+  if (!when) return memtools::print_syntax_error(std::cerr, "poll", "--when", bad);
+  o.when = *when;
+  auto set = memtools::parse_word_value(s.set, o.width, "value", &bad);
+  if (!set) return memtools::print_syntax_error(std::cerr, "poll", "--set", bad);
+  o.set = *set;
+  return std::nullopt;
+}
+
+// How long and how far: --period, --max-writes, --duration, --dry-run,
+// --all / --max-processes. Returns nothing, or the exit status of a refusal it has said.
+std::optional<int> parse_poll_bounds(const PollState& s, memtools::PollOptions& o) {
+  o.period_s = std::chrono::duration<double>(s.period).count();
+  if (s.max_option->count() > 0) o.max_writes = s.max_writes;
+  if (s.duration_option->count() > 0) o.duration_s = std::chrono::duration<double>(s.duration).count();
+  o.dry_run = s.dry_run;
+  if (s.all) {
+    o.max_processes.reset();
+  } else if (s.max_processes_option->count() > 0) {
+    memtools::SyntaxError bad;
+    auto n = memtools::parse_number(s.max_processes, memtools::NumberStyle::value, "count", &bad);
+    if (!n) return memtools::print_syntax_error(std::cerr, "poll", "--max-processes", bad);
+    if (*n == 0) {
+      std::cerr << "extmem poll: --max-processes: 0 would write nothing; accepted: a count from 1 (or --all)\n";
+      return memtools::kExitUsage;
+    }
+    o.max_processes = *n;
+  }
+  return std::nullopt;
+}
+
+Runner add_poll(CLI::App& app) {
+  auto s = std::make_shared<PollState>();
+  CLI::App* cmd = app.add_subcommand(
+      "poll", "Write --set to the word at --offset of every matching mapping of the matching process (--max-processes, --all) "
+      "when --when holds");
+  define_poll_options(cmd, s.get());
   return [s]() -> int {
-    if (s->comm_option->count() + s->cmdline_option->count() + s->pid_option->count() == 0) {
+    if (s->processes.given() == 0) {
       std::cerr << "extmem poll: say which processes: --comm=NAME, --cmdline=REGEX and/or --pid=PID\n";
       return memtools::kExitUsage;
     }
     memtools::PollOptions o;
-    memtools::SyntaxError bad;
-    if (s->comm_option->count() > 0) o.processes.comm = s->comm;
-    if (s->cmdline_option->count() > 0) {
-      auto re = memtools::Regex::compile(s->cmdline, "regex", &bad);
-      if (!re) return memtools::print_syntax_error(std::cerr, "poll", "--cmdline", bad);
-      o.processes.cmdline = std::move(*re);
-    }
-    for (const std::string& text : s->pids) {
-      auto pid = memtools::parse_pid(text, &bad);
-      if (!pid) return memtools::print_syntax_error(std::cerr, "poll", "--pid", bad);
-      o.processes.pids.push_back(*pid);
-    }
-    auto spec = memtools::MapSpec::parse(s->match, &bad);
-    if (!spec) return memtools::print_syntax_error(std::cerr, "poll", "--match", bad);
-    o.match = std::move(*spec);
-    auto offset = memtools::parse_number(s->offset, memtools::NumberStyle::quantity, "offset", &bad);
-    if (!offset) return memtools::print_syntax_error(std::cerr, "poll", "--offset", bad);
-    o.offset = *offset;
-    auto width = memtools::parse_width(s->width, &bad);
-    if (!width) return memtools::print_syntax_error(std::cerr, "poll", "--width", bad);
-    o.width = *width;
-    auto when = memtools::parse_condition(s->when, o.width, &bad);
-    if (!when) return memtools::print_syntax_error(std::cerr, "poll", "--when", bad);
-    o.when = *when;
-    auto set = memtools::parse_word_value(s->set, o.width, "value", &bad);
-    if (!set) return memtools::print_syntax_error(std::cerr, "poll", "--set", bad);
-    o.set = *set;
-    o.period_s = std::chrono::duration<double>(s->period).count();
-    if (s->max_option->count() > 0) o.max_writes = s->max_writes;
-    if (s->duration_option->count() > 0) o.duration_s = std::chrono::duration<double>(s->duration).count();
-    o.dry_run = s->dry_run;
-    if (s->all) {
-      o.max_processes.reset();
-    } else if (s->max_processes_option->count() > 0) {
-      auto n = memtools::parse_number(s->max_processes, memtools::NumberStyle::value, "count", &bad);
-      if (!n) return memtools::print_syntax_error(std::cerr, "poll", "--max-processes", bad);
-      if (*n == 0) {
-        std::cerr << "extmem poll: --max-processes: 0 would write nothing; accepted: a count from 1 (or --all)\n";
-        return memtools::kExitUsage;
-      }
-      o.max_processes = *n;
-    }
+    if (auto refused = parse_process_options(s->processes, "poll", o.processes)) return *refused;
+    if (auto refused = parse_poll_word(*s, o)) return *refused;
+    if (auto refused = parse_poll_bounds(*s, o)) return *refused;
 
     auto audit = memtools::AuditLog::open(s->audit);
     if (!audit) return memtools::audit_usage_error(std::cerr, "poll", audit.error());
-    struct sigaction sa {};
-    sa.sa_handler = request_stop;
-    ::sigaction(SIGINT, &sa, nullptr);
-    ::sigaction(SIGTERM, &sa, nullptr);
-    auto summary = memtools::run_poll(o, *audit, std::cout, std::cerr, &g_stop);
+    auto summary = memtools::run_poll(o, *audit, std::cout, std::cerr, stop_on_interrupt());
     if (!summary) {
       std::cerr << "extmem poll: " << summary.error().message() << '\n';
       return memtools::exit_code_for(summary.error());

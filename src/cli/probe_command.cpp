@@ -80,81 +80,103 @@ struct State {
   std::vector<std::string> phase_a;  // the drivers phase A enumerates: vulkan[,gl][,cuda]
 };
 
-void define_options(CLI::App* cmd, State& st) {
-  probe::ProbeOptions& o = st.options;
-  // Every option with a value is taken as text and handed to probe::parse_option,
-  // so a refusal is in the library's words whether the text is not a number or
-  // out of range (validate()); CLI11's own conversions would wrap "-4096" around
-  // and say only "could not convert" for "abc".
-  auto valued = [&](const std::string& name, const std::string& type, const std::string& help,
-                    const std::string& shown_default) {
+// Adds the options of `extmem probe` to `cmd`, bound to `st`. Every option with
+// a value is taken as text and handed to probe::parse_option, so a refusal is
+// in the library's words whether the text is not a number or out of range
+// (validate()); CLI11's own conversions would wrap "-4096" around and say only
+// "could not convert" for "abc".
+struct ProbeOptionAdder {
+  CLI::App* cmd;
+  State& st;
+  void valued(const std::string& name, const std::string& type, const std::string& help,
+              const std::string& shown_default) {
     CLI::Option* opt = cmd->add_option(name, st.text[name], help)->type_name(type);
     if (!shown_default.empty()) opt->default_str(shown_default);
     st.valued.emplace_back(name, opt);
-  };
-  auto flag = [&](const std::string& name, bool& target, const std::string& help) {
+  }
+  void flag(const std::string& name, bool& target, const std::string& help) {
     st.flags.push_back({name, cmd->add_flag(name, target, help), &target});
-  };
-  // The defaults --help shows are the library's (probe.h), not restated here.
-  const probe::ProbeOptions defaults;
-  valued("--size", "BYTES", "Shared allocation in bytes: a multiple of 4096, at least 32768, fitting the heap",
-         std::to_string(defaults.size));
-  flag("--regions-at-end", o.regions_at_end, "Place the 4 KiB verification regions in the last 32 KiB");
+  }
+};
+
+// Which rows run and what each does: the allocation, the row choice, the
+// limits, the measurements. The defaults --help shows are the library's
+// (probe.h), not restated here.
+void define_row_options(ProbeOptionAdder& add, const probe::ProbeOptions& defaults) {
+  CLI::App* cmd = add.cmd;
+  State& st = add.st;
+  probe::ProbeOptions& o = st.options;
+  add.valued("--size", "BYTES", "Shared allocation in bytes: a multiple of 4096, at least 32768, fitting the heap",
+             std::to_string(defaults.size));
+  add.flag("--regions-at-end", o.regions_at_end, "Place the 4 KiB verification regions in the last 32 KiB");
   st.only_opt = cmd->add_option("--only", st.only, "Run only these rows (comma-separated row names)")->delimiter(',');
   // The group flags come from the route table's groups: --only-GROUP for each, --no-GROUP where excludable.
   st.only_group.assign(st.groups.size(), false);
   st.no_group.assign(st.groups.size(), false);
   for (std::size_t i = 0; i < st.groups.size(); ++i)
-    flag("--only-" + st.groups[i].name, st.only_group[i], "Run only " + st.groups[i].rows);
+    add.flag("--only-" + st.groups[i].name, st.only_group[i], "Run only " + st.groups[i].rows);
   for (std::size_t i = 0; i < st.groups.size(); ++i)
-    if (st.groups[i].excludable) flag("--no-" + st.groups[i].name, st.no_group[i], "Skip " + st.groups[i].rows);
-  valued("--timeout", "DURATION", "Per-route limit (" + describe_duration(probe::kTimeoutRange) + ")",
-         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(defaults.timeout).count()) + "s");
-  valued("--soak", "DURATION",
-         "Repeat each OK route's round trip this long, counting stale words; 0: off (" +
-             describe_duration(probe::kSoakRange) + ")",
-         "");
-  flag("--measure", o.measure,
-       "Per round-tripped leg: CPU and GPU bandwidth vs private/device-local memory, export/import/map latency");
-  valued("--image-size", "WxH", "Texels of the image rows' shared image, each side 1..maxImageDimension2D",
-         std::to_string(defaults.image_width) + "x" + std::to_string(defaults.image_height));
-  valued("--measure-size", "BYTES", "Bytes of the measured allocation: a multiple of 4096, 1 MiB to 1 GiB",
-         std::to_string(defaults.measure_size));
-  valued("--measure-repeats", "N", "Samples per figure (1..100); the median and min/max are reported",
-         std::to_string(defaults.measure_repeats));
-  valued("--memory-type", "auto|all|INDEX",
-         "Memory type the exporting rows allocate from: auto, all (one row per HOST_VISIBLE type), or INDEX",
-         defaults.memory_type);
-  valued("--junit", "FILE", "Write one JUnit testcase per row to FILE", "");
-  valued("--json", "FILE", "Write the whole run as JSON (schema docs/probe-result.schema.json)", "");
-  valued("--device", "DEVICE", "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)", "");
-  valued("--jobs", "N", "Routes run side by side, 1..64 (at most one per CPU and per 512 MiB available); 0 or absent: 1", "");
-  valued("--isolate", "none|route", "route: fresh processes for every route; none: warm workers (default)",
-         probe::to_string(defaults.isolate));
-  valued("--gl-driver", "auto|system|zink|llvmpipe",
-         "GL for the GLES rows: auto (zink on lavapipe, else the system GL), system, zink or llvmpipe",
-         defaults.gl_driver);
-  valued("--fd-transport", "scm|pidfd|both",
-         "How rows that pass an fd pass it: scm (SCM_RIGHTS), pidfd (pidfd_getfd; those rows print as ROW@pidfd), "
-         "both (each such row, then its ROW@pidfd twin)",
-         probe::to_string(defaults.fd_transport));
-  valued("--require", "ROW[,ROW...]", "Rows that must be OK: the exit follows them; a name matching no row fails (docs/fleet.md)", "");
-  valued("--require-group", "GROUP[,GROUP...]", "Groups whose every row must be OK (as --require)", "");
-  valued("--expect", "FILE", "Baseline of expected statuses per row (and device or driver); differences fail", "");
-  flag("--npd", o.npd, "node-problem-detector plugin: one line on stdout, exit 0 OK, 1 problem, 2 unknown");
-  valued("--prometheus", "FILE", "Write a Prometheus textfile (node_exporter) of the row statuses and figures", "");
-  valued("--ctrf", "FILE", "Write a CTRF JSON report, one test per row", "");
+    if (st.groups[i].excludable) add.flag("--no-" + st.groups[i].name, st.no_group[i], "Skip " + st.groups[i].rows);
+  add.valued("--timeout", "DURATION", "Per-route limit (" + describe_duration(probe::kTimeoutRange) + ")",
+             std::to_string(std::chrono::duration_cast<std::chrono::seconds>(defaults.timeout).count()) + "s");
+  add.valued("--soak", "DURATION",
+             "Repeat each OK route's round trip this long, counting stale words; 0: off (" +
+                 describe_duration(probe::kSoakRange) + ")",
+             "");
+  add.flag("--measure", o.measure,
+           "Per round-tripped leg: CPU and GPU bandwidth vs private/device-local memory, export/import/map latency");
+  add.valued("--image-size", "WxH", "Texels of the image rows' shared image, each side 1..maxImageDimension2D",
+             std::to_string(defaults.image_width) + "x" + std::to_string(defaults.image_height));
+  add.valued("--measure-size", "BYTES", "Bytes of the measured allocation: a multiple of 4096, 1 MiB to 1 GiB",
+             std::to_string(defaults.measure_size));
+  add.valued("--measure-repeats", "N", "Samples per figure (1..100); the median and min/max are reported",
+             std::to_string(defaults.measure_repeats));
+  add.valued("--memory-type", "auto|all|INDEX",
+             "Memory type the exporting rows allocate from: auto, all (one row per HOST_VISIBLE type), or INDEX",
+             defaults.memory_type);
+}
+
+// Where and how the rows run, what is written and what decides the exit; the
+// launch without a shell (--args-file, the marker); --list-devices.
+void define_run_options(ProbeOptionAdder& add, const probe::ProbeOptions& defaults) {
+  CLI::App* cmd = add.cmd;
+  State& st = add.st;
+  probe::ProbeOptions& o = st.options;
+  add.valued("--junit", "FILE", "Write one JUnit testcase per row to FILE", "");
+  add.valued("--json", "FILE", "Write the whole run as JSON (schema docs/probe-result.schema.json)", "");
+  add.valued("--device", "DEVICE", "Physical device: INDEX, deviceUUID or NAME-SUBSTRING (default: first GPU)", "");
+  add.valued("--jobs", "N", "Routes run side by side, 1..64 (at most one per CPU and per 512 MiB available); 0 or absent: 1", "");
+  add.valued("--isolate", "none|route", "route: fresh processes for every route; none: warm workers (default)",
+             probe::to_string(defaults.isolate));
+  add.valued("--gl-driver", "auto|system|zink|llvmpipe",
+             "GL for the GLES rows: auto (zink on lavapipe, else the system GL), system, zink or llvmpipe",
+             defaults.gl_driver);
+  add.valued("--fd-transport", "scm|pidfd|both",
+             "How rows that pass an fd pass it: scm (SCM_RIGHTS), pidfd (pidfd_getfd; those rows print as ROW@pidfd), "
+             "both (each such row, then its ROW@pidfd twin)",
+             probe::to_string(defaults.fd_transport));
+  add.valued("--require", "ROW[,ROW...]", "Rows that must be OK: the exit follows them; a name matching no row fails (docs/fleet.md)", "");
+  add.valued("--require-group", "GROUP[,GROUP...]", "Groups whose every row must be OK (as --require)", "");
+  add.valued("--expect", "FILE", "Baseline of expected statuses per row (and device or driver); differences fail", "");
+  add.flag("--npd", o.npd, "node-problem-detector plugin: one line on stdout, exit 0 OK, 1 problem, 2 unknown");
+  add.valued("--prometheus", "FILE", "Write a Prometheus textfile (node_exporter) of the row statuses and figures", "");
+  add.valued("--ctrf", "FILE", "Write a CTRF JSON report, one test per row", "");
   st.args_file_opt = cmd->add_option("--args-file", st.args_file,
                                      "Read options from FILE: shell-like words, # comments; the command line wins")
                          ->type_name("FILE");
-  valued("--output", "FILE", "Print to FILE instead of stdout, written as the run goes (created once options are valid)",
-         "");
-  valued("--verdict-file", "FILE", "At the end, write one VERDICT line (status, counts, exit code) to FILE atomically",
-         "");
+  add.valued("--output", "FILE", "Print to FILE instead of stdout, written as the run goes (created once options are valid)",
+             "");
+  add.valued("--verdict-file", "FILE", "At the end, write one VERDICT line (status, counts, exit code) to FILE atomically",
+             "");
   st.marker_opt = cmd->add_option("marker", st.marker,
                                   "Marker mode: options from MARKER.args, the VERDICT line written to MARKER")
                       ->type_name("MARKER");
-  flag("--list-devices", o.list_devices, "List the Vulkan physical devices and exit");
+  add.flag("--list-devices", o.list_devices, "List the Vulkan physical devices and exit");
+}
+
+// The options refused inside an args file: the launch options, the hidden
+// listings and the modes the probe starts itself in (child, worker).
+void define_internal_options(CLI::App* cmd, State& st) {
   std::vector<CLI::Option*>& internal = st.command_line_only;
   internal = {st.args_file_opt, st.marker_opt};
   // --list-routes alone is --list-routes=markdown (the README's table); the value is checked at run time.
@@ -173,6 +195,14 @@ void define_options(CLI::App* cmd, State& st) {
   internal.push_back(cmd->add_flag("--worker-select", st.worker_select)->group(""));
   internal.push_back(cmd->add_option("--worker-device", st.worker_device)->group(""));
   internal.push_back(cmd->add_option("--phase-a", st.phase_a)->delimiter(',')->group(""));
+}
+
+void define_options(CLI::App* cmd, State& st) {
+  ProbeOptionAdder add{cmd, st};
+  const probe::ProbeOptions defaults;
+  define_row_options(add, defaults);
+  define_run_options(add, defaults);
+  define_internal_options(cmd, st);
 }
 
 // What one parse gave, with where each value came from ("" for the command
@@ -252,6 +282,93 @@ int refused(const std::string& what) {
   return probe::kExitUsage;
 }
 
+// Worker mode: a warm process started by the probe itself with its control socket on fd 3.
+int run_probe_worker(State& st) {
+  probe::WorkerArgs w;
+  w.device_index = st.worker_device_index;
+  if (st.worker_select) w.select = st.worker_device;
+  for (const std::string& d : st.phase_a) {
+    w.phase_a = true;
+    w.phase_a_gl = w.phase_a_gl || d == "gl";
+    w.phase_a_cuda = w.phase_a_cuda || d == "cuda";
+  }
+  if (!st.text["--gl-driver"].empty()) w.gl_driver = st.text["--gl-driver"];
+  for (const std::string& d : st.warm) {
+    w.warm_gl = w.warm_gl || d == "gl";
+    w.warm_cuda = w.warm_cuda || d == "cuda";
+  }
+  return probe::run_worker(w);
+}
+
+// Launch without a shell: the options of an args file (--args-file, or
+// MARKER.args in marker mode, whose verdict goes to MARKER) under those of the
+// command line in `given`. Returns nothing, or the exit status of a refusal it has said.
+std::optional<int> merge_args_file(const State& st, Given& given) {
+  const bool marker_mode = st.marker_opt->count() > 0;
+  std::string args_path = st.args_file;
+  if (st.args_file_opt->count() > 0 && args_path.empty()) return refused("--args-file: the path is empty");
+  if (marker_mode) {
+    if (st.marker.empty()) return refused("marker: the marker path is empty");
+    if (st.args_file_opt->count() > 0)
+      return refused("--args-file: not accepted with a marker path (its options are read from MARKER.args)");
+    args_path = st.marker + ".args";
+  }
+  if (!args_path.empty()) {
+    auto file = given_from_file(args_path);
+    if (!file) {
+      const Error& e = file.error();
+      return refused(e.step + ": " + e.detail + (e.code.empty() ? "" : ", " + e.code));
+    }
+    given = over(std::move(given), *file);
+  }
+  if (marker_mode) {
+    if (given.values.count("--verdict-file") > 0)
+      return refused("--verdict-file: not accepted with a marker path (the verdict is written to the marker)");
+    given.values["--verdict-file"] = {st.marker, ""};
+  }
+  return std::nullopt;
+}
+
+// Sets st.options from `given`: each value through probe::parse_option (a
+// refusal names the args file line it came from), the flags, the rows and
+// groups. Returns nothing, or the exit status of a refusal it has said.
+std::optional<int> apply_given(State& st, const Given& given) {
+  probe::ProbeOptions& opts = st.options;
+  for (const auto& [name, opt] : st.valued) {
+    auto it = given.values.find(name);
+    if (it == given.values.end()) continue;
+    if (auto s = probe::parse_option(opts, name, it->second.text); !s) {
+      const std::string where = it->second.origin.empty() ? "" : "--args-file: " + it->second.origin + ": ";
+      return refused(where + s.error().step + ": " + s.error().detail);
+    }
+  }
+  for (const State::Flag& f : st.flags)
+    if (given.flags.count(f.name) > 0) *f.target = true;
+  opts.only = split_rows(given.only.value_or(std::vector<std::string>{}));
+  for (std::size_t i = 0; i < st.groups.size(); ++i) {
+    if (st.only_group[i]) opts.groups.push_back(st.groups[i].name);
+    if (st.no_group[i]) opts.excluded_groups.push_back(st.groups[i].name);
+  }
+  return std::nullopt;
+}
+
+// --list-routes[=json|markdown]: the route table.
+int list_routes(const State& st) {
+  const std::string form = st.list_routes.empty() ? "markdown" : st.list_routes;
+  if (form != "json" && form != "markdown") {
+    std::cerr << "extmem probe: --list-routes: \"" << form
+              << "\" is not accepted: json or markdown (--list-routes alone: markdown)\n";
+    return probe::kExitUsage;
+  }
+  // The other options are refused as a run would refuse them, though the table ignores them.
+  if (auto v = probe::validate(st.options); !v) {
+    std::cerr << "extmem probe: " << v.error().step << ": " << v.error().detail << "\n";
+    return probe::kExitUsage;
+  }
+  std::cout << (form == "json" ? probe::routes_json() : probe::routes_markdown());
+  return probe::kExitOk;
+}
+
 Runner add_probe(CLI::App& app);
 const Registration registered{add_probe};
 
@@ -266,80 +383,15 @@ Runner add_probe(CLI::App& app) {
     opts.worker = "/proc/self/exe";
     if (state->fd_transport_check) return probe::run_fd_transport_check();
     if (!state->child.empty()) return probe::run_fresh_child(state->child, state->child_role);
-    if (state->worker) {
-      probe::WorkerArgs w;
-      w.device_index = state->worker_device_index;
-      if (state->worker_select) w.select = state->worker_device;
-      for (const std::string& d : state->phase_a) {
-        w.phase_a = true;
-        w.phase_a_gl = w.phase_a_gl || d == "gl";
-        w.phase_a_cuda = w.phase_a_cuda || d == "cuda";
-      }
-      if (!state->text["--gl-driver"].empty()) w.gl_driver = state->text["--gl-driver"];
-      for (const std::string& d : state->warm) {
-        w.warm_gl = w.warm_gl || d == "gl";
-        w.warm_cuda = w.warm_cuda || d == "cuda";
-      }
-      return probe::run_worker(w);
-    }
+    if (state->worker) return run_probe_worker(*state);
     Given given = collect(*state, "");
-    // Launch without a shell: options from a file, under the command line's.
-    const bool marker_mode = state->marker_opt->count() > 0;
-    std::string args_path = state->args_file;
-    if (state->args_file_opt->count() > 0 && args_path.empty()) return refused("--args-file: the path is empty");
-    if (marker_mode) {
-      if (state->marker.empty()) return refused("marker: the marker path is empty");
-      if (state->args_file_opt->count() > 0)
-        return refused("--args-file: not accepted with a marker path (its options are read from MARKER.args)");
-      args_path = state->marker + ".args";
-    }
-    if (!args_path.empty()) {
-      auto file = given_from_file(args_path);
-      if (!file) {
-        const Error& e = file.error();
-        return refused(e.step + ": " + e.detail + (e.code.empty() ? "" : ", " + e.code));
-      }
-      given = over(std::move(given), *file);
-    }
-    if (marker_mode) {
-      if (given.values.count("--verdict-file") > 0)
-        return refused("--verdict-file: not accepted with a marker path (the verdict is written to the marker)");
-      given.values["--verdict-file"] = {state->marker, ""};
-    }
-    for (const auto& [name, opt] : state->valued) {
-      auto it = given.values.find(name);
-      if (it == given.values.end()) continue;
-      if (auto s = probe::parse_option(opts, name, it->second.text); !s) {
-        const std::string where = it->second.origin.empty() ? "" : "--args-file: " + it->second.origin + ": ";
-        return refused(where + s.error().step + ": " + s.error().detail);
-      }
-    }
-    for (const State::Flag& f : state->flags)
-      if (given.flags.count(f.name) > 0) *f.target = true;
-    opts.only = split_rows(given.only.value_or(std::vector<std::string>{}));
-    for (std::size_t i = 0; i < state->groups.size(); ++i) {
-      if (state->only_group[i]) opts.groups.push_back(state->groups[i].name);
-      if (state->no_group[i]) opts.excluded_groups.push_back(state->groups[i].name);
-    }
+    if (auto refusal = merge_args_file(*state, given)) return *refusal;
+    if (auto refusal = apply_given(*state, given)) return *refusal;
     if (state->list_failure_codes) {
       std::cout << probe::failure_codes_markdown();
       return probe::kExitOk;
     }
-    if (state->list_routes_opt->count() > 0) {
-      const std::string form = state->list_routes.empty() ? "markdown" : state->list_routes;
-      if (form != "json" && form != "markdown") {
-        std::cerr << "extmem probe: --list-routes: \"" << form
-                  << "\" is not accepted: json or markdown (--list-routes alone: markdown)\n";
-        return probe::kExitUsage;
-      }
-      // The other options are refused as a run would refuse them, though the table ignores them.
-      if (auto v = probe::validate(opts); !v) {
-        std::cerr << "extmem probe: " << v.error().step << ": " << v.error().detail << "\n";
-        return probe::kExitUsage;
-      }
-      std::cout << (form == "json" ? probe::routes_json() : probe::routes_markdown());
-      return probe::kExitOk;
-    }
+    if (state->list_routes_opt->count() > 0) return list_routes(*state);
     return probe::run(opts, std::cout, std::cerr);
   };
 }

@@ -99,45 +99,46 @@ std::string egl_error_name(EGLint e) {
   }
 }
 
-Result<std::unique_ptr<EglContext>> EglContext::create() {
-  os::DriverAllocations driver_start_up;  // Mesa's zink leaks a little as it starts (measured)
-  std::unique_ptr<EglContext> c(new EglContext());
-  c->egl_lib_ = ::dlopen("libEGL.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (c->egl_lib_ == nullptr) {
-    const char* why = ::dlerror();
-    return Error{"dlopen(libEGL.so.1)", ErrorKind::unsupported, why != nullptr ? why : "not found",
-                 "no EGL loader (Debian: libegl1)"};
-  }
+namespace {
+
+// The EGL 1.4 entry points of libEGL (`lib`), and eglQueryDevicesEXT where there is one.
+Result<EglFns> load_egl_fns(void* lib) {
   EglFns f;
-  sym(c->egl_lib_, f.get_proc_address, "eglGetProcAddress");
-  sym(c->egl_lib_, f.query_string, "eglQueryString");
-  sym(c->egl_lib_, f.get_error, "eglGetError");
-  sym(c->egl_lib_, f.get_display, "eglGetDisplay");
-  sym(c->egl_lib_, f.get_platform_display, "eglGetPlatformDisplay");
-  sym(c->egl_lib_, f.initialize, "eglInitialize");
-  sym(c->egl_lib_, f.terminate, "eglTerminate");
-  sym(c->egl_lib_, f.bind_api, "eglBindAPI");
-  sym(c->egl_lib_, f.choose_config, "eglChooseConfig");
-  sym(c->egl_lib_, f.create_context, "eglCreateContext");
-  sym(c->egl_lib_, f.destroy_context, "eglDestroyContext");
-  sym(c->egl_lib_, f.make_current, "eglMakeCurrent");
-  sym(c->egl_lib_, f.create_pbuffer, "eglCreatePbufferSurface");
-  sym(c->egl_lib_, f.destroy_surface, "eglDestroySurface");
-  sym(c->egl_lib_, f.release_thread, "eglReleaseThread");
+  sym(lib, f.get_proc_address, "eglGetProcAddress");
+  sym(lib, f.query_string, "eglQueryString");
+  sym(lib, f.get_error, "eglGetError");
+  sym(lib, f.get_display, "eglGetDisplay");
+  sym(lib, f.get_platform_display, "eglGetPlatformDisplay");
+  sym(lib, f.initialize, "eglInitialize");
+  sym(lib, f.terminate, "eglTerminate");
+  sym(lib, f.bind_api, "eglBindAPI");
+  sym(lib, f.choose_config, "eglChooseConfig");
+  sym(lib, f.create_context, "eglCreateContext");
+  sym(lib, f.destroy_context, "eglDestroyContext");
+  sym(lib, f.make_current, "eglMakeCurrent");
+  sym(lib, f.create_pbuffer, "eglCreatePbufferSurface");
+  sym(lib, f.destroy_surface, "eglDestroySurface");
+  sym(lib, f.release_thread, "eglReleaseThread");
   if (!f.get_proc_address || !f.query_string || !f.get_error || !f.get_display || !f.initialize || !f.terminate ||
       !f.bind_api || !f.choose_config || !f.create_context || !f.destroy_context || !f.make_current ||
       !f.create_pbuffer || !f.destroy_surface || !f.release_thread)
     return Error{"dlsym(libEGL.so.1)", ErrorKind::unsupported, "missing EGL 1.4 entry points", {}};
   f.query_devices = reinterpret_cast<PFNEGLQUERYDEVICESEXTPROC>(f.get_proc_address("eglQueryDevicesEXT"));
-  c->make_current_ = f.make_current;
-  c->destroy_context_ = f.destroy_context;
-  c->destroy_surface_ = f.destroy_surface;
-  c->terminate_ = f.terminate;
-  c->release_thread_ = f.release_thread;
+  return f;
+}
 
-  // Display: surfaceless, then device, then default (issue 3 / spec phase A).
+// An initialized display and the platform it came from.
+struct OpenDisplay {
+  EGLDisplay display = EGL_NO_DISPLAY;
+  const char* platform = "";
+};
+
+// Display: surfaceless, then device, then default (issue 3 / spec phase A);
+// the error says what each try met.
+Result<OpenDisplay> open_display(const EglFns& f) {
   const char* client_ext = f.query_string(EGL_NO_DISPLAY, EGL_EXTENSIONS);
   std::string tried;
+  OpenDisplay opened;
   auto try_init = [&](EGLDisplay d, const char* name) {
     if (d == EGL_NO_DISPLAY) {
       tried += fmt::format("{}: no display ({}); ", name, egl_error_name(f.get_error()));
@@ -148,25 +149,96 @@ Result<std::unique_ptr<EglContext>> EglContext::create() {
       tried += fmt::format("{}: eglInitialize -> {}; ", name, egl_error_name(f.get_error()));
       return false;
     }
-    c->display_ = d;
-    c->platform = name;
+    opened = OpenDisplay{d, name};
     return true;
   };
   if (f.get_platform_display != nullptr && has_word(client_ext, "EGL_MESA_platform_surfaceless"))
     try_init(f.get_platform_display(EGL_PLATFORM_SURFACELESS_MESA, EGL_DEFAULT_DISPLAY, nullptr), "surfaceless");
-  if (c->display_ == EGL_NO_DISPLAY && f.get_platform_display != nullptr && f.query_devices != nullptr &&
+  if (opened.display == EGL_NO_DISPLAY && f.get_platform_display != nullptr && f.query_devices != nullptr &&
       has_word(client_ext, "EGL_EXT_platform_device")) {
     EGLDeviceEXT devices[16];
     EGLint n = 0;
     if (f.query_devices(16, devices, &n)) {
-      for (EGLint i = 0; i < n && c->display_ == EGL_NO_DISPLAY; ++i)
+      for (EGLint i = 0; i < n && opened.display == EGL_NO_DISPLAY; ++i)
         try_init(f.get_platform_display(EGL_PLATFORM_DEVICE_EXT, devices[i], nullptr), "device");
     }
   }
-  if (c->display_ == EGL_NO_DISPLAY) try_init(f.get_display(EGL_DEFAULT_DISPLAY), "default");
-  if (c->display_ == EGL_NO_DISPLAY)
+  if (opened.display == EGL_NO_DISPLAY) try_init(f.get_display(EGL_DEFAULT_DISPLAY), "default");
+  if (opened.display == EGL_NO_DISPLAY)
     return Error{"open an EGL display", ErrorKind::unsupported, "no display", tried};
+  return opened;
+}
 
+// A config that renders GLES 3 with a pbuffer, or (with
+// EGL_KHR_surfaceless_context) with no surface at all.
+Result<EGLConfig> choose_gles3_config(const EglFns& f, EGLDisplay display, bool surfaceless) {
+  EGLConfig config = nullptr;
+  EGLint count = 0;
+  const EGLint with_pbuffer[] = {EGL_RENDERABLE_TYPE, EGL_OPENGL_ES3_BIT, EGL_SURFACE_TYPE, EGL_PBUFFER_BIT, EGL_NONE};
+  const EGLint any_surface[] = {EGL_RENDERABLE_TYPE, EGL_OPENGL_ES3_BIT, EGL_SURFACE_TYPE, 0, EGL_NONE};
+  if (!f.choose_config(display, with_pbuffer, &config, 1, &count) || count == 0) {
+    if (!surfaceless || !f.choose_config(display, any_surface, &config, 1, &count) || count == 0)
+      return egl_error(f, "eglChooseConfig(GLES3)", "no config renders GLES 3");
+  }
+  return config;
+}
+
+// The entry points of the extensions the context has (`c`'s list), through
+// `load(name)`: a non-null pointer proves nothing, so only where the
+// extension is there. glCopyImageSubData under the name this version has.
+void load_extension_fns(const EglContext& c, GlFns& gl, const auto& load) {
+  if (c.has_extension("GL_EXT_memory_object")) {
+#define EXTMEM_LOAD(type, name) gl.name = reinterpret_cast<type>(load(#name));
+    EXTMEM_GL_EXT_FUNCS(EXTMEM_LOAD)
+#undef EXTMEM_LOAD
+    if (!c.has_extension("GL_EXT_memory_object_fd")) gl.glImportMemoryFdEXT = nullptr;
+  }
+#define EXTMEM_LOAD(type, name) gl.name = reinterpret_cast<type>(load(#name));
+  if (c.has_extension("GL_EXT_semaphore_fd")) {
+    EXTMEM_GL_SEMAPHORE_FUNCS(EXTMEM_LOAD)
+  }
+  if (c.has_extension("GL_EXT_buffer_storage")) {
+    EXTMEM_GL_BUFFER_STORAGE_FUNCS(EXTMEM_LOAD)
+  }
+#undef EXTMEM_LOAD
+  // glCopyImageSubData is core from GLES 3.2; before that only its extensions' suffixed names.
+  int major = 0, minor = 0;
+  const bool es32 = std::sscanf(c.gl_version.c_str(), "OpenGL ES %d.%d", &major, &minor) == 2 &&
+                    (major > 3 || (major == 3 && minor >= 2));
+  const char* name = es32                                   ? "glCopyImageSubData"
+                     : c.has_extension("GL_EXT_copy_image") ? "glCopyImageSubDataEXT"
+                     : c.has_extension("GL_OES_copy_image") ? "glCopyImageSubDataOES"
+                                                            : nullptr;
+  if (name != nullptr) {
+    gl.glCopyImageSubData = reinterpret_cast<PFNGLCOPYIMAGESUBDATAPROC>(load(name));
+    if (gl.glCopyImageSubData != nullptr) gl.copy_image_name = name;
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<EglContext>> EglContext::create() {
+  os::DriverAllocations driver_start_up;  // Mesa's zink leaks a little as it starts (measured)
+  std::unique_ptr<EglContext> c(new EglContext());
+  c->egl_lib_ = ::dlopen("libEGL.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (c->egl_lib_ == nullptr) {
+    const char* why = ::dlerror();
+    return Error{"dlopen(libEGL.so.1)", ErrorKind::unsupported, why != nullptr ? why : "not found",
+                 "no EGL loader (Debian: libegl1)"};
+  }
+  auto fns = load_egl_fns(c->egl_lib_);
+  if (!fns) return std::move(fns).error();
+  const EglFns& f = *fns;
+  c->make_current_ = f.make_current;
+  c->destroy_context_ = f.destroy_context;
+  c->destroy_surface_ = f.destroy_surface;
+  c->terminate_ = f.terminate;
+  c->release_thread_ = f.release_thread;
+
+  auto opened = open_display(f);
+  if (!opened) return std::move(opened).error();
+  c->display_ = opened->display;
+  c->platform = opened->platform;
   c->egl_vendor = f.query_string(c->display_, EGL_VENDOR) ? f.query_string(c->display_, EGL_VENDOR) : "";
   c->egl_version = f.query_string(c->display_, EGL_VERSION) ? f.query_string(c->display_, EGL_VERSION) : "";
   const char* dext = f.query_string(c->display_, EGL_EXTENSIONS);
@@ -174,23 +246,17 @@ Result<std::unique_ptr<EglContext>> EglContext::create() {
   if (!f.bind_api(EGL_OPENGL_ES_API)) return egl_error(f, "eglBindAPI(EGL_OPENGL_ES_API)");
 
   const bool surfaceless = has_word(dext, "EGL_KHR_surfaceless_context");
-  EGLConfig config = nullptr;
-  EGLint count = 0;
-  const EGLint with_pbuffer[] = {EGL_RENDERABLE_TYPE, EGL_OPENGL_ES3_BIT, EGL_SURFACE_TYPE, EGL_PBUFFER_BIT, EGL_NONE};
-  const EGLint any_surface[] = {EGL_RENDERABLE_TYPE, EGL_OPENGL_ES3_BIT, EGL_SURFACE_TYPE, 0, EGL_NONE};
-  if (!f.choose_config(c->display_, with_pbuffer, &config, 1, &count) || count == 0) {
-    if (!surfaceless || !f.choose_config(c->display_, any_surface, &config, 1, &count) || count == 0)
-      return egl_error(f, "eglChooseConfig(GLES3)", "no config renders GLES 3");
-  }
+  auto config = choose_gles3_config(f, c->display_, surfaceless);
+  if (!config) return std::move(config).error();
   for (EGLint minor : {2, 1, 0}) {
     const EGLint attribs[] = {EGL_CONTEXT_MAJOR_VERSION, 3, EGL_CONTEXT_MINOR_VERSION, minor, EGL_NONE};
-    c->context_ = f.create_context(c->display_, config, EGL_NO_CONTEXT, attribs);
+    c->context_ = f.create_context(c->display_, *config, EGL_NO_CONTEXT, attribs);
     if (c->context_ != EGL_NO_CONTEXT) break;
   }
   if (c->context_ == EGL_NO_CONTEXT) return egl_error(f, "eglCreateContext(GLES 3.x)");
   if (!surfaceless) {
     const EGLint pb[] = {EGL_WIDTH, 1, EGL_HEIGHT, 1, EGL_NONE};
-    c->surface_ = f.create_pbuffer(c->display_, config, pb);
+    c->surface_ = f.create_pbuffer(c->display_, *config, pb);
     if (c->surface_ == EGL_NO_SURFACE) return egl_error(f, "eglCreatePbufferSurface(1x1)");
   }
   if (!f.make_current(c->display_, c->surface_, c->surface_, c->context_)) return egl_error(f, "eglMakeCurrent");
@@ -223,35 +289,7 @@ Result<std::unique_ptr<EglContext>> EglContext::create() {
     const GLubyte* e = c->gl_.glGetStringi(GL_EXTENSIONS, static_cast<GLuint>(i));
     if (e != nullptr) c->extensions_.emplace_back(reinterpret_cast<const char*>(e));
   }
-  // Extension entry points only when the extension is there: a non-null pointer proves nothing.
-  if (c->has_extension("GL_EXT_memory_object")) {
-#define EXTMEM_LOAD(type, name) c->gl_.name = reinterpret_cast<type>(load(#name));
-    EXTMEM_GL_EXT_FUNCS(EXTMEM_LOAD)
-#undef EXTMEM_LOAD
-    if (!c->has_extension("GL_EXT_memory_object_fd")) c->gl_.glImportMemoryFdEXT = nullptr;
-  }
-#define EXTMEM_LOAD(type, name) c->gl_.name = reinterpret_cast<type>(load(#name));
-  if (c->has_extension("GL_EXT_semaphore_fd")) {
-    EXTMEM_GL_SEMAPHORE_FUNCS(EXTMEM_LOAD)
-  }
-  if (c->has_extension("GL_EXT_buffer_storage")) {
-    EXTMEM_GL_BUFFER_STORAGE_FUNCS(EXTMEM_LOAD)
-  }
-#undef EXTMEM_LOAD
-  {
-    // glCopyImageSubData is core from GLES 3.2; before that only its extensions' suffixed names.
-    int major = 0, minor = 0;
-    const bool es32 = std::sscanf(c->gl_version.c_str(), "OpenGL ES %d.%d", &major, &minor) == 2 &&
-                      (major > 3 || (major == 3 && minor >= 2));
-    const char* name = es32                                         ? "glCopyImageSubData"
-                       : c->has_extension("GL_EXT_copy_image") ? "glCopyImageSubDataEXT"
-                       : c->has_extension("GL_OES_copy_image") ? "glCopyImageSubDataOES"
-                                                               : nullptr;
-    if (name != nullptr) {
-      c->gl_.glCopyImageSubData = reinterpret_cast<PFNGLCOPYIMAGESUBDATAPROC>(load(name));
-      if (c->gl_.glCopyImageSubData != nullptr) c->gl_.copy_image_name = name;
-    }
-  }
+  load_extension_fns(*c, c->gl_, load);
   c->take_error();
   return c;
 }

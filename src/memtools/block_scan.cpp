@@ -458,6 +458,132 @@ __attribute__((target("avx512f,avx512bw"))) void decide_avx512(const std::uint64
 #endif
 #endif
 
+// The run lists, handed back after delivery and used again: on noise a
+// piece holds some 80000 runs, and a fresh list grew through new pages,
+// whose faults and copies measured more than the search (perf).
+class SpareRunLists {
+ public:
+  std::vector<EntropyRun> take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (lists_.empty()) return {};
+    std::vector<EntropyRun> runs = std::move(lists_.back());
+    lists_.pop_back();
+    return runs;
+  }
+  void give(std::vector<EntropyRun>&& runs) {
+    runs.clear();
+    std::lock_guard<std::mutex> lock(mutex_);
+    lists_.push_back(std::move(runs));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::vector<EntropyRun>> lists_;
+};
+
+// 3 x kEntropyError in sums (2^32 units per bit, per byte of the block:
+// EntropySums), rounded up, with room for the rounding of the doubles.
+std::uint64_t near_sum_units(std::size_t block) {
+  return static_cast<std::uint64_t>(std::ceil((3 * kEntropyError + 1e-12) * 4294967296.0 * static_cast<double>(block))) +
+         1;
+}
+
+// Which blocks of a batch reach the threshold, a bit each in `member`,
+// decided on the sums (limits.*: what each sum must not exceed) without a
+// branch per block; those the fixed point cannot place (within kEntropyError
+// of the threshold) get their exact value (exact_h, marked in `computed`).
+template <class ExactAt>
+[[gnu::always_inline]] inline void decide_batch(const std::uint64_t* sums, const std::uint8_t* known,
+                                                std::size_t batch, const SumLimits& limits, double bits,
+                                                detail::ScanIsa isa, const ExactAt& exact_at, double* exact_h,
+                                                std::uint64_t* member, std::uint64_t* unsure,
+                                                std::uint64_t* computed) {
+#if defined(__x86_64__)
+  if (isa == detail::ScanIsa::avx512) decide_avx512(sums, known, batch, limits, member, unsure);
+  else
+#endif
+    decide(sums, known, batch, limits, member, unsure);
+  for (std::size_t w = 0; w * 64 < batch; ++w) {
+    for (std::uint64_t u = unsure[w]; u != 0; u &= u - 1) {
+      const std::size_t k = w * 64 + static_cast<std::size_t>(__builtin_ctzll(u));
+      exact_h[k] = exact_at(k);
+      computed[w] |= std::uint64_t{1} << (k & 63);
+      if (exact_h[k] + 1e-12 >= bits) member[w] |= std::uint64_t{1} << (k & 63);
+    }
+  }
+}
+
+// Each run of member blocks of a batch (its first block at base + first
+// blocks), appended to `runs` or joined to the last run where it continues
+// it, with its lowest and highest exact entropy. Only blocks whose fixed-point
+// value is within 3 x kEntropyError of the run's lowest (or highest) can hold
+// it, so only those need their exact value (`value(k)`): the same answer as
+// the exact value of every block.
+template <class Value>
+[[gnu::always_inline]] inline void append_batch_runs(const std::uint64_t* sums, const std::uint64_t* member,
+                                                     std::size_t batch, std::uint64_t near, std::size_t base,
+                                                     std::size_t first, std::size_t block, const Value& value,
+                                                     std::vector<EntropyRun>& runs) {
+  auto bit = [](const std::uint64_t* words, std::size_t k) { return (words[k / 64] >> (k % 64)) & 1; };
+  std::size_t k = 0;
+  while (true) {
+    // The next member block, and the end of its run.
+    while (k < batch && (member[k / 64] >> (k % 64)) == 0) k = (k / 64 + 1) * 64;
+    if (k >= batch) break;
+    k += static_cast<std::size_t>(__builtin_ctzll(member[k / 64] >> (k % 64)));
+    std::size_t end = k;
+    while (end < batch && bit(member, end) != 0) {
+      const std::uint64_t ones = ~(member[end / 64] >> (end % 64));
+      end += ones == 0 ? 64 - end % 64 : static_cast<std::size_t>(__builtin_ctzll(ones));
+    }
+    end = std::min(end, batch);
+    std::uint64_t low_sum = sums[k], high_sum = sums[k];
+    for (std::size_t j = k + 1; j < end; ++j) {
+      low_sum = std::min(low_sum, sums[j]);
+      high_sum = std::max(high_sum, sums[j]);
+    }
+    // A low sum is a high entropy. Candidates: the blocks whose sum is
+    // within `near` units of the lowest or the highest (more than
+    // within 3 x kEntropyError of the run's extremes, in integers).
+    double min_bits = 0, max_bits = 0;
+    bool first_value = true;
+    for (std::size_t j = k; j < end; ++j) {
+      if (sums[j] - low_sum > near && high_sum - sums[j] > near) continue;
+      const double h = value(j);
+      min_bits = first_value ? h : std::min(min_bits, h);
+      max_bits = first_value ? h : std::max(max_bits, h);
+      first_value = false;
+    }
+    const std::size_t at = base + (first + k) * block;
+    if (!runs.empty() && runs.back().offset + runs.back().bytes == at) {
+      EntropyRun& run = runs.back();
+      run.bytes += (end - k) * block;
+      run.min_bits = std::min(run.min_bits, min_bits);
+      run.max_bits = std::max(run.max_bits, max_bits);
+    } else {
+      runs.push_back({at, (end - k) * block, min_bits, max_bits});
+    }
+    k = end;
+  }
+}
+
+// Hands a piece's runs to `sink` in order, joining the first to `open` (the
+// last run of the pieces before) where it continues it; the piece's last run
+// stays open, as it may continue into the next piece. False when `sink` stops.
+bool deliver_entropy_runs(std::vector<EntropyRun>& runs, std::optional<EntropyRun>& open, const EntropySink& sink) {
+  for (EntropyRun& r : runs) {
+    if (open && open->offset + open->bytes == r.offset) {
+      open->bytes += r.bytes;
+      open->min_bits = std::min(open->min_bits, r.min_bits);
+      open->max_bits = std::max(open->max_bits, r.max_bits);
+      continue;
+    }
+    if (open && !sink(*open)) return false;
+    open = r;
+  }
+  return true;
+}
+
 template <class Spans>
 BlockScanStats entropy_pieces(std::size_t size, const EntropyQuery& q, const EntropySink& sink, const Spans& spans,
                               const MappingGuard* guard, std::optional<Error>& failed, detail::ScanIsa isa) {
@@ -474,25 +600,12 @@ BlockScanStats entropy_pieces(std::size_t size, const EntropyQuery& q, const Ent
     bool faulted = false;  // the mapping faulted by the end of the piece: void
     std::optional<Error> error;
   };
-  // The run lists, handed back after delivery and used again: on noise a
-  // piece holds some 80000 runs, and a fresh list grew through new pages,
-  // whose faults and copies measured more than the search (perf).
-  std::mutex spare_mutex;
-  std::vector<std::vector<EntropyRun>> spare;
+  SpareRunLists spare;
   const SumLimits limits = sum_limits(fast, q.bits);
-  // 3 x kEntropyError in sums (2^32 units per bit, per byte of the block:
-  // EntropySums), rounded up, with room for the rounding of the doubles.
-  const auto near = static_cast<std::uint64_t>(std::ceil((3 * kEntropyError + 1e-12) * 4294967296.0 *
-                                                         static_cast<double>(q.block))) + 1;
+  const std::uint64_t near = near_sum_units(q.block);
   auto work = [&](std::size_t i) {
     PieceRuns piece_runs;
-    {
-      std::lock_guard<std::mutex> lock(spare_mutex);
-      if (!spare.empty()) {
-        piece_runs.runs = std::move(spare.back());
-        spare.pop_back();
-      }
-    }
+    piece_runs.runs = spare.take();
     std::vector<EntropyRun>& runs = piece_runs.runs;
     const std::size_t lo = i * piece, hi = std::min(usable, lo + piece);
     detail::ExactEntropy exact_entropy(q.block);
@@ -510,77 +623,19 @@ BlockScanStats entropy_pieces(std::size_t size, const EntropyQuery& q, const Ent
         auto exact_at = [&](std::size_t k) {
           return exact_entropy(bp + k * q.block, with_counts ? counts.get() + 32 * k : nullptr);
         };
-        // Which blocks reach the threshold, a bit each, decided on the
-        // sums (limits.*: what each sum must not exceed) without a branch
-        // per block; those the fixed point cannot place (within
-        // kEntropyError of the threshold) get their exact value.
         std::uint64_t member[kBatch / 64] = {}, unsure[kBatch / 64] = {}, computed[kBatch / 64] = {};
-#if defined(__x86_64__)
-        if (isa == detail::ScanIsa::avx512) decide_avx512(sums, known, batch, limits, member, unsure);
-        else
-#endif
-          decide(sums, known, batch, limits, member, unsure);
-        for (std::size_t w = 0; w * 64 < batch; ++w) {
-          for (std::uint64_t u = unsure[w]; u != 0; u &= u - 1) {
-            const std::size_t k = w * 64 + static_cast<std::size_t>(__builtin_ctzll(u));
-            exact_h[k] = exact_at(k);
-            computed[w] |= std::uint64_t{1} << (k & 63);
-            if (exact_h[k] + 1e-12 >= q.bits) member[w] |= std::uint64_t{1} << (k & 63);
-          }
-        }
-        // Each run of member blocks: its lowest and highest exact entropy.
-        // Only blocks whose fixed-point value is within 3 x kEntropyError of
-        // the run's lowest (or highest) can hold it, so only those need
-        // their exact value: the same answer as the exact value of every block.
-        auto bit = [](const std::uint64_t* words, std::size_t k) { return (words[k / 64] >> (k % 64)) & 1; };
+        decide_batch(sums, known, batch, limits, q.bits, isa, exact_at, exact_h, member, unsure, computed);
+        // A block's exact entropy: from its sum where that is exact, else
+        // computed once (and kept in exact_h).
         auto value = [&](std::size_t k) {
           if (known[k] != 0) return fast.bits(sums[k]);
-          if (bit(computed, k) == 0) {
+          if (((computed[k / 64] >> (k % 64)) & 1) == 0) {
             exact_h[k] = exact_at(k);
             computed[k / 64] |= std::uint64_t{1} << (k % 64);
           }
           return exact_h[k];
         };
-        std::size_t k = 0;
-        while (true) {
-          // The next member block, and the end of its run.
-          while (k < batch && (member[k / 64] >> (k % 64)) == 0) k = (k / 64 + 1) * 64;
-          if (k >= batch) break;
-          k += static_cast<std::size_t>(__builtin_ctzll(member[k / 64] >> (k % 64)));
-          std::size_t end = k;
-          while (end < batch && bit(member, end) != 0) {
-            const std::uint64_t ones = ~(member[end / 64] >> (end % 64));
-            end += ones == 0 ? 64 - end % 64 : static_cast<std::size_t>(__builtin_ctzll(ones));
-          }
-          end = std::min(end, batch);
-          std::uint64_t low_sum = sums[k], high_sum = sums[k];
-          for (std::size_t j = k + 1; j < end; ++j) {
-            low_sum = std::min(low_sum, sums[j]);
-            high_sum = std::max(high_sum, sums[j]);
-          }
-          // A low sum is a high entropy. Candidates: the blocks whose sum is
-          // within `near` units of the lowest or the highest (more than
-          // within 3 x kEntropyError of the run's extremes, in integers).
-          double min_bits = 0, max_bits = 0;
-          bool first_value = true;
-          for (std::size_t j = k; j < end; ++j) {
-            if (sums[j] - low_sum > near && high_sum - sums[j] > near) continue;
-            const double h = value(j);
-            min_bits = first_value ? h : std::min(min_bits, h);
-            max_bits = first_value ? h : std::max(max_bits, h);
-            first_value = false;
-          }
-          const std::size_t at = base + (first + k) * q.block;
-          if (!runs.empty() && runs.back().offset + runs.back().bytes == at) {
-            EntropyRun& run = runs.back();
-            run.bytes += (end - k) * q.block;
-            run.min_bits = std::min(run.min_bits, min_bits);
-            run.max_bits = std::max(run.max_bits, max_bits);
-          } else {
-            runs.push_back({at, (end - k) * q.block, min_bits, max_bits});
-          }
-          k = end;
-        }
+        append_batch_runs(sums, member, batch, near, base, first, q.block, value, runs);
       }
     });
     piece_runs.faulted = guard != nullptr && guard->faulted();
@@ -595,19 +650,8 @@ BlockScanStats entropy_pieces(std::size_t size, const EntropyQuery& q, const Ent
     // The piece has been searched whole: its bytes count even when a run in
     // it meets --max (as for scan --hex).
     stats.bytes = std::min(usable, (i + 1) * piece);
-    for (EntropyRun& r : piece_runs.runs) {
-      if (open && open->offset + open->bytes == r.offset) {
-        open->bytes += r.bytes;
-        open->min_bits = std::min(open->min_bits, r.min_bits);
-        open->max_bits = std::max(open->max_bits, r.max_bits);
-        continue;
-      }
-      if (open && !sink(*open)) return false;
-      open = r;
-    }
-    piece_runs.runs.clear();
-    std::lock_guard<std::mutex> lock(spare_mutex);
-    spare.push_back(std::move(piece_runs.runs));
+    if (!deliver_entropy_runs(piece_runs.runs, open, sink)) return false;
+    spare.give(std::move(piece_runs.runs));
     return true;
   };
   const bool complete = detail::run_ordered_pieces<PieceRuns>(pieces, helper_threads(), work, deliver);
@@ -670,6 +714,151 @@ class ReferenceBlocks {
   Shard shards_[kShards];
 };
 
+// A block as the hashing of its piece saw it.
+struct TwinSeen {
+  std::uint64_t hash, offset;
+  bool same;  // equal to its hash's reference block
+};
+
+// What the hashing of one piece found.
+struct TwinPiece {
+  std::vector<TwinSeen> seen;  // non-constant blocks, in offset order
+  std::uint64_t constant = 0;
+  bool faulted = false;        // the mapping faulted by the end of the piece: void
+  std::optional<Error> error;
+};
+
+using BlockHashFn = std::uint64_t (*)(const std::uint8_t*, std::size_t, bool&);
+
+// Keys and compares every block of [lo, hi) (`spans` gives the bytes) with
+// its key's reference block (`at(offset)` gives those bytes); `key_of` keys a
+// block, `hash` keys it by all its bytes.
+template <class Spans, class At, class KeyOf>
+TwinPiece hash_twin_piece(const Spans& spans, std::size_t lo, std::size_t hi, std::size_t block, const KeyOf& key_of,
+                          BlockHashFn hash, ReferenceBlocks& references, At at) {
+  TwinPiece r;
+  r.seen.reserve((hi - lo) / block);
+  r.error = spans(lo, hi, [&](const std::uint8_t* p, std::size_t base, std::size_t len) {
+    // Each block is compared with its reference one block later, after
+    // the next block's hash: the reference's lines, asked for at once when
+    // it is found, have arrived by then (a reference is anywhere in the
+    // image, so a compare at once waited on memory line by line).
+    const std::uint8_t* pending = nullptr;  // a block waiting for its compare
+    const std::uint8_t* pending_ref = nullptr;
+    bool pending_of_sample = false;  // its key is its sample's
+    auto compare_pending = [&] {
+      if (pending == nullptr) return;
+      TwinSeen& s = r.seen.back();
+      s.same = std::memcmp(pending, pending_ref, block) == 0;
+      if (!s.same && pending_of_sample) {
+        // Unlike the reference of its sample: keyed again by all its bytes
+        // (so blocks alike only in their samples, as pages that differ in
+        // one counter, do not pile up in one list compared pairwise after
+        // the scan), and compared with that key's reference.
+        bool constant = false;
+        const std::uint64_t whole = hash(pending, block, constant) ^ kWholeKeyTag;
+        if (whole != s.hash) {
+          s.hash = whole;
+          const auto ref = references.find_or_add(whole, s.offset);
+          s.same = !ref || std::memcmp(pending, at(*ref), block) == 0;
+        }
+      }
+      pending = nullptr;
+    };
+    for (std::size_t k = 0; k < len; k += block) {
+      bool constant = false, of_sample = false;
+      const std::uint64_t h = key_of(p + k, constant, of_sample);
+      compare_pending();
+      if (constant) {
+        ++r.constant;
+        continue;
+      }
+      const auto ref = references.find_or_add(h, base + k);
+      r.seen.push_back({h, base + k, true});
+      if (ref) {
+        pending = p + k;
+        pending_ref = at(*ref);
+        pending_of_sample = of_sample;
+#if defined(__x86_64__)
+        for (std::size_t line = 0; line < block && line < kPrefetchBytes; line += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(pending_ref + line), _MM_HINT_T0);
+#endif
+      }
+    }
+    compare_pending();
+  });
+  return r;
+}
+
+// One group per hash while the pieces are delivered; split by content afterwards.
+struct HashGroups {
+  struct Group {
+    std::uint64_t hash;
+    std::vector<std::uint64_t> same, other;  // offsets equal to the hash's reference block, and not
+  };
+  std::vector<Group> groups;
+  std::unordered_map<std::uint64_t, std::uint32_t> by_hash;
+};
+
+// Adds the blocks of the piece at `lo` to their hash's group and counts them
+// in `result`; false when --max (max_distinct) stops the search in the piece.
+bool add_twin_piece(const TwinPiece& r, std::size_t lo, const TwinQuery& q, HashGroups& hg, TwinResult& result) {
+  for (std::size_t k = 0; k < r.seen.size(); ++k) {
+    const TwinSeen& s = r.seen[k];
+    auto [it, inserted] = hg.by_hash.try_emplace(s.hash, 0);
+    if (inserted) {
+      if (q.max_distinct != 0 && hg.groups.size() >= q.max_distinct) {
+        hg.by_hash.erase(it);
+        // Stopped before this block: the counts are of the blocks before it
+        // (the constant ones among them: those before it not in `seen`).
+        const std::uint64_t constant_before = (s.offset - lo) / q.block - k;
+        result.constant_blocks += constant_before;
+        result.blocks += constant_before;
+        result.bytes = s.offset;
+        result.stopped = true;
+        return false;
+      }
+      it->second = static_cast<std::uint32_t>(hg.groups.size());
+      hg.groups.push_back({s.hash, {}, {}});
+    }
+    HashGroups::Group& g = hg.groups[it->second];
+    (s.same ? g.same : g.other).push_back(s.offset);
+    ++result.blocks;
+  }
+  result.constant_blocks += r.constant;
+  result.blocks += r.constant;
+  return true;
+}
+
+// Each hash's blocks by content: those equal to the reference are one; the
+// others (a 64-bit collision: in practice none) by comparing them. Offsets
+// arrive in increasing order, so each content's first is its lowest. The
+// groups of two or more go to `result`, largest first.
+template <class At>
+void split_twin_groups(std::vector<HashGroups::Group>& groups, std::size_t block, At at, TwinResult& result) {
+  for (HashGroups::Group& g : groups) {
+    auto add = [&](std::vector<std::uint64_t>&& offsets) {
+      ++result.distinct;
+      bool constant = false;
+      if (offsets.size() >= 2) result.groups.push_back({block_hash(at(offsets.front()), block, constant), std::move(offsets)});
+    };
+    if (!g.same.empty()) add(std::move(g.same));
+    std::vector<std::vector<std::uint64_t>> contents;
+    for (std::uint64_t off : g.other) {
+      auto match = std::find_if(contents.begin(), contents.end(), [&](const std::vector<std::uint64_t>& c) {
+        return std::memcmp(at(c.front()), at(off), block) == 0;
+      });
+      if (match != contents.end()) match->push_back(off);
+      else contents.push_back({off});
+    }
+    for (auto& c : contents) add(std::move(c));
+  }
+  std::sort(result.groups.begin(), result.groups.end(), [](const TwinGroup& a, const TwinGroup& b) {
+    if (a.offsets.size() != b.offsets.size()) return a.offsets.size() > b.offsets.size();
+    return a.offsets.front() < b.offsets.front();
+  });
+}
+
 // `spans` gives the bytes to hash; `at(offset)` the bytes of any block (the
 // references, compared with).
 template <class Spans, class At>
@@ -680,20 +869,10 @@ TwinResult twin_pieces(std::size_t size, const TwinQuery& q, const Spans& spans,
   const std::size_t usable = size - size % q.block;
   const std::size_t piece = std::max(kPiece, q.block);
   const std::size_t pieces = (usable + piece - 1) / piece;
-  struct Seen {
-    std::uint64_t hash, offset;
-    bool same;  // equal to its hash's reference block
-  };
-  struct PieceResult {
-    std::vector<Seen> seen;      // non-constant blocks, in offset order
-    std::uint64_t constant = 0;
-    bool faulted = false;        // the mapping faulted by the end of the piece: void
-    std::optional<Error> error;
-  };
   ReferenceBlocks references;
   // Blocks are grouped by a hash of this run's choosing (the vector one where
   // the CPU has AVX2); the hash printed is block_hash's, computed per group.
-  std::uint64_t (*hash)(const std::uint8_t*, std::size_t, bool&) = block_hash;
+  BlockHashFn hash = block_hash;
   bool sampled = false;  // keys from a sample first, then (for a block unlike its reference) from all of it
 #if defined(__x86_64__)
   if (isa >= detail::ScanIsa::avx2) {
@@ -719,129 +898,26 @@ TwinResult twin_pieces(std::size_t size, const TwinQuery& q, const Spans& spans,
     return hash(p, q.block, constant);
   };
   auto work = [&](std::size_t i) {
-    PieceResult r;
     const std::size_t lo = i * piece, hi = std::min(usable, lo + piece);
-    r.seen.reserve((hi - lo) / q.block);
-    r.error = spans(lo, hi, [&](const std::uint8_t* p, std::size_t base, std::size_t len) {
-      // Each block is compared with its reference one block later, after
-      // the next block's hash: the reference's lines, asked for at once when
-      // it is found, have arrived by then (a reference is anywhere in the
-      // image, so a compare at once waited on memory line by line).
-      const std::uint8_t* pending = nullptr;  // a block waiting for its compare
-      const std::uint8_t* pending_ref = nullptr;
-      bool pending_of_sample = false;  // its key is its sample's
-      auto compare_pending = [&] {
-        if (pending == nullptr) return;
-        Seen& s = r.seen.back();
-        s.same = std::memcmp(pending, pending_ref, q.block) == 0;
-        if (!s.same && pending_of_sample) {
-          // Unlike the reference of its sample: keyed again by all its bytes
-          // (so blocks alike only in their samples, as pages that differ in
-          // one counter, do not pile up in one list compared pairwise after
-          // the scan), and compared with that key's reference.
-          bool constant = false;
-          const std::uint64_t whole = hash(pending, q.block, constant) ^ kWholeKeyTag;
-          if (whole != s.hash) {
-            s.hash = whole;
-            const auto ref = references.find_or_add(whole, s.offset);
-            s.same = !ref || std::memcmp(pending, at(*ref), q.block) == 0;
-          }
-        }
-        pending = nullptr;
-      };
-      for (std::size_t k = 0; k < len; k += q.block) {
-        bool constant = false, of_sample = false;
-        const std::uint64_t h = key_of(p + k, constant, of_sample);
-        compare_pending();
-        if (constant) {
-          ++r.constant;
-          continue;
-        }
-        const auto ref = references.find_or_add(h, base + k);
-        r.seen.push_back({h, base + k, true});
-        if (ref) {
-          pending = p + k;
-          pending_ref = at(*ref);
-          pending_of_sample = of_sample;
-#if defined(__x86_64__)
-          for (std::size_t line = 0; line < q.block && line < kPrefetchBytes; line += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(pending_ref + line), _MM_HINT_T0);
-#endif
-        }
-      }
-      compare_pending();
-    });
+    TwinPiece r = hash_twin_piece(spans, lo, hi, q.block, key_of, hash, references, at);
     r.faulted = guard != nullptr && guard->faulted();
     return r;
   };
-  // One group per hash while the pieces are delivered; split by content afterwards.
-  struct Group {
-    std::uint64_t hash;
-    std::vector<std::uint64_t> same, other;  // offsets equal to the hash's reference block, and not
-  };
-  std::vector<Group> groups;
-  std::unordered_map<std::uint64_t, std::uint32_t> by_hash;
-  by_hash.reserve(usable / q.block / 4 + 16);
-  auto deliver = [&](std::size_t i, PieceResult&& r) {
+  HashGroups hg;
+  hg.by_hash.reserve(usable / q.block / 4 + 16);
+  auto deliver = [&](std::size_t i, TwinPiece&& r) {
     if (r.faulted) return false;
     if (r.error) {
       failed = std::move(r.error);
       return false;
     }
-    const std::size_t lo = i * piece;
-    for (std::size_t k = 0; k < r.seen.size(); ++k) {
-      const Seen& s = r.seen[k];
-      auto [it, inserted] = by_hash.try_emplace(s.hash, 0);
-      if (inserted) {
-        if (q.max_distinct != 0 && groups.size() >= q.max_distinct) {
-          by_hash.erase(it);
-          // Stopped before this block: the counts are of the blocks before it
-          // (the constant ones among them: those before it not in `seen`).
-          const std::uint64_t constant_before = (s.offset - lo) / q.block - k;
-          result.constant_blocks += constant_before;
-          result.blocks += constant_before;
-          result.bytes = s.offset;
-          result.stopped = true;
-          return false;
-        }
-        it->second = static_cast<std::uint32_t>(groups.size());
-        groups.push_back({s.hash, {}, {}});
-      }
-      Group& g = groups[it->second];
-      (s.same ? g.same : g.other).push_back(s.offset);
-      ++result.blocks;
-    }
-    result.constant_blocks += r.constant;
-    result.blocks += r.constant;
+    if (!add_twin_piece(r, i * piece, q, hg, result)) return false;
     result.bytes = std::min(usable, (i + 1) * piece);
     return true;
   };
-  detail::run_ordered_pieces<PieceResult>(pieces, helper_threads(), work, deliver);
+  detail::run_ordered_pieces<TwinPiece>(pieces, helper_threads(), work, deliver);
   if (failed || (guard != nullptr && guard->faulted())) return result;
-  // Each hash's blocks by content: those equal to the reference are one; the
-  // others (a 64-bit collision: in practice none) by comparing them. Offsets
-  // arrive in increasing order, so each content's first is its lowest.
-  for (Group& g : groups) {
-    auto add = [&](std::vector<std::uint64_t>&& offsets) {
-      ++result.distinct;
-      bool constant = false;
-      if (offsets.size() >= 2) result.groups.push_back({block_hash(at(offsets.front()), q.block, constant), std::move(offsets)});
-    };
-    if (!g.same.empty()) add(std::move(g.same));
-    std::vector<std::vector<std::uint64_t>> contents;
-    for (std::uint64_t off : g.other) {
-      auto match = std::find_if(contents.begin(), contents.end(), [&](const std::vector<std::uint64_t>& c) {
-        return std::memcmp(at(c.front()), at(off), q.block) == 0;
-      });
-      if (match != contents.end()) match->push_back(off);
-      else contents.push_back({off});
-    }
-    for (auto& c : contents) add(std::move(c));
-  }
-  std::sort(result.groups.begin(), result.groups.end(), [](const TwinGroup& a, const TwinGroup& b) {
-    if (a.offsets.size() != b.offsets.size()) return a.offsets.size() > b.offsets.size();
-    return a.offsets.front() < b.offsets.front();
-  });
+  split_twin_groups(hg.groups, q.block, at, result);
   return result;
 }
 

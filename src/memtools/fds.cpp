@@ -59,38 +59,39 @@ std::string secs(double s) { return s >= 1 ? fmt::format("{:.3f} s", s) : fmt::f
 
 }  // namespace
 
-int run_fds(const FdsOptions& o, std::ostream& out, std::ostream& err, const std::atomic<bool>* stop) {
-  const std::string path = fmt::format("/proc/{}/fd", o.pid);
-  auto info = read_process(o.pid);
-  if (!info || info->state == 'Z' || info->state == 'X') {
-    const Error e = info ? os_error("read " + path, ESRCH, "the process has exited (a zombie)") : info.error();
-    err << "extmem fds: " << e.message() << '\n';
-    return kExitNoProcess;
-  }
-  os::UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  std::vector<FdEntry> entries;
-  Status first = dir.valid() ? read_fd_dir(dir.get(), path, entries) : Status(os_error("open " + path, errno));
-  if (!first) {
-    err << "extmem fds: " << first.error().message() << '\n';
-    if (detail::access_denied(first.error())) {
-      err << "extmem fds: denied: " << detail::denial_reason(o.pid) << '\n';
-      return kExitPermission;
-    }
-    return process_gone(first.error()) ? kExitNoProcess : kExitFailed;
-  }
+namespace {
 
-  FdTimeline timeline;
+// Opens /proc/PID/fd and reads it once, so that a process that is gone or
+// refuses is said before any sampling; returns the exit status of that
+// refusal, or 0 with `dir` open and `entries` its first reading.
+int open_fd_dir(pid_t pid, const std::string& path, os::UniqueFd& dir, std::vector<FdEntry>& entries,
+                std::ostream& err) {
+  dir = os::UniqueFd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  Status first = dir.valid() ? read_fd_dir(dir.get(), path, entries) : Status(os_error("open " + path, errno));
+  if (first) return 0;
+  err << "extmem fds: " << first.error().message() << '\n';
+  if (detail::access_denied(first.error())) {
+    err << "extmem fds: denied: " << detail::denial_reason(pid) << '\n';
+    return kExitPermission;
+  }
+  return process_gone(first.error()) ? kExitNoProcess : kExitFailed;
+}
+
+// Reads the fd directory every period into `timeline` (the first reading is
+// `entries`) until the duration passes, `stop` is set or the process ends
+// (`ended`); returns the time of each reading (seconds from the first).
+std::vector<double> sample_fds(const FdsOptions& o, int dir, const std::string& path, std::vector<FdEntry>& entries,
+                               FdTimeline& timeline, const std::atomic<bool>* stop, bool& ended) {
   std::vector<double> times;
   const auto start = Clock::now();
   timespec next{};
   ::clock_gettime(CLOCK_MONOTONIC, &next);
   const double duration_s = std::chrono::duration<double>(o.duration).count();
-  bool ended = false;
   for (std::uint64_t i = 0;; ++i) {
     if (stop != nullptr && stop->load()) break;
     const double t = std::chrono::duration<double>(Clock::now() - start).count();
     if (i > 0) {
-      Status st = read_fd_dir(dir.get(), path, entries);
+      Status st = read_fd_dir(dir, path, entries);
       // An exited process's fd directory reads empty or fails: then it is gone, not "closed everything".
       if (!st || (entries.empty() && !process_running(o.pid))) {
         ended = true;
@@ -104,22 +105,11 @@ int run_fds(const FdsOptions& o, std::ostream& out, std::ostream& err, const std
     while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, nullptr) == EINTR)
       if (stop != nullptr && stop->load()) break;
   }
+  return times;
+}
 
-  std::vector<double> gaps;
-  for (std::size_t i = 1; i < times.size(); ++i) gaps.push_back(times[i] - times[i - 1]);
-  double median = 0, longest = 0;
-  if (!gaps.empty()) {
-    std::vector<double> sorted = gaps;
-    std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-    median = sorted[sorted.size() / 2];
-    longest = *std::max_element(gaps.begin(), gaps.end());
-  }
-  out << fmt::format("pid {} ({}): sampled {} for {} every {}: {} samples (achieved: median {}, longest gap {})\n",
-                     o.pid, info->comm, path, secs(times.empty() ? 0 : times.back()), format_duration(o.period),
-                     times.size(), secs(median), secs(longest));
-  const auto persistent = timeline.persistent();
-  out << fmt::format("open throughout ({}):\n", persistent.size());
-  for (const auto& [fd, p] : persistent) out << fmt::format("  {:>5} {}\n", fd, p);
+// The paths opened or closed while sampled, most opens first (at most --max-paths).
+void print_transient_paths(const FdsOptions& o, const FdTimeline& timeline, std::ostream& out) {
   std::vector<std::pair<std::string, PathHistory>> rows(timeline.transient().begin(), timeline.transient().end());
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
     return a.second.opens != b.second.opens ? a.second.opens > b.second.opens : a.first < b.first;
@@ -140,11 +130,39 @@ int run_fds(const FdsOptions& o, std::ostream& out, std::ostream& err, const std
     out << fmt::format(", fd{} {}\n", h.fds.size() == 1 ? "" : "s", fds.empty() ? "-" : fds);
   }
   if (rows.size() > o.max_paths) out << fmt::format("  ... {} more paths (--max-paths)\n", rows.size() - o.max_paths);
+}
+
+}  // namespace
+
+int run_fds(const FdsOptions& o, std::ostream& out, std::ostream& err, const std::atomic<bool>* stop) {
+  const std::string path = fmt::format("/proc/{}/fd", o.pid);
+  auto info = read_process(o.pid);
+  if (!info || info->state == 'Z' || info->state == 'X') {
+    const Error e = info ? os_error("read " + path, ESRCH, "the process has exited (a zombie)") : info.error();
+    err << "extmem fds: " << e.message() << '\n';
+    return kExitNoProcess;
+  }
+  os::UniqueFd dir;
+  std::vector<FdEntry> entries;
+  if (int refused = open_fd_dir(o.pid, path, dir, entries, err); refused != 0) return refused;
+
+  FdTimeline timeline;
+  bool ended = false;
+  const std::vector<double> times = sample_fds(o, dir.get(), path, entries, timeline, stop, ended);
+
+  const detail::SampleGaps gaps = detail::sample_gaps(times);
+  out << fmt::format("pid {} ({}): sampled {} for {} every {}: {} samples (achieved: median {}, longest gap {})\n",
+                     o.pid, info->comm, path, secs(times.empty() ? 0 : times.back()), format_duration(o.period),
+                     times.size(), secs(gaps.median), secs(gaps.longest));
+  const auto persistent = timeline.persistent();
+  out << fmt::format("open throughout ({}):\n", persistent.size());
+  for (const auto& [fd, p] : persistent) out << fmt::format("  {:>5} {}\n", fd, p);
+  print_transient_paths(o, timeline, out);
   out << fmt::format(
       "a sample sees an fd only while it is open: an open shorter than the period ({}) or falling in a gap between samples "
       "(the longest here {}) can be missed, so counts are lower bounds; an observed lifetime is at most two intervals shorter "
       "than the real one\n",
-      format_duration(o.period), secs(longest));
+      format_duration(o.period), secs(gaps.longest));
   if (ended) {
     out << fmt::format("process {} ended while sampled\n", o.pid);
     err << fmt::format("extmem fds: process {} ended while sampled (ESRCH)\n", o.pid);

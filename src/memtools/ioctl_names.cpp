@@ -59,6 +59,61 @@ std::string format_ioctl_fields(const IoctlFields& f) {
   return fmt::format("_IOC({}, {}, {:#04x}, {:#x})", dir, type, f.nr, f.size);
 }
 
+namespace {
+
+// The fields of the line [line_start, line_end) of `text`, as [begin, end)
+// columns of the whole text: words between blanks, up to a '#'.
+std::vector<std::pair<std::size_t, std::size_t>> line_fields(std::string_view text, std::size_t line_start,
+                                                            std::size_t line_end) {
+  std::vector<std::pair<std::size_t, std::size_t>> fields;
+  for (std::size_t i = line_start; i < line_end;) {
+    if (text[i] == ' ' || text[i] == '\t' || text[i] == '\r') {
+      ++i;
+      continue;
+    }
+    if (text[i] == '#') break;
+    std::size_t j = i;
+    while (j < line_end && text[j] != ' ' && text[j] != '\t' && text[j] != '\r') ++j;
+    fields.emplace_back(i, j);
+    i = j;
+  }
+  return fields;
+}
+
+// The REQUEST field [rb, re) into `e`: =VALUE, or TYPE:NR with TYPE a
+// character or a number. Returns nothing, or where it is wrong and why.
+std::optional<detail::ScanFailure> parse_request(std::string_view text, std::size_t rb, std::size_t re, IoctlEntry& e) {
+  const std::string_view req = text.substr(rb, re - rb);
+  detail::ScanFailure failure;
+  if (req.front() == '=') {
+    auto v = number_field(text, rb + 1, re, 0xffffffffu, "the request", failure);
+    if (!v) return failure;
+    e.whole = true;
+    e.value = static_cast<std::uint32_t>(*v);
+  } else {
+    std::size_t colon = 0;
+    if (req.size() >= 3 && req[1] == ':' && req.substr(0, 2) != "0x") {
+      const unsigned char c = static_cast<unsigned char>(req[0]);
+      if (c < 0x21 || c >= 0x7f) return detail::ScanFailure{rb, "the type character is not printable"};
+      e.type = c;
+      colon = rb + 1;
+    } else {
+      colon = text.find(':', rb);
+      if (colon == std::string_view::npos || colon >= re)
+        return detail::ScanFailure{rb, "expected TYPE:NR (e.g. d:0x00 or 0x64:0) or =VALUE"};
+      auto t = number_field(text, rb, colon, 0xff, "the type", failure);
+      if (!t) return failure;
+      e.type = static_cast<unsigned>(*t);
+    }
+    auto nr = number_field(text, colon + 1, re, 0xff, "the number", failure);
+    if (!nr) return failure;
+    e.nr = static_cast<unsigned>(*nr);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<IoctlTable> IoctlTable::parse(std::string_view text, SyntaxError* syntax) {
   const auto refuse = [&](std::size_t column, std::string problem) -> Error {
     return detail::syntax_failure(syntax, "ioctl table", text, column, std::move(problem), kAccepted);
@@ -68,19 +123,7 @@ Result<IoctlTable> IoctlTable::parse(std::string_view text, SyntaxError* syntax)
   while (line_start < text.size()) {
     std::size_t line_end = text.find('\n', line_start);
     if (line_end == std::string_view::npos) line_end = text.size();
-    // Fields of this line, as [begin, end) columns of the whole text.
-    std::vector<std::pair<std::size_t, std::size_t>> fields;
-    for (std::size_t i = line_start; i < line_end;) {
-      if (text[i] == ' ' || text[i] == '\t' || text[i] == '\r') {
-        ++i;
-        continue;
-      }
-      if (text[i] == '#') break;
-      std::size_t j = i;
-      while (j < line_end && text[j] != ' ' && text[j] != '\t' && text[j] != '\r') ++j;
-      fields.emplace_back(i, j);
-      i = j;
-    }
+    const std::vector<std::pair<std::size_t, std::size_t>> fields = line_fields(text, line_start, line_end);
     const std::size_t next = line_end + 1;
     if (fields.empty()) {
       line_start = next;
@@ -109,32 +152,7 @@ Result<IoctlTable> IoctlTable::parse(std::string_view text, SyntaxError* syntax)
     e.path_prefix = path;
     // REQUEST
     const std::size_t rb = fields[2].first, re = fields[2].second;
-    const std::string_view req = field(2);
-    detail::ScanFailure failure;
-    if (req.front() == '=') {
-      auto v = number_field(text, rb + 1, re, 0xffffffffu, "the request", failure);
-      if (!v) return refuse(failure.column, failure.problem);
-      e.whole = true;
-      e.value = static_cast<std::uint32_t>(*v);
-    } else {
-      std::size_t colon = 0;
-      if (req.size() >= 3 && req[1] == ':' && req.substr(0, 2) != "0x") {
-        const unsigned char c = static_cast<unsigned char>(req[0]);
-        if (c < 0x21 || c >= 0x7f) return refuse(rb, "the type character is not printable");
-        e.type = c;
-        colon = rb + 1;
-      } else {
-        colon = text.find(':', rb);
-        if (colon == std::string_view::npos || colon >= re)
-          return refuse(rb, "expected TYPE:NR (e.g. d:0x00 or 0x64:0) or =VALUE");
-        auto t = number_field(text, rb, colon, 0xff, "the type", failure);
-        if (!t) return refuse(failure.column, failure.problem);
-        e.type = static_cast<unsigned>(*t);
-      }
-      auto nr = number_field(text, colon + 1, re, 0xff, "the number", failure);
-      if (!nr) return refuse(failure.column, failure.problem);
-      e.nr = static_cast<unsigned>(*nr);
-    }
+    if (auto bad = parse_request(text, rb, re, e)) return refuse(bad->column, bad->problem);
     // NAME
     const std::string_view name = field(3);
     if (name.size() > 64) return refuse(fields[3].first + 64, "the name is longer than 64 characters");

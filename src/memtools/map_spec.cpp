@@ -87,6 +87,64 @@ bool MapSpec::matches(const os::MapEntry& mapping) const {
   return !terms_.empty();
 }
 
+namespace {
+
+// Where a SPEC is wrong, why, and what is accepted there.
+struct SpecProblem {
+  std::size_t column;
+  std::string problem;
+  std::string accepted = std::string(kGrammar);
+};
+
+// A path term's value at `pos` (moved to the comma or the end) into `term`:
+// path= exact, path^= a prefix, path~= a regex.
+std::optional<SpecProblem> parse_path_value(std::string_view text, std::size_t& pos, const std::string& op,
+                                            SpecTerm& term) {
+  // The value runs to the next comma not written as "\,"; keep where each
+  // character came from so a regex error can point into the input.
+  std::vector<std::size_t> origin;
+  while (pos < text.size() && text[pos] != ',') {
+    if (text[pos] == '\\' && pos + 1 < text.size() && text[pos + 1] == ',') ++pos;
+    term.text += text[pos];
+    origin.push_back(pos);
+    ++pos;
+  }
+  if (op == "^=") {
+    term.key = SpecTerm::Key::path_prefix;
+  } else if (op == "~=") {
+    term.key = SpecTerm::Key::path_regex;
+    SyntaxError inner;
+    auto re = Regex::compile(term.text, "SPEC", &inner);
+    if (!re) {
+      const std::size_t column = inner.column < origin.size() ? origin[inner.column] : pos;
+      return SpecProblem{column, "path~= " + inner.problem, "after path~=, " + inner.accepted};
+    }
+    term.regex = std::move(*re);
+  }
+  return std::nullopt;
+}
+
+// A perms term's value, [value_begin, value_end): four characters, each from its column's set.
+std::optional<SpecProblem> parse_perms_value(std::string_view text, std::size_t value_begin, std::size_t value_end,
+                                             SpecTerm& term) {
+  static constexpr std::string_view kAllowed[4] = {"r-?", "w-?", "x-?", "ps?"};
+  for (std::size_t i = 0; i < 4; ++i) {
+    const std::size_t at = value_begin + i;
+    if (at >= value_end)
+      return SpecProblem{at, fmt::format("perms takes exactly 4 characters, found {}", value_end - value_begin)};
+    if (kAllowed[i].find(text[at]) == std::string_view::npos)
+      return SpecProblem{at, fmt::format("perms character {} takes one of {}, found {}", i + 1,
+                                         fmt::join(kAllowed[i], " "), detail::quote_char(text, at))};
+  }
+  if (value_end > value_begin + 4)
+    return SpecProblem{value_begin + 4,
+                       fmt::format("perms takes exactly 4 characters, found {}", value_end - value_begin)};
+  term.text = std::string(text.substr(value_begin, 4));
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<MapSpec> MapSpec::parse(std::string_view text, SyntaxError* syntax) {
   auto fail = [&](std::size_t column, std::string problem, std::string_view accepted = kGrammar) {
     return detail::syntax_failure(syntax, "SPEC", text, column, std::move(problem), accepted);
@@ -124,44 +182,12 @@ Result<MapSpec> MapSpec::parse(std::string_view text, SyntaxError* syntax) {
     const std::size_t value_begin = pos;
 
     if (is_path) {
-      // The value runs to the next comma not written as "\,"; keep where each
-      // character came from so a regex error can point into the input.
-      std::vector<std::size_t> origin;
-      while (pos < text.size() && text[pos] != ',') {
-        if (text[pos] == '\\' && pos + 1 < text.size() && text[pos + 1] == ',') ++pos;
-        term.text += text[pos];
-        origin.push_back(pos);
-        ++pos;
-      }
-      if (op == "^=") {
-        term.key = SpecTerm::Key::path_prefix;
-      } else if (op == "~=") {
-        term.key = SpecTerm::Key::path_regex;
-        SyntaxError inner;
-        auto re = Regex::compile(term.text, "SPEC", &inner);
-        if (!re) {
-          const std::size_t column = inner.column < origin.size() ? origin[inner.column] : pos;
-          return fail(column, "path~= " + inner.problem, "after path~=, " + inner.accepted);
-        }
-        term.regex = std::move(*re);
-      }
+      if (auto bad = parse_path_value(text, pos, op, term)) return fail(bad->column, bad->problem, bad->accepted);
     } else {
       const std::size_t comma = text.find(',', pos);
       const std::size_t value_end = comma == std::string_view::npos ? text.size() : comma;
       if (term.key == SpecTerm::Key::perms) {
-        static constexpr std::string_view kAllowed[4] = {"r-?", "w-?", "x-?", "ps?"};
-        for (std::size_t i = 0; i < 4; ++i) {
-          const std::size_t at = value_begin + i;
-          if (at >= value_end)
-            return fail(at, fmt::format("perms takes exactly 4 characters, found {}", value_end - value_begin));
-          if (kAllowed[i].find(text[at]) == std::string_view::npos)
-            return fail(at, fmt::format("perms character {} takes one of {}, found {}", i + 1,
-                                        fmt::join(kAllowed[i], " "), detail::quote_char(text, at)));
-        }
-        if (value_end > value_begin + 4)
-          return fail(value_begin + 4,
-                      fmt::format("perms takes exactly 4 characters, found {}", value_end - value_begin));
-        term.text = std::string(text.substr(value_begin, 4));
+        if (auto bad = parse_perms_value(text, value_begin, value_end, term)) return fail(bad->column, bad->problem);
       } else {
         detail::ScanFailure failure;
         auto n = detail::scan_number(text, value_begin, value_end, NumberStyle::quantity, failure);

@@ -97,6 +97,90 @@ Result<std::vector<std::uint8_t>> parse_hex_pattern(std::string_view text, Synta
   return out;
 }
 
+namespace {
+
+// Each parse_field_* returns nothing, or where the field's text is wrong and why.
+using FieldProblem = detail::ScanFailure;
+
+// A field's "@OFFSET" at `pos` (moved past it) into f.offset.
+std::optional<FieldProblem> parse_field_offset(std::string_view text, std::size_t& pos, RecordField& f) {
+  if (pos >= text.size() || text[pos] != '@')
+    return FieldProblem{pos, fmt::format("expected '@' after the field name, found {}", detail::quote_char(text, pos))};
+  ++pos;
+  bool negative = false;
+  if (pos < text.size() && (text[pos] == '-' || text[pos] == '+')) negative = text[pos++] == '-';
+  std::size_t end = pos;
+  while (end < text.size() && text[end] != ':' && !separator(text[end])) ++end;
+  detail::ScanFailure failure;
+  auto magnitude = detail::scan_number(text, pos, end, NumberStyle::value, failure);
+  if (!magnitude) return FieldProblem{failure.column, "OFFSET: " + failure.problem};
+  if (*magnitude >= static_cast<std::uint64_t>(kMaxFieldOffset))
+    return FieldProblem{pos, fmt::format("OFFSET {:#x} is 1 MiB or more from the anchor", *magnitude)};
+  f.offset = negative ? -static_cast<std::int64_t>(*magnitude) : static_cast<std::int64_t>(*magnitude);
+  pos = end;
+  return std::nullopt;
+}
+
+// A field's "[OP VALUE]" at `pos` (moved past it) into f.op and f.value;
+// `type_begin`: where its type began (a letter after the type is a bad type).
+std::optional<FieldProblem> parse_field_constraint(std::string_view text, std::size_t& pos, std::size_t type_begin,
+                                                   RecordField& f) {
+  const std::size_t op_begin = pos;
+  const char c = text[pos];
+  const char n = pos + 1 < text.size() ? text[pos + 1] : '\0';
+  if (c == '=' && n == '=') f.op = CompareOp::eq, pos += 2;
+  else if (c == '=') f.op = CompareOp::eq, pos += 1;
+  else if (c == '!' && n == '=') f.op = CompareOp::ne, pos += 2;
+  else if (c == '<' && n == '=') f.op = CompareOp::le, pos += 2;
+  else if (c == '<') f.op = CompareOp::lt, pos += 1;
+  else if (c == '>' && n == '=') f.op = CompareOp::ge, pos += 2;
+  else if (c == '>') f.op = CompareOp::gt, pos += 1;
+  else if (text.substr(pos, 2) == "be" || text.substr(pos, 2) == "le" || name_char(c))
+    return FieldProblem{type_begin, "unknown type: u8, u16, u32 or u64 (optionally followed by be or le)"};
+  else
+    return FieldProblem{op_begin, fmt::format("expected a constraint (= == != < <= > >=) or a space, found {}",
+                                              detail::quote_char(text, op_begin))};
+  std::size_t end = pos;
+  while (end < text.size() && !separator(text[end])) ++end;
+  detail::ScanFailure failure;
+  auto value = detail::scan_number(text, pos, end, NumberStyle::value, failure);
+  if (!value) return FieldProblem{failure.column, "VALUE: " + failure.problem};
+  if (*value > max_word_value(f.width))
+    return FieldProblem{pos, fmt::format("VALUE {:#x} does not fit in a {}-byte field", *value, f.width)};
+  f.value = *value;
+  pos = end;
+  return std::nullopt;
+}
+
+// A field's ":TYPE" (u8 to u64, be or le after it; else `default_order`) and
+// its constraint, at `pos` (moved past them), into `f`.
+std::optional<FieldProblem> parse_field_type(std::string_view text, std::size_t& pos, ByteOrder default_order,
+                                             RecordField& f) {
+  if (pos >= text.size() || text[pos] != ':')
+    return FieldProblem{pos, fmt::format("expected ':' and a type after the offset, found {}", detail::quote_char(text, pos))};
+  ++pos;
+  const std::size_t type_begin = pos;
+  if (pos >= text.size() || (text[pos] != 'u' && text[pos] != 'U'))
+    return FieldProblem{pos, fmt::format("expected a type (u8, u16, u32, u64), found {}", detail::quote_char(text, pos))};
+  ++pos;
+  std::size_t digits_end = pos;
+  while (digits_end < text.size() && text[digits_end] >= '0' && text[digits_end] <= '9') ++digits_end;
+  const std::string_view bits = text.substr(pos, digits_end - pos);
+  if (bits == "8") f.width = 1;
+  else if (bits == "16") f.width = 2;
+  else if (bits == "32") f.width = 4;
+  else if (bits == "64") f.width = 8;
+  else return FieldProblem{type_begin, "unknown type: u8, u16, u32 or u64"};
+  pos = digits_end;
+  f.order = default_order;
+  if (text.substr(pos, 2) == "be") f.order = ByteOrder::big, pos += 2;
+  else if (text.substr(pos, 2) == "le") f.order = ByteOrder::little, pos += 2;
+  if (pos < text.size() && !separator(text[pos])) return parse_field_constraint(text, pos, type_begin, f);
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<RecordTemplate> RecordTemplate::parse(std::string_view text, ByteOrder default_order, SyntaxError* syntax) {
   auto fail = [&](std::size_t column, std::string problem) {
     return detail::syntax_failure(syntax, "template", text, column, std::move(problem), kTemplateGrammar);
@@ -122,67 +206,8 @@ Result<RecordTemplate> RecordTemplate::parse(std::string_view text, ByteOrder de
       if (t.fields_[i].name == f.name)
         return fail(name_begin, fmt::format("field \"{}\" named twice (first at column {})", f.name, name_columns[i] + 1));
     if (t.fields_.size() == kMaxFields) return fail(name_begin, fmt::format("more than {} fields", kMaxFields));
-    // @OFFSET
-    if (pos >= text.size() || text[pos] != '@')
-      return fail(pos, fmt::format("expected '@' after the field name, found {}", detail::quote_char(text, pos)));
-    ++pos;
-    bool negative = false;
-    if (pos < text.size() && (text[pos] == '-' || text[pos] == '+')) negative = text[pos++] == '-';
-    std::size_t end = pos;
-    while (end < text.size() && text[end] != ':' && !separator(text[end])) ++end;
-    detail::ScanFailure failure;
-    auto magnitude = detail::scan_number(text, pos, end, NumberStyle::value, failure);
-    if (!magnitude) return fail(failure.column, "OFFSET: " + failure.problem);
-    if (*magnitude >= static_cast<std::uint64_t>(kMaxFieldOffset))
-      return fail(pos, fmt::format("OFFSET {:#x} is 1 MiB or more from the anchor", *magnitude));
-    f.offset = negative ? -static_cast<std::int64_t>(*magnitude) : static_cast<std::int64_t>(*magnitude);
-    pos = end;
-    // :TYPE
-    if (pos >= text.size() || text[pos] != ':')
-      return fail(pos, fmt::format("expected ':' and a type after the offset, found {}", detail::quote_char(text, pos)));
-    ++pos;
-    const std::size_t type_begin = pos;
-    if (pos >= text.size() || (text[pos] != 'u' && text[pos] != 'U'))
-      return fail(pos, fmt::format("expected a type (u8, u16, u32, u64), found {}", detail::quote_char(text, pos)));
-    ++pos;
-    std::size_t digits_end = pos;
-    while (digits_end < text.size() && text[digits_end] >= '0' && text[digits_end] <= '9') ++digits_end;
-    const std::string_view bits = text.substr(pos, digits_end - pos);
-    if (bits == "8") f.width = 1;
-    else if (bits == "16") f.width = 2;
-    else if (bits == "32") f.width = 4;
-    else if (bits == "64") f.width = 8;
-    else return fail(type_begin, "unknown type: u8, u16, u32 or u64");
-    pos = digits_end;
-    f.order = default_order;
-    if (text.substr(pos, 2) == "be") f.order = ByteOrder::big, pos += 2;
-    else if (text.substr(pos, 2) == "le") f.order = ByteOrder::little, pos += 2;
-    // [OP VALUE]
-    if (pos < text.size() && !separator(text[pos])) {
-      const std::size_t op_begin = pos;
-      const char c = text[pos];
-      const char n = pos + 1 < text.size() ? text[pos + 1] : '\0';
-      if (c == '=' && n == '=') f.op = CompareOp::eq, pos += 2;
-      else if (c == '=') f.op = CompareOp::eq, pos += 1;
-      else if (c == '!' && n == '=') f.op = CompareOp::ne, pos += 2;
-      else if (c == '<' && n == '=') f.op = CompareOp::le, pos += 2;
-      else if (c == '<') f.op = CompareOp::lt, pos += 1;
-      else if (c == '>' && n == '=') f.op = CompareOp::ge, pos += 2;
-      else if (c == '>') f.op = CompareOp::gt, pos += 1;
-      else if (text.substr(pos, 2) == "be" || text.substr(pos, 2) == "le" || name_char(c))
-        return fail(type_begin, "unknown type: u8, u16, u32 or u64 (optionally followed by be or le)");
-      else
-        return fail(op_begin, fmt::format("expected a constraint (= == != < <= > >=) or a space, found {}",
-                                          detail::quote_char(text, op_begin)));
-      end = pos;
-      while (end < text.size() && !separator(text[end])) ++end;
-      auto value = detail::scan_number(text, pos, end, NumberStyle::value, failure);
-      if (!value) return fail(failure.column, "VALUE: " + failure.problem);
-      if (*value > max_word_value(f.width))
-        return fail(pos, fmt::format("VALUE {:#x} does not fit in a {}-byte field", *value, f.width));
-      f.value = *value;
-      pos = end;
-    }
+    if (auto bad = parse_field_offset(text, pos, f)) return fail(bad->column, std::move(bad->problem));
+    if (auto bad = parse_field_type(text, pos, default_order, f)) return fail(bad->column, std::move(bad->problem));
     name_columns.push_back(name_begin);
     t.fields_.push_back(std::move(f));
     skip_separators();

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include <fmt/format.h>
@@ -19,6 +20,19 @@ void advance_sample_time(timespec& next, std::chrono::microseconds period) {
   if (n < ns(now)) n = ns(now) + p;
   next.tv_sec = static_cast<time_t>(n / 1000000000LL);
   next.tv_nsec = static_cast<long>(n % 1000000000LL);
+}
+
+SampleGaps sample_gaps(const std::vector<double>& times) {
+  std::vector<double> gaps;
+  for (std::size_t i = 1; i < times.size(); ++i) gaps.push_back(times[i] - times[i - 1]);
+  SampleGaps g;
+  if (!gaps.empty()) {
+    std::vector<double> sorted = gaps;
+    std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+    g.median = sorted[sorted.size() / 2];
+    g.longest = *std::max_element(gaps.begin(), gaps.end());
+  }
+  return g;
 }
 
 Result<std::string> read_small_file(const std::string& path) {

@@ -11,6 +11,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "extmem/core/error.h"
 #include "extmem/os/fd.h"
@@ -26,6 +27,13 @@ Result<std::string> read_small_file(const std::string& path);
 /// the last planned one, or one period from now when a stall (a busy machine)
 /// made it miss slots, so a late sampler does not fire a burst to catch up.
 void advance_sample_time(timespec& next, std::chrono::microseconds period);
+
+/// How regular a sampler's readings were: the median and the longest gap
+/// between two readings at `times` (seconds); 0 with fewer than two.
+struct SampleGaps {
+  double median = 0, longest = 0;
+};
+SampleGaps sample_gaps(const std::vector<double>& times);
 
 /// One open /proc/PID/task/TID/NAME file. Move-only; owns its fd.
 class ProcFile {

@@ -272,32 +272,33 @@ std::string describe_syscall(const SyscallSample& s, const IoctlTable& table,
   return out;
 }
 
-int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, const std::atomic<bool>* stop) {
-  auto found = find_processes(o.processes);
-  if (!found) {
-    err << "extmem threads: " << found.error().message() << '\n';
-    return kExitFailed;
-  }
-  // A --pid that is not (or no longer) a live process is said, never skipped silently.
+namespace {
+
+// Says each --pid that is not (or no longer) a live process, never skipping
+// one silently; true when there was one.
+bool report_missing_pids(const std::vector<pid_t>& pids, const std::vector<ProcessInfo>& found, std::ostream& err) {
   bool missing = false;
-  for (pid_t pid : o.processes.pids)
-    if (std::none_of(found->begin(), found->end(), [pid](const ProcessInfo& p) { return p.pid == pid; })) {
+  for (pid_t pid : pids)
+    if (std::none_of(found.begin(), found.end(), [pid](const ProcessInfo& p) { return p.pid == pid; })) {
       err << fmt::format("extmem threads: pid {}: no such process, or it has exited (or does not match --comm/--cmdline)\n", pid);
       missing = true;
     }
-  if (found->empty()) {
-    if (o.processes.pids.empty()) err << "extmem threads: no process matches --comm/--cmdline\n";
-    return kExitNoProcess;
-  }
-  Sampler sampler(o);
-  std::vector<Process> procs;
-  // Two /proc files stay open per sampled thread: keep within RLIMIT_NOFILE,
-  // with room for the files read in passing.
-  std::size_t budget = o.max_threads;
+  return missing;
+}
+
+// How many threads may be sampled: two /proc files stay open per sampled
+// thread, so keep within RLIMIT_NOFILE, with room for the files read in passing.
+std::size_t sampled_threads_budget(std::size_t max_threads) {
+  std::size_t budget = max_threads;
   rlimit nofile{};
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
     budget = std::min<std::size_t>(budget, nofile.rlim_cur > 34 ? (nofile.rlim_cur - 32) / 2 : 1);
-  for (ProcessInfo& info : *found) {
+  return budget;
+}
+
+std::vector<Process> watched_processes(std::vector<ProcessInfo>& found, Sampler& sampler, std::size_t budget) {
+  std::vector<Process> procs;
+  for (ProcessInfo& info : found) {
     Process p;
     p.info = std::move(info);
     p.kernel_thread = is_kernel_thread(p.info.pid);
@@ -306,7 +307,30 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
     sampler.add_threads(p, budget);
     procs.push_back(std::move(p));
   }
+  return procs;
+}
 
+// First gate: the process's total CPU time (one clock_gettime, no /proc
+// file). Unchanged means no thread of it ran since the last reading, so
+// none can have moved; only a thread woken but not yet on a CPU is then
+// still shown where it waited.
+bool ran_no_thread(Process& p) {
+  bool idle = false;
+  if (p.cpu_clock) {
+    timespec cpu{};
+    if (::clock_gettime(*p.cpu_clock, &cpu) == 0) {
+      const std::int64_t ns = static_cast<std::int64_t>(cpu.tv_sec) * 1000000000LL + cpu.tv_nsec;
+      idle = ns == p.last_cpu_ns;
+      p.last_cpu_ns = ns;
+    }
+  }
+  return idle;
+}
+
+// Reads every thread every period until the window ends, every process has
+// ended or `stop` is set; returns the time of each reading (seconds from the first).
+std::vector<double> read_threads_until_done(const ThreadsOptions& o, Sampler& sampler, std::vector<Process>& procs,
+                                            std::size_t budget, const std::atomic<bool>* stop) {
   // Readings on an absolute schedule, so the period does not drift by the cost of a reading.
   std::vector<double> times;
   const auto start = Clock::now();
@@ -321,19 +345,7 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
     for (Process& p : procs) {
       if (i > 0 && i % rescan_every == 0 && !p.ended) sampler.add_threads(p, budget);
       if (p.ended) continue;
-      // First gate: the process's total CPU time (one clock_gettime, no /proc
-      // file). Unchanged means no thread of it ran since the last reading, so
-      // none can have moved; only a thread woken but not yet on a CPU is then
-      // still shown where it waited.
-      bool idle = false;
-      if (p.cpu_clock) {
-        timespec cpu{};
-        if (::clock_gettime(*p.cpu_clock, &cpu) == 0) {
-          const std::int64_t ns = static_cast<std::int64_t>(cpu.tv_sec) * 1000000000LL + cpu.tv_nsec;
-          idle = ns == p.last_cpu_ns;
-          p.last_cpu_ns = ns;
-        }
-      }
+      const bool idle = ran_no_thread(p);
       for (Thread& t : p.threads)
         if (!(idle && Sampler::repeat(t, times))) sampler.read_thread(t, times, p.kernel_thread);
       const bool alive = std::any_of(p.threads.begin(), p.threads.end(), [](const Thread& t) { return !t.exited; });
@@ -346,113 +358,144 @@ int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, c
     while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, nullptr) == EINTR)
       if (stop != nullptr && stop->load()) break;
   }
+  return times;
+}
 
-  // How regular the readings were: the median and the longest gap between two.
-  std::vector<double> gaps;
-  for (std::size_t i = 1; i < times.size(); ++i) gaps.push_back(times[i] - times[i - 1]);
-  double median = 0, longest = 0;
-  if (!gaps.empty()) {
-    std::vector<double> sorted = gaps;
-    std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-    median = sorted[sorted.size() / 2];
-    longest = *std::max_element(gaps.begin(), gaps.end());
-  }
-  const double watched = times.empty() ? 0 : times.back();
-
+// The exit status of the run: the most specific outcome wins, a vanished
+// process, then a denial, then a failure, then a flag.
+struct ThreadsOutcome {
   int code = kExitOk;
-  const auto raise = [&code](int c) {
-    // The most specific outcome wins: a vanished process, then a denial, then a flag.
+  void raise(int c) {
     const auto rank = [](int x) {
       return x == kExitNoProcess ? 4 : x == kExitPermission ? 3 : x == kExitFailed ? 2 : x == kExitTracerFlagged ? 1 : 0;
     };
     if (rank(c) > rank(code)) code = c;
-  };
-  for (Process& p : procs) {
-    bool any_denied = false;
-    out << fmt::format("pid {} ({}): {} thread{}, watched {}: {} reading{} every {} (achieved: median {}, longest gap {})\n",
-                       p.info.pid, p.info.comm, p.threads.size(), p.threads.size() == 1 ? "" : "s", fmt_ms(watched),
-                       times.size(), times.size() == 1 ? "" : "s", format_duration(o.period), fmt_ms(median),
-                       fmt_ms(longest));
-    if (!p.not_sampled.empty())
-      out << fmt::format("  {} more threads not sampled (--max-threads={}, or two open files per thread within RLIMIT_NOFILE)\n",
-                         p.not_sampled.size(), o.max_threads);
-    out << fmt::format("  {:>7} {:<16} {:<2} {:<10} {}\n", "TID", "NAME", "ST", "SEEN", "WHERE");
-    std::vector<detail::TracerFinding> findings;
-    for (Thread& t : p.threads) {
-      auto st_text = detail::read_small_file(fmt::format("/proc/{}/task/{}/status", t.pid, t.tid));
-      std::optional<TaskStatus> st;
-      if (st_text) {
-        auto parsed = parse_task_status(*st_text);
-        if (parsed) st = *parsed;
-      }
-      const std::string name = st ? st->name : t.first_status ? t.first_status->name : "?";
-      const char state = st ? st->state : '-';
-      std::string seen = "-", where;
-      if (t.denied) {
-        any_denied = true;
-        where = fmt::format("denied: {}", t.denied->message());
-      } else if (t.failed && t.readings == 0) {
-        where = fmt::format("unreadable: {}", t.failed->message());
-        raise(kExitFailed);
-      } else if (t.readings == 0) {
-        where = t.exited ? "exited before the first reading" : "not read";
-      } else {
-        const double span = times[t.last_reading] - times[t.run_first];
-        seen = t.run_first == 0 && t.last_reading + 1 == times.size() ? fmt::format(">={}", fmt_ms(span)) : fmt_ms(span);
-        where = t.key.size() > 2 && t.key[1] == ' ' ? t.key.substr(2) : t.key;  // the state is its own column
-        if (t.exited) where += fmt::format("  [exited after {}]", fmt_ms(times[t.last_reading]));
-        // Same context-switch counts at the end as at the start: it never ran while watched.
-        if (!t.exited && st && t.first_status && t.run_first == 0 && times.size() > 1 &&
-            st->voluntary_switches == t.first_status->voluntary_switches &&
-            st->nonvoluntary_switches == t.first_status->nonvoluntary_switches)
-          where += "  [not woken while watched]";
-      }
-      out << fmt::format("  {:>7} {:<16} {:<2} {:<10} {}\n", t.tid, name, state, seen, where);
-      if (st && st->tracer_pid != 0) {
-        detail::TracerFinding f = detail::examine_tracee(*st);
-        out << fmt::format("          traced by {} ({}, state {} {}{})\n", f.tracer,
-                           f.tracer_gone ? "gone" : f.tracer_status.name, f.tracer_gone ? '-' : f.tracer_status.state,
-                           f.tracer_gone ? "" : describe_state(f.tracer_status.state),
-                           f.tracer_wchan.empty() ? "" : ", wchan " + f.tracer_wchan);
-        if (!f.flags.empty()) findings.push_back(std::move(f));
-      } else if (st && st->state == 'T') {
-        out << fmt::format("          stopped by a signal, not traced: kill -CONT {} resumes it\n", t.pid);
-      }
-    }
-    if (any_denied) {
-      out << "  denied: " << detail::denial_reason(p.info.pid) << '\n';
-      raise(kExitPermission);
-    }
-    if (o.histogram) {
-      out << fmt::format("  where each thread was over {} readings (share of its readings; longest stay: first to last reading of a run):\n",
-                         times.size());
-      for (const Thread& t : p.threads) {
-        if (t.readings == 0) continue;
-        std::vector<std::pair<std::string, Bin>> rows(t.bins.begin(), t.bins.end());
-        std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.count > b.second.count; });
-        out << fmt::format("  tid {}: {} place{} in {} readings\n", t.tid, rows.size(), rows.size() == 1 ? "" : "s", t.readings);
-        for (std::size_t i = 0; i < rows.size() && i < o.top; ++i)
-          out << fmt::format("    {:>6.1f}% {:>8}  longest {:>10}  {}\n", 100.0 * rows[i].second.count / t.readings,
-                             rows[i].second.count, fmt_ms(rows[i].second.longest_s),
-                             rows[i].first);
-        if (rows.size() > o.top) out << fmt::format("    ... {} more places (--top)\n", rows.size() - o.top);
-      }
-    }
-    for (const detail::TracerFinding& f : findings) {
-      for (const std::string& flag : f.flags) out << "  FLAG " << flag << '\n';
-      for (const std::string& step : f.steps) out << "    fix: " << step << '\n';
-      raise(kExitTracerFlagged);
-    }
-    if (p.ended) {
-      out << fmt::format("  process {} ended while being sampled\n", p.info.pid);
-      raise(kExitNoProcess);
-    }
   }
+};
+
+// One thread's row: name, state, how long it was seen where it was last, and
+// that place; its tracer, if any, below it (a flagged one into `findings`).
+// Returns whether its reads were denied.
+bool print_thread_row(const Thread& t, const std::vector<double>& times, std::ostream& out, ThreadsOutcome& outcome,
+                      std::vector<detail::TracerFinding>& findings) {
+  auto st_text = detail::read_small_file(fmt::format("/proc/{}/task/{}/status", t.pid, t.tid));
+  std::optional<TaskStatus> st;
+  if (st_text) {
+    auto parsed = parse_task_status(*st_text);
+    if (parsed) st = *parsed;
+  }
+  const std::string name = st ? st->name : t.first_status ? t.first_status->name : "?";
+  const char state = st ? st->state : '-';
+  std::string seen = "-", where;
+  if (t.denied) {
+    where = fmt::format("denied: {}", t.denied->message());
+  } else if (t.failed && t.readings == 0) {
+    where = fmt::format("unreadable: {}", t.failed->message());
+    outcome.raise(kExitFailed);
+  } else if (t.readings == 0) {
+    where = t.exited ? "exited before the first reading" : "not read";
+  } else {
+    const double span = times[t.last_reading] - times[t.run_first];
+    seen = t.run_first == 0 && t.last_reading + 1 == times.size() ? fmt::format(">={}", fmt_ms(span)) : fmt_ms(span);
+    where = t.key.size() > 2 && t.key[1] == ' ' ? t.key.substr(2) : t.key;  // the state is its own column
+    if (t.exited) where += fmt::format("  [exited after {}]", fmt_ms(times[t.last_reading]));
+    // Same context-switch counts at the end as at the start: it never ran while watched.
+    if (!t.exited && st && t.first_status && t.run_first == 0 && times.size() > 1 &&
+        st->voluntary_switches == t.first_status->voluntary_switches &&
+        st->nonvoluntary_switches == t.first_status->nonvoluntary_switches)
+      where += "  [not woken while watched]";
+  }
+  out << fmt::format("  {:>7} {:<16} {:<2} {:<10} {}\n", t.tid, name, state, seen, where);
+  if (st && st->tracer_pid != 0) {
+    detail::TracerFinding f = detail::examine_tracee(*st);
+    out << fmt::format("          traced by {} ({}, state {} {}{})\n", f.tracer,
+                       f.tracer_gone ? "gone" : f.tracer_status.name, f.tracer_gone ? '-' : f.tracer_status.state,
+                       f.tracer_gone ? "" : describe_state(f.tracer_status.state),
+                       f.tracer_wchan.empty() ? "" : ", wchan " + f.tracer_wchan);
+    if (!f.flags.empty()) findings.push_back(std::move(f));
+  } else if (st && st->state == 'T') {
+    out << fmt::format("          stopped by a signal, not traced: kill -CONT {} resumes it\n", t.pid);
+  }
+  return t.denied.has_value();
+}
+
+// --histogram: where each thread was over the readings, its --top places.
+void print_thread_histograms(const Process& p, std::size_t readings, std::size_t top, std::ostream& out) {
+  out << fmt::format("  where each thread was over {} readings (share of its readings; longest stay: first to last reading of a run):\n",
+                     readings);
+  for (const Thread& t : p.threads) {
+    if (t.readings == 0) continue;
+    std::vector<std::pair<std::string, Bin>> rows(t.bins.begin(), t.bins.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.count > b.second.count; });
+    out << fmt::format("  tid {}: {} place{} in {} readings\n", t.tid, rows.size(), rows.size() == 1 ? "" : "s", t.readings);
+    for (std::size_t i = 0; i < rows.size() && i < top; ++i)
+      out << fmt::format("    {:>6.1f}% {:>8}  longest {:>10}  {}\n", 100.0 * rows[i].second.count / t.readings,
+                         rows[i].second.count, fmt_ms(rows[i].second.longest_s),
+                         rows[i].first);
+    if (rows.size() > top) out << fmt::format("    ... {} more places (--top)\n", rows.size() - top);
+  }
+}
+
+// One process's report: its header, a row per thread, the histograms, the
+// tracer flags and whether it ended.
+void print_process_report(const ThreadsOptions& o, const Process& p, const std::vector<double>& times,
+                          std::ostream& out, ThreadsOutcome& outcome) {
+  const detail::SampleGaps gaps = detail::sample_gaps(times);
+  const double watched = times.empty() ? 0 : times.back();
+  out << fmt::format("pid {} ({}): {} thread{}, watched {}: {} reading{} every {} (achieved: median {}, longest gap {})\n",
+                     p.info.pid, p.info.comm, p.threads.size(), p.threads.size() == 1 ? "" : "s", fmt_ms(watched),
+                     times.size(), times.size() == 1 ? "" : "s", format_duration(o.period), fmt_ms(gaps.median),
+                     fmt_ms(gaps.longest));
+  if (!p.not_sampled.empty())
+    out << fmt::format("  {} more threads not sampled (--max-threads={}, or two open files per thread within RLIMIT_NOFILE)\n",
+                       p.not_sampled.size(), o.max_threads);
+  out << fmt::format("  {:>7} {:<16} {:<2} {:<10} {}\n", "TID", "NAME", "ST", "SEEN", "WHERE");
+  bool any_denied = false;
+  std::vector<detail::TracerFinding> findings;
+  for (const Thread& t : p.threads)
+    if (print_thread_row(t, times, out, outcome, findings)) any_denied = true;
+  if (any_denied) {
+    out << "  denied: " << detail::denial_reason(p.info.pid) << '\n';
+    outcome.raise(kExitPermission);
+  }
+  if (o.histogram) print_thread_histograms(p, times.size(), o.top, out);
+  for (const detail::TracerFinding& f : findings) {
+    for (const std::string& flag : f.flags) out << "  FLAG " << flag << '\n';
+    for (const std::string& step : f.steps) out << "    fix: " << step << '\n';
+    outcome.raise(kExitTracerFlagged);
+  }
+  if (p.ended) {
+    out << fmt::format("  process {} ended while being sampled\n", p.info.pid);
+    outcome.raise(kExitNoProcess);
+  }
+}
+
+}  // namespace
+
+int run_threads(const ThreadsOptions& o, std::ostream& out, std::ostream& err, const std::atomic<bool>* stop) {
+  auto found = find_processes(o.processes);
+  if (!found) {
+    err << "extmem threads: " << found.error().message() << '\n';
+    return kExitFailed;
+  }
+  const bool missing = report_missing_pids(o.processes.pids, *found, err);
+  if (found->empty()) {
+    if (o.processes.pids.empty()) err << "extmem threads: no process matches --comm/--cmdline\n";
+    return kExitNoProcess;
+  }
+  Sampler sampler(o);
+  const std::size_t budget = sampled_threads_budget(o.max_threads);
+  std::vector<Process> procs = watched_processes(*found, sampler, budget);
+  const std::vector<double> times = read_threads_until_done(o, sampler, procs, budget, stop);
+
+  ThreadsOutcome outcome;
+  for (const Process& p : procs) print_process_report(o, p, times, out, outcome);
   out << fmt::format(
       "not stopped, not attached: read through /proc/PID/task/TID/syscall; a place held for less than the period ({}) "
       "between two readings is not seen; a stay ends when the thread is seen to have run (schedstat), so waking and "
       "waiting again in the same call counts as a new stay\n",
       format_duration(o.period));
+  int code = outcome.code;
   if (missing && code != kExitNoProcess) code = kExitNoProcess;
   if (code == kExitNoProcess && !missing) err << "extmem threads: a process ended while being sampled (ESRCH)\n";
   if (code == kExitPermission) err << "extmem threads: permission denied reading some threads (EACCES/EPERM); see \"denied:\"\n";

@@ -138,10 +138,8 @@ EntryPart entry_part(const json& j, const std::string& path, unsigned entry_byte
   return p;
 }
 
-WalkFormat load(const json& doc) {
-  only_keys(doc, "",
-            {"name", "description", "va_bits", "sign_extended", "byte_order", "root", "root_flags", "root_hint", "levels"});
-  WalkFormat f;
+// The keys of the format itself: its name, description, address bits and byte order.
+void load_format_keys(const json& doc, WalkFormat& f) {
   const json& name = required(doc, "", "name");
   if (!name.is_string() || name.get_ref<const std::string&>().empty()) problem("/name", "expected a non-empty string");
   f.name = name.get<std::string>();
@@ -165,66 +163,72 @@ WalkFormat load(const json& doc) {
     if (!it->is_string() || !order) problem("/byte_order", "expected \"little\" or \"big\"");
     f.order = *order;
   }
-  const json& levels = required(doc, "", "levels");
-  if (!levels.is_array() || levels.empty() || levels.size() > kMaxLevels)
-    problem("/levels", fmt::format("expected an array of 1 to {} levels", kMaxLevels));
-  std::vector<std::vector<std::string>> next_names;
-  for (std::size_t i = 0; i < levels.size(); ++i) {
-    const std::string path = fmt::format("/levels/{}", i);
-    const json& l = levels[i];
-    if (!l.is_object()) problem(path, "expected a JSON object");
-    const bool has_parts = l.contains("parts");
-    if (has_parts) only_keys(l, path, {"name", "shift", "index_bits", "entry_bytes", "parts"});
-    else {
-      std::vector<std::string_view> keys = {"shift", "index_bits", "entry_bytes"};
-      keys.insert(keys.end(), kPartKeys.begin(), kPartKeys.end());
-      for (const auto& [k, v] : l.items()) {
-        bool known = false;
-        for (std::string_view key : keys) known = known || key == k;
-        if (!known)
-          problem(path + "/" + k, fmt::format("unknown key \"{}\" in a level (shift, index_bits, entry_bytes, parts, "
-                                              "or the keys of a part)", k));
-      }
-    }
-    WalkLevel level;
-    const json& lname = required(l, path, "name");
-    if (!lname.is_string() || lname.get_ref<const std::string&>().empty())
-      problem(path + "/name", "expected a non-empty string");
-    level.name = lname.get<std::string>();
-    for (const WalkLevel& other : f.levels)
-      if (other.name == level.name) problem(path + "/name", fmt::format("level \"{}\" defined twice", level.name));
-    level.shift = small(l, path, "shift", 63);
-    level.index_bits = small(l, path, "index_bits", 20);
-    if (level.index_bits == 0) problem(path + "/index_bits", "a level indexes at least 1 bit");
-    if (level.shift + level.index_bits > 64)
-      problem(path + "/index_bits", "shift + index_bits runs past bit 63");
-    level.entry_bytes = small(l, path, "entry_bytes", 16);
-    if (level.entry_bytes != 4 && level.entry_bytes != 8 && level.entry_bytes != 16)
-      problem(path + "/entry_bytes", "entries are 4, 8 or 16 bytes");
-    std::vector<std::string> nexts;
-    if (has_parts) {
-      const json& parts = l["parts"];
-      if (!parts.is_array() || parts.empty() || parts.size() > kMaxParts)
-        problem(path + "/parts", fmt::format("expected an array of 1 to {} parts", kMaxParts));
-      for (std::size_t k = 0; k < parts.size(); ++k) {
-        const std::string ppath = fmt::format("{}/parts/{}", path, k);
-        only_keys(parts[k], ppath, kPartKeys);
-        level.parts.push_back(entry_part(parts[k], ppath, level.entry_bytes, nexts));
-      }
-    } else {
-      level.parts.push_back(entry_part(l, path, level.entry_bytes, nexts));
-      level.parts.back().name.clear();
-    }
-    next_names.push_back(std::move(nexts));
-    f.levels.push_back(std::move(level));
+}
+
+// A level without "parts" is one part itself: it takes a part's keys too.
+void only_level_keys(const json& l, const std::string& path, bool has_parts) {
+  if (has_parts) {
+    only_keys(l, path, {"name", "shift", "index_bits", "entry_bytes", "parts"});
+    return;
   }
-  // Resolve names: each `next` must exist and lie strictly below (lower shift,
-  // its index bits ending at or below this level's shift), so walks end.
-  auto find = [&](const std::string& n) -> std::optional<std::size_t> {
-    for (std::size_t i = 0; i < f.levels.size(); ++i)
-      if (f.levels[i].name == n) return i;
-    return std::nullopt;
-  };
+  std::vector<std::string_view> keys = {"shift", "index_bits", "entry_bytes"};
+  keys.insert(keys.end(), kPartKeys.begin(), kPartKeys.end());
+  for (const auto& [k, v] : l.items()) {
+    bool known = false;
+    for (std::string_view key : keys) known = known || key == k;
+    if (!known)
+      problem(path + "/" + k, fmt::format("unknown key \"{}\" in a level (shift, index_bits, entry_bytes, parts, "
+                                          "or the keys of a part)", k));
+  }
+}
+
+// The level at `path`, its parts' "next" names (empty: a leaf) in `nexts`;
+// `earlier` are the levels before it (names are unique).
+WalkLevel load_level(const json& l, const std::string& path, const std::vector<WalkLevel>& earlier,
+                     std::vector<std::string>& nexts) {
+  if (!l.is_object()) problem(path, "expected a JSON object");
+  const bool has_parts = l.contains("parts");
+  only_level_keys(l, path, has_parts);
+  WalkLevel level;
+  const json& lname = required(l, path, "name");
+  if (!lname.is_string() || lname.get_ref<const std::string&>().empty())
+    problem(path + "/name", "expected a non-empty string");
+  level.name = lname.get<std::string>();
+  for (const WalkLevel& other : earlier)
+    if (other.name == level.name) problem(path + "/name", fmt::format("level \"{}\" defined twice", level.name));
+  level.shift = small(l, path, "shift", 63);
+  level.index_bits = small(l, path, "index_bits", 20);
+  if (level.index_bits == 0) problem(path + "/index_bits", "a level indexes at least 1 bit");
+  if (level.shift + level.index_bits > 64)
+    problem(path + "/index_bits", "shift + index_bits runs past bit 63");
+  level.entry_bytes = small(l, path, "entry_bytes", 16);
+  if (level.entry_bytes != 4 && level.entry_bytes != 8 && level.entry_bytes != 16)
+    problem(path + "/entry_bytes", "entries are 4, 8 or 16 bytes");
+  if (has_parts) {
+    const json& parts = l["parts"];
+    if (!parts.is_array() || parts.empty() || parts.size() > kMaxParts)
+      problem(path + "/parts", fmt::format("expected an array of 1 to {} parts", kMaxParts));
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      const std::string ppath = fmt::format("{}/parts/{}", path, k);
+      only_keys(parts[k], ppath, kPartKeys);
+      level.parts.push_back(entry_part(parts[k], ppath, level.entry_bytes, nexts));
+    }
+  } else {
+    level.parts.push_back(entry_part(l, path, level.entry_bytes, nexts));
+    level.parts.back().name.clear();
+  }
+  return level;
+}
+
+std::optional<std::size_t> find_level(const WalkFormat& f, const std::string& n) {
+  for (std::size_t i = 0; i < f.levels.size(); ++i)
+    if (f.levels[i].name == n) return i;
+  return std::nullopt;
+}
+
+// Resolve names: each `next` must exist and lie strictly below (lower shift,
+// its index bits ending at or below this level's shift), so walks end.
+void resolve_nexts(WalkFormat& f, const json& levels, const std::vector<std::vector<std::string>>& next_names) {
   for (std::size_t i = 0; i < f.levels.size(); ++i) {
     for (std::size_t k = 0; k < f.levels[i].parts.size(); ++k) {
       const std::string& n = next_names[i][k];
@@ -232,7 +236,7 @@ WalkFormat load(const json& doc) {
       const std::string path = f.levels[i].parts.size() == 1 && !levels[i].contains("parts")
                                    ? fmt::format("/levels/{}/next", i)
                                    : fmt::format("/levels/{}/parts/{}/next", i, k);
-      auto target = find(n);
+      auto target = find_level(f, n);
       if (!target) problem(path, fmt::format("no level is named \"{}\"", n));
       const WalkLevel& to = f.levels[*target];
       if (to.shift + to.index_bits > f.levels[i].shift)
@@ -241,9 +245,27 @@ WalkFormat load(const json& doc) {
       f.levels[i].parts[k].next = *target;
     }
   }
+}
+
+WalkFormat load(const json& doc) {
+  only_keys(doc, "",
+            {"name", "description", "va_bits", "sign_extended", "byte_order", "root", "root_flags", "root_hint", "levels"});
+  WalkFormat f;
+  load_format_keys(doc, f);
+  const json& levels = required(doc, "", "levels");
+  if (!levels.is_array() || levels.empty() || levels.size() > kMaxLevels)
+    problem("/levels", fmt::format("expected an array of 1 to {} levels", kMaxLevels));
+  std::vector<std::vector<std::string>> next_names;
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    std::vector<std::string> nexts;
+    WalkLevel level = load_level(levels[i], fmt::format("/levels/{}", i), f.levels, nexts);
+    next_names.push_back(std::move(nexts));
+    f.levels.push_back(std::move(level));
+  }
+  resolve_nexts(f, levels, next_names);
   const json& root = required(doc, "", "root");
   if (!root.is_string()) problem("/root", "expected a level name");
-  auto r = find(root.get<std::string>());
+  auto r = find_level(f, root.get<std::string>());
   if (!r) problem("/root", fmt::format("no level is named \"{}\"", root.get<std::string>()));
   f.root = *r;
   const WalkLevel& top = f.levels[f.root];

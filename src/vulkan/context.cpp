@@ -113,6 +113,47 @@ void Buffer::reset() noexcept {
   device_ = nullptr;
 }
 
+namespace {
+
+struct QueueFamily {
+  std::uint32_t index = 0;
+  std::uint32_t timestamp_valid_bits = 0;
+};
+
+// The first queue family that can transfer (graphics and compute queues
+// support transfer implicitly); nullopt when none can.
+std::optional<QueueFamily> transfer_queue_family(const InstanceFns& f, VkPhysicalDevice pd) {
+  std::uint32_t nq = 0;
+  f.vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> qf(nq);
+  f.vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, qf.data());
+  for (std::uint32_t i = 0; i < nq; ++i)
+    if (qf[i].queueFlags & (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT | VK_QUEUE_TRANSFER_BIT))
+      return QueueFamily{i, qf[i].timestampValidBits};
+  return std::nullopt;
+}
+
+// minImportedHostPointerAlignment (VK_EXT_external_memory_host).
+VkDeviceSize host_pointer_alignment(const InstanceFns& f, VkPhysicalDevice pd) {
+  VkPhysicalDeviceExternalMemoryHostPropertiesEXT host{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &host;
+  f.vkGetPhysicalDeviceProperties2(pd, &p2);
+  return host.minImportedHostPointerAlignment;
+}
+
+// The device's PCI address (VK_EXT_pci_bus_info).
+PciAddress read_pci_address(const InstanceFns& f, VkPhysicalDevice pd) {
+  VkPhysicalDevicePCIBusInfoPropertiesEXT pci{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT};
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &pci;
+  f.vkGetPhysicalDeviceProperties2(pd, &p2);
+  return PciAddress{pci.pciDomain, pci.pciBus, pci.pciDevice, pci.pciFunction};
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Device>> Device::create(std::shared_ptr<Instance> instance, std::uint32_t index,
                                                const std::vector<std::string>& wanted, const void* features) {
   auto pds = instance->physical_devices();
@@ -133,20 +174,10 @@ Result<std::unique_ptr<Device>> Device::create(std::shared_ptr<Instance> instanc
   f.vkGetPhysicalDeviceMemoryProperties(dev->pd_, &dev->mem_);
   dev->timestamp_period_ = props.limits.timestampPeriod;
 
-  std::uint32_t nq = 0;
-  f.vkGetPhysicalDeviceQueueFamilyProperties(dev->pd_, &nq, nullptr);
-  std::vector<VkQueueFamilyProperties> qf(nq);
-  f.vkGetPhysicalDeviceQueueFamilyProperties(dev->pd_, &nq, qf.data());
-  bool found = false;
-  // Graphics and compute queues support transfer implicitly.
-  for (std::uint32_t i = 0; i < nq && !found; ++i) {
-    if (qf[i].queueFlags & (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT | VK_QUEUE_TRANSFER_BIT)) {
-      dev->queue_family_ = i;
-      found = true;
-    }
-  }
-  if (!found) return Error{"find transfer queue", ErrorKind::unsupported, {}, "no queue family supports transfer"};
-  dev->timestamp_valid_bits_ = qf[dev->queue_family_].timestampValidBits;
+  auto queue = transfer_queue_family(f, dev->pd_);
+  if (!queue) return Error{"find transfer queue", ErrorKind::unsupported, {}, "no queue family supports transfer"};
+  dev->queue_family_ = queue->index;
+  dev->timestamp_valid_bits_ = queue->timestamp_valid_bits;
 
   std::vector<std::string> available = instance->device_extensions(dev->pd_);
   for (const std::string& w : wanted) {
@@ -155,22 +186,10 @@ Result<std::unique_ptr<Device>> Device::create(std::shared_ptr<Instance> instanc
   std::vector<const char*> enable;
   for (const std::string& e : dev->enabled_) enable.push_back(e.c_str());
 
-  if (dev->has(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
-    VkPhysicalDeviceExternalMemoryHostPropertiesEXT host{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
-    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-    p2.pNext = &host;
-    f.vkGetPhysicalDeviceProperties2(dev->pd_, &p2);
-    dev->host_ptr_alignment_ = host.minImportedHostPointerAlignment;
-  }
-
-  if (std::find(available.begin(), available.end(), VK_EXT_PCI_BUS_INFO_EXTENSION_NAME) != available.end()) {
-    VkPhysicalDevicePCIBusInfoPropertiesEXT pci{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT};
-    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-    p2.pNext = &pci;
-    f.vkGetPhysicalDeviceProperties2(dev->pd_, &p2);
-    dev->pci_ = PciAddress{pci.pciDomain, pci.pciBus, pci.pciDevice, pci.pciFunction};
-  }
+  if (dev->has(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME))
+    dev->host_ptr_alignment_ = host_pointer_alignment(f, dev->pd_);
+  if (std::find(available.begin(), available.end(), VK_EXT_PCI_BUS_INFO_EXTENSION_NAME) != available.end())
+    dev->pci_ = read_pci_address(f, dev->pd_);
 
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -233,6 +252,59 @@ int Device::find_memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags flag
   return -1;
 }
 
+VkResult allocate_memory(const Device& device, const MemoryChain& c, VkDeviceSize size, std::uint32_t type,
+                         VkDeviceMemory* memory) {
+  const void* chain = nullptr;
+  VkMemoryDedicatedAllocateInfo ded{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO};
+  ded.image = c.image;
+  ded.buffer = c.buffer;
+  VkExportMemoryAllocateInfo exp{VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO};
+  exp.handleTypes = c.export_types;
+  VkImportMemoryFdInfoKHR imp{VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR};
+  imp.handleType = c.import_fd_type;
+  imp.fd = c.import_fd;
+  VkImportMemoryHostPointerInfoEXT host{VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT};
+  host.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  host.pHostPointer = c.import_host_pointer;
+  if (c.dedicated) {
+    ded.pNext = chain;
+    chain = &ded;
+  }
+  if (c.export_memory) {
+    exp.pNext = chain;
+    chain = &exp;
+  }
+  if (c.import_fd >= 0) {
+    imp.pNext = chain;
+    chain = &imp;
+  }
+  if (c.import_host_pointer != nullptr) {
+    host.pNext = chain;
+    chain = &host;
+  }
+  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  ai.pNext = chain;
+  ai.allocationSize = size;
+  ai.memoryTypeIndex = type;
+  return device.fn().vkAllocateMemory(device.handle(), &ai, nullptr, memory);
+}
+
+namespace {
+
+// vkCreateBuffer of the request's size for the routes' uses, exportable as it asks.
+VkResult create_vk_buffer(const Device& device, const AllocationRequest& req, VkBuffer* buffer) {
+  VkExternalMemoryBufferCreateInfo ext{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
+  ext.handleTypes = req.external_handle_types;
+  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.pNext = req.external_handle_types != 0 ? &ext : nullptr;
+  bci.size = req.size;
+  bci.usage = kRouteBufferUsage;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  return device.fn().vkCreateBuffer(device.handle(), &bci, nullptr, buffer);
+}
+
+}  // namespace
+
 Result<Buffer> Device::create_buffer(const AllocationRequest& req, AllocationFailure* failure) const {
   Buffer out;
   out.device_ = this;
@@ -242,14 +314,7 @@ Result<Buffer> Device::create_buffer(const AllocationRequest& req, AllocationFai
   };
   out.size = req.size;
 
-  VkExternalMemoryBufferCreateInfo ext{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
-  ext.handleTypes = req.external_handle_types;
-  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  bci.pNext = req.external_handle_types != 0 ? &ext : nullptr;
-  bci.size = req.size;
-  bci.usage = kRouteBufferUsage;
-  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VkResult r = fn_.vkCreateBuffer(device_, &bci, nullptr, &out.buffer);
+  VkResult r = create_vk_buffer(*this, req, &out.buffer);
   if (r != VK_SUCCESS) return fail(vk_error("vkCreateBuffer", r), false);
   ++g_live_buffers;
 
@@ -273,38 +338,10 @@ Result<Buffer> Device::create_buffer(const AllocationRequest& req, AllocationFai
   out.dedicated = req.dedicated >= 0 ? req.dedicated == 1
                                      : (dreq.requiresDedicatedAllocation || dreq.prefersDedicatedAllocation);
 
-  const void* chain = nullptr;
-  VkMemoryDedicatedAllocateInfo ded{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO};
-  ded.buffer = out.buffer;
-  VkExportMemoryAllocateInfo exp{VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO};
-  exp.handleTypes = req.external_handle_types;
-  VkImportMemoryFdInfoKHR imp{VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR};
-  imp.handleType = req.import_fd_type;
-  imp.fd = req.import_fd;
-  VkImportMemoryHostPointerInfoEXT host{VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT};
-  host.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
-  host.pHostPointer = req.import_host_pointer;
-  if (out.dedicated) {
-    ded.pNext = chain;
-    chain = &ded;
-  }
-  if (req.export_memory) {
-    exp.pNext = chain;
-    chain = &exp;
-  }
-  if (req.import_fd >= 0) {
-    imp.pNext = chain;
-    chain = &imp;
-  }
-  if (req.import_host_pointer != nullptr) {
-    host.pNext = chain;
-    chain = &host;
-  }
-  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  ai.pNext = chain;
-  ai.allocationSize = out.allocation_size;
-  ai.memoryTypeIndex = out.memory_type_index;
-  r = fn_.vkAllocateMemory(device_, &ai, nullptr, &out.memory);
+  MemoryChain chain = requested_chain(req, out.dedicated);
+  chain.buffer = out.buffer;
+  chain.import_host_pointer = req.import_host_pointer;
+  r = allocate_memory(*this, chain, out.allocation_size, out.memory_type_index, &out.memory);
   if (r == VK_SUCCESS) ++g_live_memories;
   if (r != VK_SUCCESS) {
     out.memory = VK_NULL_HANDLE;

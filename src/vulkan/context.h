@@ -111,6 +111,35 @@ struct LiveObjects {
 };
 LiveObjects live_objects();
 
+/// The pNext chain of a vkAllocateMemory, as buffers and images build it.
+struct MemoryChain {
+  bool dedicated = false;            ///< chain VkMemoryDedicatedAllocateInfo of `image` or `buffer`
+  VkImage image = VK_NULL_HANDLE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  bool export_memory = false;        ///< chain VkExportMemoryAllocateInfo with `export_types`
+  VkExternalMemoryHandleTypeFlags export_types = 0;
+  int import_fd = -1;                ///< chain VkImportMemoryFdInfoKHR when >= 0
+  VkExternalMemoryHandleTypeFlagBits import_fd_type = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  void* import_host_pointer = nullptr;  ///< chain VkImportMemoryHostPointerInfoEXT when set
+};
+
+/// The chain a buffer's or an image's request asks for (its export and fd
+/// import fields), dedicated or not; the caller names what it is dedicated to.
+template <class Request>
+MemoryChain requested_chain(const Request& req, bool dedicated) {
+  MemoryChain c;
+  c.dedicated = dedicated;
+  c.export_memory = req.export_memory;
+  c.export_types = req.external_handle_types;
+  c.import_fd = req.import_fd;
+  c.import_fd_type = req.import_fd_type;
+  return c;
+}
+
+/// vkAllocateMemory of `size` bytes of memory type `type` with `chain`.
+VkResult allocate_memory(const Device& device, const MemoryChain& chain, VkDeviceSize size, std::uint32_t type,
+                         VkDeviceMemory* memory);
+
 class Device {
  public:
   /// Creates a logical device on physical device `index` with one queue that

@@ -122,6 +122,149 @@ Result<VulkanEnumeration> enumerate() {
   return enumerate(**instance);
 }
 
+namespace {
+
+bool listed(const std::vector<std::string>& exts, const char* e) {
+  return std::find(exts.begin(), exts.end(), e) != exts.end();
+}
+
+// The device's properties (names, versions, UUIDs, the host-pointer
+// alignment); returns the core properties, which the later queries depend on.
+VkPhysicalDeviceProperties describe_properties(const InstanceFns& f, VkPhysicalDevice pd,
+                                               const std::vector<std::string>& exts, DeviceInfo& d) {
+  VkPhysicalDeviceProperties base{};
+  f.vkGetPhysicalDeviceProperties(pd, &base);
+  VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+  VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceExternalMemoryHostPropertiesEXT host{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+  // Chain only structures the device knows, or the driver may read garbage.
+  void* chain = nullptr;
+  if (base.apiVersion >= VK_API_VERSION_1_1) {
+    id.pNext = chain;
+    chain = &id;
+  }
+  if (base.apiVersion >= VK_API_VERSION_1_2 || listed(exts, "VK_KHR_driver_properties")) {
+    drv.pNext = chain;
+    chain = &drv;
+  }
+  if (listed(exts, "VK_EXT_external_memory_host")) {
+    host.pNext = chain;
+    chain = &host;
+  }
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = chain;
+  f.vkGetPhysicalDeviceProperties2(pd, &p2);
+
+  d.name = base.deviceName;
+  d.vendor_id = base.vendorID;
+  d.device_id = base.deviceID;
+  d.device_type = device_type_name(base.deviceType);
+  d.api_version = version_string(base.apiVersion);
+  d.driver_version = base.driverVersion;
+  d.driver_name = drv.driverName;
+  d.driver_info = drv.driverInfo;
+  d.device_uuid = hex(id.deviceUUID, VK_UUID_SIZE);
+  d.driver_uuid = hex(id.driverUUID, VK_UUID_SIZE);
+  d.min_imported_host_pointer_alignment = host.minImportedHostPointerAlignment;
+  d.max_image_dimension_2d = base.limits.maxImageDimension2D;
+  return base;
+}
+
+void describe_memory(const InstanceFns& f, VkPhysicalDevice pd, DeviceInfo& d) {
+  VkPhysicalDeviceMemoryProperties mem{};
+  f.vkGetPhysicalDeviceMemoryProperties(pd, &mem);
+  for (std::uint32_t h = 0; h < mem.memoryHeapCount; ++h) {
+    d.heaps.push_back({mem.memoryHeaps[h].size, mem.memoryHeaps[h].flags,
+                       join_flags(mem.memoryHeaps[h].flags, {{VK_MEMORY_HEAP_DEVICE_LOCAL_BIT, "DEVICE_LOCAL"},
+                                                             {VK_MEMORY_HEAP_MULTI_INSTANCE_BIT, "MULTI_INSTANCE"}})});
+  }
+  for (std::uint32_t t = 0; t < mem.memoryTypeCount; ++t) {
+    d.types.push_back({t, mem.memoryTypes[t].heapIndex, mem.memoryTypes[t].propertyFlags,
+                       memory_property_names(mem.memoryTypes[t].propertyFlags)});
+  }
+}
+
+// Each handle type's buffer export/import support (queried from Vulkan 1.1).
+void describe_external_buffers(const Instance& inst, VkPhysicalDevice pd, std::uint32_t api, DeviceInfo& d) {
+  for (auto [name, bit] : kHandleTypes) {
+    ExternalBufferInfo x;
+    x.handle_type = name;
+    x.handle_type_bit = bit;
+    if (api >= VK_API_VERSION_1_1) {
+      VkExternalMemoryProperties p = inst.external_buffer_properties(pd, bit);
+      x.features = p.externalMemoryFeatures;
+      x.exportable = p.externalMemoryFeatures & VK_EXTERNAL_MEMORY_FEATURE_EXPORTABLE_BIT;
+      x.importable = p.externalMemoryFeatures & VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT;
+      x.dedicated_only = p.externalMemoryFeatures & VK_EXTERNAL_MEMORY_FEATURE_DEDICATED_ONLY_BIT;
+      x.export_from = p.exportFromImportedHandleTypes;
+      x.compatible = p.compatibleHandleTypes;
+    }
+    d.external_buffers.push_back(x);
+  }
+}
+
+// Each handle type's export/import support for binary and timeline semaphores.
+void describe_external_semaphores(const InstanceFns& f, VkPhysicalDevice pd, std::uint32_t api,
+                                  const std::vector<std::string>& exts, DeviceInfo& d) {
+  for (auto [name, bit] : {std::pair{"OPAQUE_FD", VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT},
+                           std::pair{"SYNC_FD", VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_SYNC_FD_BIT}}) {
+    for (VkSemaphoreType type : {VK_SEMAPHORE_TYPE_BINARY, VK_SEMAPHORE_TYPE_TIMELINE}) {
+      ExternalSemaphoreInfo x;
+      x.handle_type = name;
+      x.semaphore_type = type == VK_SEMAPHORE_TYPE_TIMELINE ? "timeline" : "binary";
+      const bool timeline = type == VK_SEMAPHORE_TYPE_TIMELINE;
+      // Chaining the timeline type is only valid where the device knows it.
+      x.queried = api >= VK_API_VERSION_1_1 && f.vkGetPhysicalDeviceExternalSemaphoreProperties != nullptr &&
+                  (!timeline || listed(exts, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME));
+      if (x.queried) {
+        VkSemaphoreTypeCreateInfo t{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+        t.semaphoreType = type;
+        VkPhysicalDeviceExternalSemaphoreInfo info{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_SEMAPHORE_INFO};
+        info.pNext = timeline ? &t : nullptr;
+        info.handleType = bit;
+        VkExternalSemaphoreProperties p{VK_STRUCTURE_TYPE_EXTERNAL_SEMAPHORE_PROPERTIES};
+        f.vkGetPhysicalDeviceExternalSemaphoreProperties(pd, &info, &p);
+        x.features = p.externalSemaphoreFeatures;
+        x.exportable = p.externalSemaphoreFeatures & VK_EXTERNAL_SEMAPHORE_FEATURE_EXPORTABLE_BIT;
+        x.importable = p.externalSemaphoreFeatures & VK_EXTERNAL_SEMAPHORE_FEATURE_IMPORTABLE_BIT;
+        x.export_from = p.exportFromImportedHandleTypes;
+        x.compatible = p.compatibleHandleTypes;
+      }
+      d.external_semaphores.push_back(x);
+    }
+  }
+}
+
+// The image rows' handle types with each tiling (Vulkan 1.1 devices only).
+void describe_external_images(const Instance& inst, VkPhysicalDevice pd, DeviceInfo& d) {
+  for (VkImageTiling tiling : {VK_IMAGE_TILING_OPTIMAL, VK_IMAGE_TILING_LINEAR}) {
+    for (auto [name, bit] : kImageHandleTypes) {
+      ImageShape shape;
+      shape.tiling = tiling;
+      ExternalImageSupport s = external_image_support(inst, pd, shape, bit);
+      ExternalImageInfo x;
+      x.handle_type = name;
+      x.tiling = tiling_name(tiling);
+      x.result = result_name(s.result);
+      x.result_code = s.result;
+      x.features = s.external.externalMemoryFeatures;
+      x.exportable = s.exportable();
+      x.importable = s.importable();
+      x.dedicated_only = s.dedicated_only();
+      x.export_from = s.external.exportFromImportedHandleTypes;
+      x.compatible = s.external.compatibleHandleTypes;
+      x.max_width = s.limits.maxExtent.width;
+      x.max_height = s.limits.maxExtent.height;
+      x.max_mip_levels = s.limits.maxMipLevels;
+      x.max_array_layers = s.limits.maxArrayLayers;
+      d.external_images.push_back(x);
+    }
+  }
+}
+
+}  // namespace
+
 Result<VulkanEnumeration> enumerate(const Instance& inst) {
   const InstanceFns& f = inst.fn();
   auto pds = inst.physical_devices();
@@ -133,124 +276,15 @@ Result<VulkanEnumeration> enumerate(const Instance& inst) {
     VkPhysicalDevice pd = (*pds)[i];
     DeviceInfo d;
     d.index = i;
-    VkPhysicalDeviceProperties base{};
-    f.vkGetPhysicalDeviceProperties(pd, &base);
-    VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
-    VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
-    VkPhysicalDeviceExternalMemoryHostPropertiesEXT host{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
-    std::vector<std::string> exts = inst.device_extensions(pd);
-    auto has = [&](const char* e) { return std::find(exts.begin(), exts.end(), e) != exts.end(); };
-    // Chain only structures the device knows, or the driver may read garbage.
-    void* chain = nullptr;
-    if (base.apiVersion >= VK_API_VERSION_1_1) {
-      id.pNext = chain;
-      chain = &id;
-    }
-    if (base.apiVersion >= VK_API_VERSION_1_2 || has("VK_KHR_driver_properties")) {
-      drv.pNext = chain;
-      chain = &drv;
-    }
-    if (has("VK_EXT_external_memory_host")) {
-      host.pNext = chain;
-      chain = &host;
-    }
-    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-    p2.pNext = chain;
-    f.vkGetPhysicalDeviceProperties2(pd, &p2);
-
-    d.name = base.deviceName;
-    d.vendor_id = base.vendorID;
-    d.device_id = base.deviceID;
-    d.device_type = device_type_name(base.deviceType);
-    d.api_version = version_string(base.apiVersion);
-    d.driver_version = base.driverVersion;
-    d.driver_name = drv.driverName;
-    d.driver_info = drv.driverInfo;
-    d.device_uuid = hex(id.deviceUUID, VK_UUID_SIZE);
-    d.driver_uuid = hex(id.driverUUID, VK_UUID_SIZE);
-    d.min_imported_host_pointer_alignment = host.minImportedHostPointerAlignment;
-
-    VkPhysicalDeviceMemoryProperties mem{};
-    f.vkGetPhysicalDeviceMemoryProperties(pd, &mem);
-    for (std::uint32_t h = 0; h < mem.memoryHeapCount; ++h) {
-      d.heaps.push_back({mem.memoryHeaps[h].size, mem.memoryHeaps[h].flags,
-                         join_flags(mem.memoryHeaps[h].flags, {{VK_MEMORY_HEAP_DEVICE_LOCAL_BIT, "DEVICE_LOCAL"},
-                                                               {VK_MEMORY_HEAP_MULTI_INSTANCE_BIT, "MULTI_INSTANCE"}})});
-    }
-    for (std::uint32_t t = 0; t < mem.memoryTypeCount; ++t) {
-      d.types.push_back({t, mem.memoryTypes[t].heapIndex, mem.memoryTypes[t].propertyFlags,
-                         memory_property_names(mem.memoryTypes[t].propertyFlags)});
-    }
-    for (const char* e : kRouteExtensions) d.extensions.emplace_back(e, has(e));
-    for (auto [name, bit] : kHandleTypes) {
-      ExternalBufferInfo x;
-      x.handle_type = name;
-      x.handle_type_bit = bit;
-      if (base.apiVersion >= VK_API_VERSION_1_1) {
-        VkExternalMemoryProperties p = inst.external_buffer_properties(pd, bit);
-        x.features = p.externalMemoryFeatures;
-        x.exportable = p.externalMemoryFeatures & VK_EXTERNAL_MEMORY_FEATURE_EXPORTABLE_BIT;
-        x.importable = p.externalMemoryFeatures & VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT;
-        x.dedicated_only = p.externalMemoryFeatures & VK_EXTERNAL_MEMORY_FEATURE_DEDICATED_ONLY_BIT;
-        x.export_from = p.exportFromImportedHandleTypes;
-        x.compatible = p.compatibleHandleTypes;
-      }
-      d.external_buffers.push_back(x);
-    }
-    for (auto [name, bit] : {std::pair{"OPAQUE_FD", VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT},
-                             std::pair{"SYNC_FD", VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_SYNC_FD_BIT}}) {
-      for (VkSemaphoreType type : {VK_SEMAPHORE_TYPE_BINARY, VK_SEMAPHORE_TYPE_TIMELINE}) {
-        ExternalSemaphoreInfo x;
-        x.handle_type = name;
-        x.semaphore_type = type == VK_SEMAPHORE_TYPE_TIMELINE ? "timeline" : "binary";
-        const bool timeline = type == VK_SEMAPHORE_TYPE_TIMELINE;
-        // Chaining the timeline type is only valid where the device knows it.
-        x.queried = base.apiVersion >= VK_API_VERSION_1_1 && f.vkGetPhysicalDeviceExternalSemaphoreProperties != nullptr &&
-                    (!timeline || has(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME));
-        if (x.queried) {
-          VkSemaphoreTypeCreateInfo t{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
-          t.semaphoreType = type;
-          VkPhysicalDeviceExternalSemaphoreInfo info{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_SEMAPHORE_INFO};
-          info.pNext = timeline ? &t : nullptr;
-          info.handleType = bit;
-          VkExternalSemaphoreProperties p{VK_STRUCTURE_TYPE_EXTERNAL_SEMAPHORE_PROPERTIES};
-          f.vkGetPhysicalDeviceExternalSemaphoreProperties(pd, &info, &p);
-          x.features = p.externalSemaphoreFeatures;
-          x.exportable = p.externalSemaphoreFeatures & VK_EXTERNAL_SEMAPHORE_FEATURE_EXPORTABLE_BIT;
-          x.importable = p.externalSemaphoreFeatures & VK_EXTERNAL_SEMAPHORE_FEATURE_IMPORTABLE_BIT;
-          x.export_from = p.exportFromImportedHandleTypes;
-          x.compatible = p.compatibleHandleTypes;
-        }
-        d.external_semaphores.push_back(x);
-      }
-    }
-    d.max_image_dimension_2d = base.limits.maxImageDimension2D;
-    if (base.apiVersion >= VK_API_VERSION_1_1) {
-      for (VkImageTiling tiling : {VK_IMAGE_TILING_OPTIMAL, VK_IMAGE_TILING_LINEAR}) {
-        for (auto [name, bit] : kImageHandleTypes) {
-          ImageShape shape;
-          shape.tiling = tiling;
-          ExternalImageSupport s = external_image_support(inst, pd, shape, bit);
-          ExternalImageInfo x;
-          x.handle_type = name;
-          x.tiling = tiling_name(tiling);
-          x.result = result_name(s.result);
-          x.result_code = s.result;
-          x.features = s.external.externalMemoryFeatures;
-          x.exportable = s.exportable();
-          x.importable = s.importable();
-          x.dedicated_only = s.dedicated_only();
-          x.export_from = s.external.exportFromImportedHandleTypes;
-          x.compatible = s.external.compatibleHandleTypes;
-          x.max_width = s.limits.maxExtent.width;
-          x.max_height = s.limits.maxExtent.height;
-          x.max_mip_levels = s.limits.maxMipLevels;
-          x.max_array_layers = s.limits.maxArrayLayers;
-          d.external_images.push_back(x);
-        }
-      }
-      if (has("VK_EXT_image_drm_format_modifier")) d.drm_modifiers = drm_modifiers(inst, pd);
+    const std::vector<std::string> exts = inst.device_extensions(pd);
+    const std::uint32_t api = describe_properties(f, pd, exts, d).apiVersion;
+    describe_memory(f, pd, d);
+    for (const char* e : kRouteExtensions) d.extensions.emplace_back(e, listed(exts, e));
+    describe_external_buffers(inst, pd, api, d);
+    describe_external_semaphores(f, pd, api, exts, d);
+    if (api >= VK_API_VERSION_1_1) {
+      describe_external_images(inst, pd, d);
+      if (listed(exts, "VK_EXT_image_drm_format_modifier")) d.drm_modifiers = drm_modifiers(inst, pd);
     }
     out.devices.push_back(std::move(d));
   }

@@ -76,16 +76,10 @@ void Image::reset() noexcept {
   device_ = nullptr;
 }
 
-Result<Image> create_image(const Device& device, const ImageRequest& req, AllocationFailure* failure) {
-  const DeviceFns& f = device.fn();
-  Image out;
-  out.device_ = &device;
-  out.shape = req.shape;
-  auto fail = [&](Error e, bool at_allocate) -> Result<Image> {
-    if (failure != nullptr) *failure = AllocationFailure{e, at_allocate, out.memory != VK_NULL_HANDLE};
-    return e;
-  };
+namespace {
 
+// vkCreateImage of the request's 2D shape, exportable as it asks.
+VkResult create_vk_image(const Device& device, const ImageRequest& req, VkImage* image) {
   VkExternalMemoryImageCreateInfo ext{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMAGE_CREATE_INFO};
   ext.handleTypes = req.external_handle_types;
   VkImageCreateInfo ci{VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO};
@@ -101,7 +95,22 @@ Result<Image> create_image(const Device& device, const ImageRequest& req, Alloca
   ci.usage = req.shape.usage;
   ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   ci.initialLayout = VK_IMAGE_LAYOUT_UNDEFINED;
-  VkResult r = f.vkCreateImage(device.handle(), &ci, nullptr, &out.image);
+  return device.fn().vkCreateImage(device.handle(), &ci, nullptr, image);
+}
+
+}  // namespace
+
+Result<Image> create_image(const Device& device, const ImageRequest& req, AllocationFailure* failure) {
+  const DeviceFns& f = device.fn();
+  Image out;
+  out.device_ = &device;
+  out.shape = req.shape;
+  auto fail = [&](Error e, bool at_allocate) -> Result<Image> {
+    if (failure != nullptr) *failure = AllocationFailure{e, at_allocate, out.memory != VK_NULL_HANDLE};
+    return e;
+  };
+
+  VkResult r = create_vk_image(device, req, &out.image);
   if (r != VK_SUCCESS) {
     out.image = VK_NULL_HANDLE;
     return fail(vk_error("vkCreateImage", r,
@@ -131,31 +140,9 @@ Result<Image> create_image(const Device& device, const ImageRequest& req, Alloca
   out.allocation_size = req.allocation_size != 0 ? req.allocation_size : mreq.memoryRequirements.size;
   out.dedicated = req.dedicated >= 0 ? req.dedicated == 1 : (out.dedicated_required || out.dedicated_preferred);
 
-  const void* chain = nullptr;
-  VkMemoryDedicatedAllocateInfo ded{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO};
-  ded.image = out.image;
-  VkExportMemoryAllocateInfo exp{VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO};
-  exp.handleTypes = req.external_handle_types;
-  VkImportMemoryFdInfoKHR imp{VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR};
-  imp.handleType = req.import_fd_type;
-  imp.fd = req.import_fd;
-  if (out.dedicated) {
-    ded.pNext = chain;
-    chain = &ded;
-  }
-  if (req.export_memory) {
-    exp.pNext = chain;
-    chain = &exp;
-  }
-  if (req.import_fd >= 0) {
-    imp.pNext = chain;
-    chain = &imp;
-  }
-  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  ai.pNext = chain;
-  ai.allocationSize = out.allocation_size;
-  ai.memoryTypeIndex = out.memory_type_index;
-  r = f.vkAllocateMemory(device.handle(), &ai, nullptr, &out.memory);
+  MemoryChain chain = requested_chain(req, out.dedicated);
+  chain.image = out.image;
+  r = allocate_memory(device, chain, out.allocation_size, out.memory_type_index, &out.memory);
   if (r != VK_SUCCESS) {
     out.memory = VK_NULL_HANDLE;
     return fail(vk_error("vkAllocateMemory", r,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <deque>
 #include <numeric>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -27,6 +28,205 @@ bool children_files_exist() {
   return ::access(path.c_str(), R_OK) == 0;
 }
 
+// A process of the tree as the walk found it.
+struct Found {
+  ProcessDir dir;
+  ProcStat stat;
+};
+
+// How the walk came to a pid: a root is followed whatever it is, a listed child
+// is new to the tree, a tracked pid is followed only while it is the same process.
+enum class Via { root, listing, tracked };
+
+// What the walk starts from: the roots, then (with adopt_own_children) this
+// process's own children, which is where orphans of the tree land.
+std::deque<std::pair<pid_t, Via>> first_queue(const std::vector<pid_t>& roots, const SamplerOptions& options,
+                                              std::unordered_map<pid_t, std::vector<pid_t>>& scanned_children,
+                                              std::string& buf) {
+  std::deque<std::pair<pid_t, Via>> queue;
+  for (pid_t r : roots) queue.emplace_back(r, Via::root);
+  if (options.adopt_own_children) {
+    if (options.scan_all_processes) {
+      for (pid_t c : scanned_children[::getpid()]) queue.emplace_back(c, Via::listing);
+    } else if (auto self = ProcessDir::open(::getpid()); self) {
+      if (auto kids = self->children(buf); kids)
+        for (pid_t c : *kids) queue.emplace_back(c, Via::listing);
+    }
+  }
+  return queue;
+}
+
+// Why open_live found nothing to sample.
+enum class NotLive {
+  no_dir,     // /proc/PID could not be opened: gone (or unreadable)
+  no_stat,    // its stat could not be read
+  bad_stat,   // its stat did not parse: the process may still be there
+  exited,     // a zombie: exited, not yet reaped, nothing left to measure
+};
+
+// Opens /proc/PID and parses its stat; `note(file, error)` hears the problems
+// that are not simply the process being gone.
+std::variant<Found, NotLive> open_live(pid_t pid, std::string& buf, auto&& note) {
+  auto dir = ProcessDir::open(pid);
+  if (!dir) {
+    if (!is_gone(dir.error())) note("dir", std::move(dir).error());
+    return NotLive::no_dir;
+  }
+  if (Status r = dir->read("stat", buf); !r) {
+    if (!is_gone(r.error())) note("stat", std::move(r).error());
+    return NotLive::no_stat;
+  }
+  auto st = parse_stat(buf);
+  if (!st) {
+    note("stat", std::move(st).error());
+    return NotLive::bad_stat;
+  }
+  if (st->state == 'Z' || st->state == 'X') return NotLive::exited;
+  return Found{std::move(*dir), std::move(*st)};
+}
+
+// The command line with NULs as spaces, at most 256 bytes; empty when unreadable.
+std::string read_cmdline(const ProcessDir& dir, std::string& buf) {
+  std::string cmdline;
+  if (dir.read("cmdline", buf)) {
+    cmdline = buf.substr(0, 256);
+    while (!cmdline.empty() && cmdline.back() == '\0') cmdline.pop_back();
+    for (char& c : cmdline)
+      if (c == '\0') c = ' ';
+  }
+  return cmdline;
+}
+
+// Reads the figures taken every sample (status, fd count) into `s`; false when
+// the process turned out to be gone or exiting (left out of this sample).
+// `note(file, error)` hears the other problems.
+bool read_cheap_figures(const ProcessDir& dir, ProcessSample& s, std::string& buf, auto&& note) {
+  if (Status r = dir.read("status", buf); !r) {
+    if (is_gone(r.error())) return false;
+    note("status", std::move(r).error());
+  } else if (auto ps = parse_status(buf); !ps) {
+    note("status", std::move(ps).error());
+  } else {
+    if (!ps->vm_rss_kib) return false;  // no address space any more: the process is exiting
+    s.rss_kib = ps->vm_rss_kib;
+    s.hwm_kib = ps->vm_hwm_kib;
+    s.anon_kib = ps->rss_anon_kib;
+    s.file_kib = ps->rss_file_kib;
+    s.shmem_kib = ps->rss_shmem_kib;
+    s.swap_kib = ps->vm_swap_kib;
+    s.threads = ps->threads;
+  }
+  if (auto n = dir.fd_count(); n) {
+    s.fds = *n;
+  } else if (is_gone(n.error())) {
+    return false;
+  } else {
+    note("fd", std::move(n).error());
+  }
+  return true;
+}
+
+// Reads the budgeted figures (the maps count or census, smaps_rollup's Pss)
+// into `s`; false when the process turned out to be gone (left out of this
+// sample). `note(file, error)` hears the other problems.
+bool read_map_figures(const ProcessDir& dir, ProcessSample& s, const SamplerOptions& options, std::string& maps_buf,
+                      std::string& buf, auto&& note) {
+  bool gone = false;
+  if (Status r = dir.read("maps", maps_buf); !r) {
+    if (is_gone(r.error())) gone = true;
+    else note("maps", std::move(r).error());
+  } else if (options.classes) {
+    MapCensus census = census_of(maps_buf);
+    if (census.total > 0) {
+      s.mappings = census.total;
+      s.classes = std::move(census.classes);
+      s.classes_taken = true;
+    }
+  } else if (std::uint64_t n = count_lines(maps_buf); n > 0) {
+    s.mappings = n;
+  }
+  if (options.pss && !gone) {
+    if (Status r = dir.read("smaps_rollup", buf); !r) {
+      if (is_gone(r.error())) gone = true;
+      else note("smaps_rollup", std::move(r).error());
+    } else if (!buf.empty()) {  // empty: the address space is gone
+      if (auto pss = parse_pss_total(buf); pss) s.pss_kib = *pss;
+      else note("smaps_rollup", std::move(pss).error());
+    }
+  }
+  return !gone;
+}
+
+// The tree: roots, then breadth first through the children lists, then
+// processes seen before that are no longer reached (orphans re-parented
+// outside the tree) as long as they are the same process.
+// `tracked` (Sampler::Tracked by pid) and `root_start` are updated as the walk
+// learns which pids are still the processes they were; `note(pid, comm, file,
+// error)` hears the problems.
+std::vector<Found> walk_tree(const std::vector<pid_t>& roots, const SamplerOptions& options, auto& tracked,
+                             std::unordered_map<pid_t, std::uint64_t>& root_start, std::string& buf, auto&& note) {
+  std::vector<Found> found;
+  std::unordered_set<pid_t> visited;
+  std::unordered_map<pid_t, std::vector<pid_t>> scanned_children;
+  if (options.scan_all_processes) {
+    auto all = list_all_processes(buf);
+    if (!all) note(0, std::string(), "/proc", std::move(all).error());
+    else
+      for (auto [pid, ppid] : *all) scanned_children[ppid].push_back(pid);
+  }
+  std::deque<std::pair<pid_t, Via>> queue = first_queue(roots, options, scanned_children, buf);
+  std::vector<pid_t> earlier;
+  for (const auto& [pid, tr] : tracked) earlier.push_back(pid);
+  std::sort(earlier.begin(), earlier.end());
+  std::size_t next_earlier = 0;
+
+  for (;;) {
+    if (queue.empty()) {
+      while (next_earlier < earlier.size() && visited.count(earlier[next_earlier]) != 0) ++next_earlier;
+      if (next_earlier == earlier.size()) break;
+      queue.emplace_back(earlier[next_earlier++], Via::tracked);
+    }
+    const auto [pid, via] = queue.front();
+    queue.pop_front();
+    if (visited.count(pid) != 0) continue;
+    auto live = open_live(pid, buf, [&, p = pid](const char* file, Error e) { note(p, std::string(), file, std::move(e)); });
+    if (const NotLive* why = std::get_if<NotLive>(&live)) {
+      if (*why == NotLive::no_stat || *why == NotLive::exited || (*why == NotLive::no_dir && via != Via::root))
+        tracked.erase(pid);
+      continue;
+    }
+    Found& f = std::get<Found>(live);
+    const ProcStat& st = f.stat;
+    auto it = tracked.find(pid);
+    if (via == Via::root) {
+      auto [rit, fresh] = root_start.try_emplace(pid, st.start_ticks);
+      if (!fresh && rit->second != st.start_ticks) continue;  // the root exited and its pid was reused
+    } else if (via == Via::tracked) {
+      if (it == tracked.end() || it->second.start_ticks != st.start_ticks) {
+        tracked.erase(pid);  // reused pid: not a descendant any more
+        continue;
+      }
+    }
+    if (it == tracked.end() || it->second.start_ticks != st.start_ticks) tracked[pid] = {st.start_ticks, -1};
+    visited.insert(pid);
+    std::vector<pid_t> kids;
+    if (options.scan_all_processes) {
+      kids = scanned_children[pid];
+    } else if (auto k = f.dir.children(buf); k) {
+      kids = std::move(*k);
+    } else if (!is_gone(k.error())) {
+      note(pid, st.comm, "task/*/children", std::move(k).error());
+    }
+    for (pid_t c : kids) queue.emplace_back(c, Via::listing);
+    // A vfork child before its exec (posix_spawn's) runs in its parent's address
+    // space: its figures would be the parent's, so it is left out until it execs.
+    if ((st.flags & kPfForkNoExec) != 0 && visited.count(st.ppid) != 0 && shares_address_space(pid, st.ppid))
+      continue;
+    found.push_back(std::move(f));
+  }
+  return found;
+}
+
 }  // namespace
 
 Sampler::Sampler(std::vector<pid_t> roots, SamplerOptions options) : options_(options) {
@@ -44,94 +244,10 @@ void Sampler::note(pid_t pid, const std::string& comm, const char* file, Error e
 std::vector<ReadProblem> Sampler::take_new_problems() { return std::exchange(problems_, {}); }
 
 std::vector<ProcessSample> Sampler::sample(double t) {
-  // ---- 1. the tree: roots, then breadth first through the children lists,
-  // then processes seen before that are no longer reached (orphans re-parented
-  // outside the tree) as long as they are the same process.
-  struct Found {
-    ProcessDir dir;
-    ProcStat stat;
-  };
-  std::vector<Found> found;
-  std::unordered_set<pid_t> visited;
-  std::unordered_map<pid_t, std::vector<pid_t>> scanned_children;
-  if (options_.scan_all_processes) {
-    auto all = list_all_processes(buf_);
-    if (!all) note(0, "", "/proc", std::move(all).error());
-    else
-      for (auto [pid, ppid] : *all) scanned_children[ppid].push_back(pid);
-  }
-  enum class Via { root, listing, tracked };
-  std::deque<std::pair<pid_t, Via>> queue;
-  for (pid_t r : roots_) queue.emplace_back(r, Via::root);
-  if (options_.adopt_own_children) {
-    if (options_.scan_all_processes) {
-      for (pid_t c : scanned_children[::getpid()]) queue.emplace_back(c, Via::listing);
-    } else if (auto self = ProcessDir::open(::getpid()); self) {
-      if (auto kids = self->children(buf_); kids)
-        for (pid_t c : *kids) queue.emplace_back(c, Via::listing);
-    }
-  }
-  std::vector<pid_t> earlier;
-  for (const auto& [pid, tr] : tracked_) earlier.push_back(pid);
-  std::sort(earlier.begin(), earlier.end());
-  std::size_t next_earlier = 0;
-
-  for (;;) {
-    if (queue.empty()) {
-      while (next_earlier < earlier.size() && visited.count(earlier[next_earlier]) != 0) ++next_earlier;
-      if (next_earlier == earlier.size()) break;
-      queue.emplace_back(earlier[next_earlier++], Via::tracked);
-    }
-    auto [pid, via] = queue.front();
-    queue.pop_front();
-    if (visited.count(pid) != 0) continue;
-    auto dir = ProcessDir::open(pid);
-    if (!dir) {
-      if (!is_gone(dir.error())) note(pid, "", "dir", std::move(dir).error());
-      if (via != Via::root) tracked_.erase(pid);
-      continue;
-    }
-    if (Status r = dir->read("stat", buf_); !r) {
-      if (!is_gone(r.error())) note(pid, "", "stat", std::move(r).error());
-      tracked_.erase(pid);
-      continue;
-    }
-    auto st = parse_stat(buf_);
-    if (!st) {
-      note(pid, "", "stat", std::move(st).error());
-      continue;
-    }
-    if (st->state == 'Z' || st->state == 'X') {  // exited, not yet reaped: nothing left to measure
-      tracked_.erase(pid);
-      continue;
-    }
-    auto it = tracked_.find(pid);
-    if (via == Via::root) {
-      auto [rit, fresh] = root_start_.try_emplace(pid, st->start_ticks);
-      if (!fresh && rit->second != st->start_ticks) continue;  // the root exited and its pid was reused
-    } else if (via == Via::tracked) {
-      if (it == tracked_.end() || it->second.start_ticks != st->start_ticks) {
-        tracked_.erase(pid);  // reused pid: not a descendant any more
-        continue;
-      }
-    }
-    if (it == tracked_.end() || it->second.start_ticks != st->start_ticks) tracked_[pid] = Tracked{st->start_ticks, -1};
-    visited.insert(pid);
-    std::vector<pid_t> kids;
-    if (options_.scan_all_processes) {
-      kids = scanned_children[pid];
-    } else if (auto k = dir->children(buf_); k) {
-      kids = std::move(*k);
-    } else if (!is_gone(k.error())) {
-      note(pid, st->comm, "task/*/children", std::move(k).error());
-    }
-    for (pid_t c : kids) queue.emplace_back(c, Via::listing);
-    // A vfork child before its exec (posix_spawn's) runs in its parent's address
-    // space: its figures would be the parent's, so it is left out until it execs.
-    if ((st->flags & kPfForkNoExec) != 0 && visited.count(st->ppid) != 0 && shares_address_space(pid, st->ppid))
-      continue;
-    found.push_back(Found{std::move(*dir), std::move(*st)});
-  }
+  // ---- 1. the tree.
+  std::vector<Found> found =
+      walk_tree(roots_, options_, tracked_, root_start_, buf_,
+                [this](pid_t pid, const std::string& comm, const char* file, Error e) { note(pid, comm, file, std::move(e)); });
 
   // ---- 2. the cheap figures of every process, every sample.
   std::vector<ProcessSample> rows;
@@ -148,35 +264,10 @@ std::vector<ProcessSample> Sampler::sample(double t) {
       // First sight or an exec: the command line says more than comm ("exe" for /proc/self/exe).
       tr.comm = s.comm;
       tr.cmdline_read = true;
-      if (f.dir.read("cmdline", buf_)) {
-        s.cmdline = buf_.substr(0, 256);
-        while (!s.cmdline.empty() && s.cmdline.back() == '\0') s.cmdline.pop_back();
-        for (char& c : s.cmdline)
-          if (c == '\0') c = ' ';
-      }
+      s.cmdline = read_cmdline(f.dir, buf_);
     }
-    if (Status r = f.dir.read("status", buf_); !r) {
-      if (is_gone(r.error())) continue;
-      note(s.pid, s.comm, "status", std::move(r).error());
-    } else if (auto ps = parse_status(buf_); !ps) {
-      note(s.pid, s.comm, "status", std::move(ps).error());
-    } else {
-      if (!ps->vm_rss_kib) continue;  // no address space any more: the process is exiting
-      s.rss_kib = ps->vm_rss_kib;
-      s.hwm_kib = ps->vm_hwm_kib;
-      s.anon_kib = ps->rss_anon_kib;
-      s.file_kib = ps->rss_file_kib;
-      s.shmem_kib = ps->rss_shmem_kib;
-      s.swap_kib = ps->vm_swap_kib;
-      s.threads = ps->threads;
-    }
-    if (auto n = f.dir.fd_count(); n) {
-      s.fds = *n;
-    } else if (is_gone(n.error())) {
-      continue;
-    } else {
-      note(s.pid, s.comm, "fd", std::move(n).error());
-    }
+    auto note_of_s = [&](const char* file, Error e) { note(s.pid, s.comm, file, std::move(e)); };
+    if (!read_cheap_figures(f.dir, s, buf_, note_of_s)) continue;
     rows.push_back(std::move(s));
     dirs.push_back(&f.dir);
   }
@@ -205,30 +296,9 @@ std::vector<ProcessSample> Sampler::sample(double t) {
     const bool never = tr.last_map_read_t < 0;
     if (options_.budget < 1.0 && tokens_s_ <= 0 && !never && tr.last_map_cost_s > cheap_s) continue;
     ProcessSample& s = rows[i];
-    const ProcessDir& dir = *dirs[i];
     const double cpu0 = thread_cpu_s();
-    if (Status r = dir.read("maps", maps_buf_); !r) {
-      if (is_gone(r.error())) drop[i] = true;
-      else note(s.pid, s.comm, "maps", std::move(r).error());
-    } else if (options_.classes) {
-      MapCensus census = census_of(maps_buf_);
-      if (census.total > 0) {
-        s.mappings = census.total;
-        s.classes = std::move(census.classes);
-        s.classes_taken = true;
-      }
-    } else if (std::uint64_t n = count_lines(maps_buf_); n > 0) {
-      s.mappings = n;
-    }
-    if (options_.pss && !drop[i]) {
-      if (Status r = dir.read("smaps_rollup", buf_); !r) {
-        if (is_gone(r.error())) drop[i] = true;
-        else note(s.pid, s.comm, "smaps_rollup", std::move(r).error());
-      } else if (!buf_.empty()) {  // empty: the address space is gone
-        if (auto pss = parse_pss_total(buf_); pss) s.pss_kib = *pss;
-        else note(s.pid, s.comm, "smaps_rollup", std::move(pss).error());
-      }
-    }
+    auto note_of_s = [&](const char* file, Error e) { note(s.pid, s.comm, file, std::move(e)); };
+    drop[i] = !read_map_figures(*dirs[i], s, options_, maps_buf_, buf_, note_of_s);
     const double cost = thread_cpu_s() - cpu0;
     tokens_s_ -= cost;
     map_cpu_s_ += cost;

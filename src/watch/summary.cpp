@@ -118,6 +118,59 @@ std::string fit_gap_text(FitGap gap, double min_seen_s) {
   return {};
 }
 
+namespace {
+
+// Tenths: the last known value at or before each tenth of [first, last] of
+// the process's samples (h.points is not empty).
+std::vector<TenthValue> tenths_of(const ProcessHistory& h) {
+  const double first_s = h.points.front().t;
+  const double span = h.points.back().t - first_s;
+  std::vector<TenthValue> tenths;
+  std::size_t i = 0;
+  std::optional<std::uint64_t> rss, maps;
+  double at = first_s;
+  for (int k = 0; k <= 10; ++k) {
+    const double target = first_s + span * k / 10.0;
+    while (i < h.points.size() && h.points[i].t <= target + 1e-9) {
+      if (h.points[i].rss_kib) rss = h.points[i].rss_kib;
+      if (h.points[i].mappings) maps = h.points[i].mappings;
+      at = h.points[i].t;
+      ++i;
+    }
+    tenths.push_back(TenthValue{k / 10.0, at, rss, maps});
+  }
+  return tenths;
+}// Class growth: a least-squares slope per class over the censuses from
+// `from` (the end of the warm-up); the class that grew fastest, if one grew.
+std::optional<ClassGrowth> class_grew_most(const ProcessHistory& h, double from) {
+  if (h.class_points.empty()) return std::nullopt;
+  std::vector<std::vector<std::pair<double, double>>> per(h.class_names.size());
+  std::vector<std::uint64_t> counts(h.class_names.size());
+  std::vector<std::optional<std::uint64_t>> first_count(h.class_names.size());
+  std::vector<std::uint64_t> last_count(h.class_names.size());
+  for (const auto& cp : h.class_points) {
+    if (cp.t < from) continue;
+    std::fill(counts.begin(), counts.end(), 0);
+    for (const auto& [idx, n] : cp.counts) counts[idx] = n;
+    for (std::size_t c = 0; c < counts.size(); ++c) {
+      per[c].emplace_back(cp.t, static_cast<double>(counts[c]));
+      if (!first_count[c]) first_count[c] = counts[c];
+      last_count[c] = counts[c];
+    }
+  }
+  std::optional<ClassGrowth> most;
+  for (std::size_t c = 0; c < per.size(); ++c) {
+    const Fit f = fit_slope(per[c], from);
+    if (!f.valid || !(f.per_s > 0)) continue;
+    if (!most || f.per_s > most->per_s)
+      most = ClassGrowth{h.class_names[c], f.per_s,
+                         static_cast<std::int64_t>(last_count[c]) - static_cast<std::int64_t>(first_count[c].value_or(0))};
+  }
+  return most;
+}
+
+}  // namespace
+
 std::vector<ProcessSummary> summarize(const History& history, const Warmup& warmup, double min_seen_s) {
   std::vector<ProcessSummary> out;
   for (const ProcessHistory& h : history.processes()) {
@@ -141,21 +194,8 @@ std::vector<ProcessSummary> summarize(const History& history, const Warmup& warm
       raise(s.peak_swap_kib, p.swap_kib);
       raise(s.peak_pss_kib, p.pss_kib);
     }
-    // Tenths: the last known value at or before each tenth of [first, last].
     const double span = s.last_s - s.first_s;
-    std::size_t i = 0;
-    std::optional<std::uint64_t> rss, maps;
-    double at = s.first_s;
-    for (int k = 0; k <= 10; ++k) {
-      const double target = s.first_s + span * k / 10.0;
-      while (i < h.points.size() && h.points[i].t <= target + 1e-9) {
-        if (h.points[i].rss_kib) rss = h.points[i].rss_kib;
-        if (h.points[i].mappings) maps = h.points[i].mappings;
-        at = h.points[i].t;
-        ++i;
-      }
-      s.tenths.push_back(TenthValue{k / 10.0, at, rss, maps});
-    }
+    s.tenths = tenths_of(h);
     // A process seen too briefly gets no fit at all: its start-up, extrapolated, is noise.
     if (span + 1e-9 < min_seen_s) {
       s.rss_fit.gap = s.mappings_fit.gap = FitGap::seen_too_briefly;
@@ -171,31 +211,7 @@ std::vector<ProcessSummary> summarize(const History& history, const Warmup& warm
     for (const Point& p : h.points)
       if (p.mappings) xs.emplace_back(p.t, static_cast<double>(*p.mappings));
     s.mappings_fit = fit_slope(xs, from);
-    // Class growth: a least-squares slope per class over the censuses after the warm-up.
-    if (!h.class_points.empty()) {
-      std::vector<std::vector<std::pair<double, double>>> per(h.class_names.size());
-      std::vector<std::uint64_t> counts(h.class_names.size());
-      std::vector<std::optional<std::uint64_t>> first_count(h.class_names.size());
-      std::vector<std::uint64_t> last_count(h.class_names.size());
-      for (const auto& cp : h.class_points) {
-        if (cp.t < from) continue;
-        std::fill(counts.begin(), counts.end(), 0);
-        for (const auto& [idx, n] : cp.counts) counts[idx] = n;
-        for (std::size_t c = 0; c < counts.size(); ++c) {
-          per[c].emplace_back(cp.t, static_cast<double>(counts[c]));
-          if (!first_count[c]) first_count[c] = counts[c];
-          last_count[c] = counts[c];
-        }
-      }
-      for (std::size_t c = 0; c < per.size(); ++c) {
-        const Fit f = fit_slope(per[c], from);
-        if (!f.valid || !(f.per_s > 0)) continue;
-        if (!s.class_grew_most || f.per_s > s.class_grew_most->per_s)
-          s.class_grew_most = ClassGrowth{h.class_names[c], f.per_s,
-                                          static_cast<std::int64_t>(last_count[c]) -
-                                              static_cast<std::int64_t>(first_count[c].value_or(0))};
-      }
-    }
+    s.class_grew_most = class_grew_most(h, from);
     out.push_back(std::move(s));
   }
   return out;

@@ -131,14 +131,11 @@ void wait_until(Clock::time_point deadline, const sigset_t& set, WatchedCommand*
   }
 }
 
-}  // namespace
-
-int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
-  if (o.command.empty() == o.pids.empty())
-    return usage(err, "COMMAND / --pid", "give either -- COMMAND [ARGS...] or --pid=PID[,PID...], not both");
-  if (o.period.count() <= 0) return usage(err, "--period", "must be greater than 0");
+// Checks that every --pid names a running process (not a zombie); returns 0
+// or the usage status after saying why.
+int check_pids(const std::vector<pid_t>& pids, std::ostream& err) {
   std::string scratch;
-  for (pid_t p : o.pids) {
+  for (pid_t p : pids) {
     auto dir = ProcessDir::open(p);
     if (!dir || !dir->read("stat", scratch))
       return usage(err, "--pid", fmt::format("{} is not a running process; accepted: ids of running processes", p));
@@ -148,63 +145,62 @@ int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
       return usage(err, "--pid", fmt::format("{} has exited (a zombie not yet reaped by its parent); accepted: ids "
                                              "of running processes", p));
   }
-  SeriesWriter writer;
-  bool writing = false;
-  const SeriesColumns columns{o.pss, o.classes};
+  return 0;
+}
+
+// Checks the options and the output paths before anything starts; opens --out
+// into `writer` (nullopt without --out). Returns 0 or the usage status.
+int check_options(const WatchOptions& o, std::optional<SeriesWriter>& writer, std::ostream& err) {
+  if (o.command.empty() == o.pids.empty())
+    return usage(err, "COMMAND / --pid", "give either -- COMMAND [ARGS...] or --pid=PID[,PID...], not both");
+  if (o.period.count() <= 0) return usage(err, "--period", "must be greater than 0");
+  if (int bad = check_pids(o.pids, err); bad != 0) return bad;
   if (!o.out_path.empty()) {
-    auto w = SeriesWriter::open(o.out_path, o.format, columns);
+    auto w = SeriesWriter::open(o.out_path, o.format, SeriesColumns{o.pss, o.classes});
     if (!w) return usage(err, "--out", fmt::format("{}; accepted: a file path in an existing, writable directory, or -",
                                                    w.error().message()));
     writer = std::move(*w);
-    writing = true;
   }
   if (!o.summary_path.empty())
     if (std::string why = os::creatable_problem(o.summary_path); !why.empty()) return usage(err, "--summary", why);
   if (!o.plot_path.empty())
     if (std::string why = os::creatable_problem(o.plot_path); !why.empty()) return usage(err, "--plot", why);
+  return 0;
+}
 
-  BlockedSignals blocked;
-  Subreaper subreaper(!o.command.empty());
-  WatchedCommand cmd;
-  std::vector<pid_t> roots = o.pids;
-  if (!o.command.empty()) {
-    auto started = WatchedCommand::start(o.command, &blocked.old());
-    if (!started) {
-      err << "extmem watch: cannot start the command: " << started.error().message() << "\n";
-      return started.error().is_errno(ENOENT) ? kWatchNotFound : kWatchCannotExecute;
-    }
-    cmd = std::move(*started);
-    roots = {cmd.pid()};
+// Says each new read problem once, with what it leaves empty.
+void report_new_problems(Sampler& sampler, std::ostream& err) {
+  for (const ReadProblem& p : sampler.take_new_problems()) {
+    const char* effect = p.file == "maps"           ? "its mapping count stays empty; "
+                         : p.file == "fd"           ? "its fd count stays empty; "
+                         : p.file == "smaps_rollup" ? "its PSS stays empty; "
+                                                    : "";
+    err << fmt::format("extmem watch: pid {} ({}): {}; {}the rest of the watch goes on\n", p.pid,
+                       printable(p.comm), p.error.message(), effect);
   }
-  WatchedCommand* cmdp = o.command.empty() ? nullptr : &cmd;
+}
 
-  SamplerOptions so;
-  so.classes = o.classes;
-  so.pss = o.pss;
-  so.budget = o.budget;
-  so.adopt_own_children = !o.command.empty();
-  Sampler sampler(roots, so);
-  History history;
-  Events ev;
-  const double cpu0 = process_cpu_s();
-  const auto t0 = Clock::now();
+// Why the sampling stopped, and when.
+struct Stopped {
+  std::string reason;
+  Clock::time_point at;
+};
+
+// Samples every period from t0 into `history` (and `writer`, until a write
+// fails) until something ends the watch; flushes `writer` after.
+Stopped sample_until_stop(const WatchOptions& o, Sampler& sampler, History& history, std::optional<SeriesWriter>& writer,
+                          const sigset_t& signals, WatchedCommand* cmdp, Events& ev, Clock::time_point t0,
+                          std::ostream& err) {
   auto next = t0;
   std::string stop_reason;
   bool write_failed = false;
   for (;;) {
     const double t = std::chrono::duration<double>(Clock::now() - t0).count();
     std::vector<ProcessSample> rows = sampler.sample(t);
-    for (const ReadProblem& p : sampler.take_new_problems()) {
-      const char* effect = p.file == "maps"           ? "its mapping count stays empty; "
-                           : p.file == "fd"           ? "its fd count stays empty; "
-                           : p.file == "smaps_rollup" ? "its PSS stays empty; "
-                                                      : "";
-      err << fmt::format("extmem watch: pid {} ({}): {}; {}the rest of the watch goes on\n", p.pid,
-                         printable(p.comm), p.error.message(), effect);
-    }
+    report_new_problems(sampler, err);
     history.add(rows);
-    if (writing && !write_failed) {
-      if (Status w = writer.write(rows); !w) {
+    if (writer && !write_failed) {
+      if (Status w = writer->write(rows); !w) {
         err << "extmem watch: --out: " << w.error().message() << "; the time series stops here, the watch goes on\n";
         write_failed = true;
       }
@@ -234,48 +230,61 @@ int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
     while (next <= now);
     auto deadline = next;
     if (o.duration) deadline = std::min(deadline, t0 + *o.duration);
-    wait_until(deadline, blocked.set(), cmdp, ev);
+    wait_until(deadline, signals, cmdp, ev);
     if (ev.command_ended && !o.until_tree) {  // nothing left to sample of the command itself
       stop_reason = "command exited";
       break;
     }
   }
   const auto t_end = Clock::now();
-  if (writing && !write_failed)
-    if (Status w = writer.flush(); !w) err << "extmem watch: --out: " << w.error().message() << "\n";
+  if (writer && !write_failed)
+    if (Status w = writer->flush(); !w) err << "extmem watch: --out: " << w.error().message() << "\n";
+  return Stopped{std::move(stop_reason), t_end};
+}
 
-  // Stop the command when the watch was stopped (forwarded signal or --duration).
-  if (cmdp && cmd.running()) {
-    int sig = 0;
-    if (ev.stop_signal != 0 && ev.forward) sig = ev.stop_signal;
-    if (ev.stop_signal == 0) sig = SIGTERM;  // --duration
-    if (sig != 0)
-      if (Status s = cmd.signal(sig); !s) err << "extmem watch: " << s.error().message() << "\n";
-    const auto give_up = Clock::now() + o.grace;
-    while (cmd.running() && Clock::now() < give_up) {
-      Events more;
-      wait_until(give_up, blocked.set(), cmdp, more);
-      if (more.command_ended) ev.command_ended = more.command_ended;
-      if (more.stop_signal != 0 && more.forward) (void)cmd.signal(more.stop_signal);
-    }
+// Waits for the command until `give_up`, forwarding the stop signals sent to
+// the watch meanwhile; records its end in `ev`.
+void wait_for_command(WatchedCommand& cmd, Clock::time_point give_up, const sigset_t& signals, Events& ev) {
+  while (cmd.running() && Clock::now() < give_up) {
+    Events more;
+    wait_until(give_up, signals, &cmd, more);
+    if (more.command_ended) ev.command_ended = more.command_ended;
+    if (more.stop_signal != 0 && more.forward) (void)cmd.signal(more.stop_signal);
   }
+}
 
+// Stops the command when the watch was stopped (forwarded signal or
+// --duration) and gives it the grace period to end.
+void stop_command(const WatchOptions& o, WatchedCommand& cmd, const sigset_t& signals, Events& ev, std::ostream& err) {
+  if (!cmd.running()) return;
+  int sig = 0;
+  if (ev.stop_signal != 0 && ev.forward) sig = ev.stop_signal;
+  if (ev.stop_signal == 0) sig = SIGTERM;  // --duration
+  if (sig != 0)
+    if (Status s = cmd.signal(sig); !s) err << "extmem watch: " << s.error().message() << "\n";
+  wait_for_command(cmd, Clock::now() + o.grace, signals, ev);
+}
+
+// The summary of the run: its figures, how it ended, each process's.
+Summary summary_of(const WatchOptions& o, const std::vector<pid_t>& roots, const History& history,
+                   const Sampler& sampler, const Events& ev, bool with_command, const Stopped& stopped,
+                   Clock::time_point t0, double cpu_s) {
   Summary sum;
   sum.command = o.command;
   sum.pids = roots;
   sum.period_s = std::chrono::duration<double>(o.period).count();
-  sum.run_s = std::chrono::duration<double>(t_end - t0).count();
+  sum.run_s = std::chrono::duration<double>(stopped.at - t0).count();
   sum.samples = history.samples();
-  sum.stop_reason = stop_reason;
+  sum.stop_reason = stopped.reason;
   if (ev.command_ended) {
     sum.exit_status = shell_status(*ev.command_ended);
     sum.exit_description = ev.command_ended->describe();
-  } else if (cmdp) {
+  } else if (with_command) {
     sum.exit_description = "still running when the summary was written";
   }
   sum.warmup = o.warmup;
   sum.min_seen_s = std::chrono::duration<double>(o.min_seen).count();
-  sum.cpu_s = process_cpu_s() - cpu0;
+  sum.cpu_s = cpu_s;
   sum.map_read_cpu_s = sampler.map_read_cpu_s();
   sum.map_reads = sampler.map_reads();
   sum.budget = o.budget;
@@ -284,14 +293,20 @@ int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
   for (const ReadProblem& p : sampler.all_problems())
     sum.problems.push_back(ProblemNote{p.pid, p.comm, p.file, p.error.message()});
   sum.processes = summarize(history, o.warmup, sum.min_seen_s);
+  return sum;
+}
 
+// Prints the summary and writes --summary and --plot; false when one of
+// those files was not written (a run without them must not exit 0).
+bool write_summary_outputs(const WatchOptions& o, const Summary& sum, const History& history, std::ostream& out,
+                           std::ostream& err) {
   out << summary_text(sum);
   out.flush();
-  bool output_failed = false;  // a run whose --summary/--plot was not written must not exit 0
+  bool written = true;
   if (!o.summary_path.empty())
     if (Status s = os::write_file_atomically(o.summary_path, summary_json(sum)); !s) {
       err << "extmem watch: --summary: " << s.error().message() << "\n";
-      output_failed = true;
+      written = false;
     }
   if (!o.plot_path.empty()) {
     PlotOptions po;
@@ -300,21 +315,55 @@ int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
     if (po.title.size() > 110) po.title = po.title.substr(0, 107) + "...";
     if (Status s = write_svg_plot(o.plot_path, history, po); !s) {
       err << "extmem watch: --plot: " << s.error().message() << "\n";
-      output_failed = true;
+      written = false;
     }
   }
-  const int failed_output = output_failed ? kWatchOutputFailed : 0;
+  return written;
+}
+
+}  // namespace
+
+int run(const WatchOptions& o, std::ostream& out, std::ostream& err) {
+  std::optional<SeriesWriter> writer;
+  if (int bad = check_options(o, writer, err); bad != 0) return bad;
+
+  BlockedSignals blocked;
+  Subreaper subreaper(!o.command.empty());
+  WatchedCommand cmd;
+  std::vector<pid_t> roots = o.pids;
+  if (!o.command.empty()) {
+    auto started = WatchedCommand::start(o.command, &blocked.old());
+    if (!started) {
+      err << "extmem watch: cannot start the command: " << started.error().message() << "\n";
+      return started.error().is_errno(ENOENT) ? kWatchNotFound : kWatchCannotExecute;
+    }
+    cmd = std::move(*started);
+    roots = {cmd.pid()};
+  }
+  WatchedCommand* cmdp = o.command.empty() ? nullptr : &cmd;
+
+  SamplerOptions so;
+  so.classes = o.classes;
+  so.pss = o.pss;
+  so.budget = o.budget;
+  so.adopt_own_children = !o.command.empty();
+  Sampler sampler(roots, so);
+  History history;
+  Events ev;
+  const double cpu0 = process_cpu_s();
+  const auto t0 = Clock::now();
+  const Stopped stopped = sample_until_stop(o, sampler, history, writer, blocked.set(), cmdp, ev, t0, err);
+  if (cmdp) stop_command(o, cmd, blocked.set(), ev, err);
+
+  const Summary sum = summary_of(o, roots, history, sampler, ev, cmdp != nullptr, stopped, t0, process_cpu_s() - cpu0);
+  const int failed_output = write_summary_outputs(o, sum, history, out, err) ? 0 : kWatchOutputFailed;
 
   if (!cmdp) return failed_output;
   if (!ev.command_ended) {
     // The command outlived the grace period: keep forwarding stop signals until it ends.
     reap_children(cmdp, ev);
-    while (cmd.running() && !ev.command_ended) {
-      Events more;
-      wait_until(Clock::now() + std::chrono::hours(24), blocked.set(), cmdp, more);
-      if (more.command_ended) ev.command_ended = more.command_ended;
-      if (more.stop_signal != 0 && more.forward) (void)cmd.signal(more.stop_signal);
-    }
+    while (cmd.running() && !ev.command_ended)
+      wait_for_command(cmd, Clock::now() + std::chrono::hours(24), blocked.set(), ev);
     if (!ev.command_ended) return 1;
   }
   const int status = shell_status(*ev.command_ended);
