@@ -60,7 +60,7 @@ struct State {
   };
   std::vector<Flag> flags;
   std::string child;
-  std::string list_routes;  // hidden --list-routes[=json|markdown]: the route table (tests, README); alone: markdown
+  std::string list_routes;  // hidden --list-routes[=json|markdown|faults]: the route table (tests, README), the faults (docs/probe.md); alone: markdown
   CLI::Option* list_routes_opt = nullptr;
   bool list_failure_codes = false;  // --list-failure-codes: docs/failure-codes.md on stdout
   std::map<std::string, std::string> text;                    // each valued option's text, as given
@@ -352,12 +352,12 @@ std::optional<int> apply_given(State& st, const Given& given) {
   return std::nullopt;
 }
 
-// --list-routes[=json|markdown]: the route table.
+// --list-routes[=json|markdown|faults]: the route table, or the faults routes inject themselves.
 int list_routes(const State& st) {
   const std::string form = st.list_routes.empty() ? "markdown" : st.list_routes;
-  if (form != "json" && form != "markdown") {
+  if (form != "json" && form != "markdown" && form != "faults") {
     std::cerr << "extmem probe: --list-routes: \"" << form
-              << "\" is not accepted: json or markdown (--list-routes alone: markdown)\n";
+              << "\" is not accepted: json, markdown or faults (--list-routes alone: markdown)\n";
     return probe::kExitUsage;
   }
   // The other options are refused as a run would refuse them, though the table ignores them.
@@ -365,7 +365,7 @@ int list_routes(const State& st) {
     std::cerr << "extmem probe: " << v.error().step << ": " << v.error().detail << "\n";
     return probe::kExitUsage;
   }
-  std::cout << (form == "json" ? probe::routes_json() : probe::routes_markdown());
+  std::cout << (form == "json" ? probe::routes_json() : form == "faults" ? probe::faults_markdown() : probe::routes_markdown());
   return probe::kExitOk;
 }
 
