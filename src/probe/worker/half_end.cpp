@@ -11,4 +11,10 @@ int end_half(ChildContext& ctx, RouteReport& rep, const std::function<void()>& s
   return 0;
 }
 
+int DrivingHalf::finish(const std::function<void()>& soak) {
+  rep.legs.clear();
+  for (const Leg* leg : legs_) rep.legs.push_back(*leg);
+  return end_half(ctx_, rep, soak, peer_);
+}
+
 }  // namespace extmem::probe

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
+#include <vector>
 
 #include "probe/route_report.h"
 #include "probe/worker/child_context.h"
@@ -20,5 +22,33 @@ enum class Peer { present, none };
 /// peer sends peer_done (a peer that is already gone is no error: the report is
 /// what counts). Returns the half's exit code, 0; failures are in the report.
 int end_half(ChildContext& ctx, RouteReport& rep, const std::function<void()>& soak = {}, Peer peer = Peer::present);
+
+/// A driving half's report and its one ending: the legs named here (borrowed;
+/// they must outlive this object) are reported in this order, as they stand
+/// when finish() runs.
+///   Leg vki = report_leg({kLegs, "vkimport"});
+///   DrivingHalf half(ctx, {&vki});
+///   ... half.rep.facts / half.rep.detail ...
+///   return half.finish();
+class DrivingHalf {
+ public:
+  DrivingHalf(ChildContext& ctx, std::initializer_list<const Leg*> legs, Peer peer = Peer::present)
+      : ctx_(ctx), legs_(legs), peer_(peer) {}
+  DrivingHalf(const DrivingHalf&) = delete;
+  DrivingHalf& operator=(const DrivingHalf&) = delete;
+
+  /// Reports `leg` after the others: a leg only some rows of a shared half have.
+  void also_report(const Leg& leg) { legs_.push_back(&leg); }
+  /// Copies the legs into rep.legs and ends the half (end_half, with `soak`).
+  /// Returns the half's exit code, 0.
+  int finish(const std::function<void()>& soak = {});
+
+  RouteReport rep;
+
+ private:
+  ChildContext& ctx_;
+  std::vector<const Leg*> legs_;
+  Peer peer_;
+};
 
 }  // namespace extmem::probe

@@ -392,14 +392,11 @@ using namespace EXTMEM_ROUTE_FILE;
 
 int cuda_ipc_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
-  RouteReport rep;
   Leg ipc = report_leg({EXTMEM_ROUTE_FILE::kLegs, "cudaipc"});
   Leg offv = report_leg({EXTMEM_ROUTE_FILE::kLegs, "cudaoffset"});
   Leg order = report_leg({EXTMEM_ROUTE_FILE::kLegs, "ipcevent"});
-  auto finish = [&] {
-    rep.legs = {ipc, offv, order};
-    return end_half(ctx, rep);
-  };
+  DrivingHalf half(ctx, {&ipc, &offv, &order});
+  RouteReport& rep = half.rep;
   auto setup = await_setup(ctx, rep, "the server's IPC handles");
   if (!setup) return 0;
   const auto size = setup->info.allocation_size.value_or(std::size_t{0});
@@ -409,11 +406,11 @@ int cuda_ipc_client(ChildContext& ctx) {
   if (size < layout.size || !handle || !event_handle) {
     rep.facts.fatal = fmt::format("server announced allocation {} for size {} and {} handles", size, layout.size,
                                   handle && event_handle ? "well-formed" : "malformed");
-    return finish();
+    return half.finish();
   }
   rep.detail.push_back(fmt::format("allocation={} handle-bytes={} (no fd)", size, CU_IPC_HANDLE_SIZE));
   auto side = open_cuda(ctx, rep.facts, setup->info.device_uuid.value_or(std::string()), kRegionSize);
-  if (!side) return finish();
+  if (!side) return half.finish();
   const cuda::Api& api = *side->api;
 
   ctx.step("cuIpcOpenMemHandle(LAZY_ENABLE_PEER_ACCESS)");
@@ -421,7 +418,7 @@ int cuda_ipc_client(ChildContext& ctx) {
   CUdeviceptr ptr = 0;
   if (CUresult r = api.cuIpcOpenMemHandle(&ptr, *handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS); r != CUDA_SUCCESS) {
     fail_leg(ipc, cuda::cu_error(api, "cuIpcOpenMemHandle", r));
-    return finish();
+    return half.finish();
   }
   cuda_read_region(ctx, *side, ptr, Region::A, ipc);
   if (cuda_write_region(ctx, *side, ptr, Region::E, ipc)) {
@@ -461,7 +458,7 @@ int cuda_ipc_client(ChildContext& ctx) {
     if (!keep) (void)api.cuEventDestroy(event);
   }
   if (!keep) (void)api.cuIpcCloseMemHandle(ptr);
-  return finish();
+  return half.finish();
 }
 
 namespace {

@@ -230,14 +230,11 @@ using namespace EXTMEM_ROUTE_FILE;
 
 int cuda_opaque_fd_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
-  RouteReport rep;
   Leg cu = report_leg({EXTMEM_ROUTE_FILE::kOpaqueFdCudaLegs, "cudaimport"});
   Leg hs = report_leg({EXTMEM_ROUTE_FILE::kOpaqueFdCudaLegs, "cudasync"});
   Leg offv = report_leg({EXTMEM_ROUTE_FILE::kOpaqueFdCudaLegs, "cudaoffset"});
-  auto finish = [&] {
-    rep.legs = {cu, hs, offv};
-    return end_half(ctx, rep);
-  };
+  DrivingHalf half(ctx, {&cu, &hs, &offv});
+  RouteReport& rep = half.rep;
   auto setup = await_setup(ctx, rep, "the server's export");
   if (!setup) return 0;
   const auto alloc_size = setup->info.allocation_size.value_or(std::uint64_t{0});
@@ -246,13 +243,13 @@ int cuda_opaque_fd_client(ChildContext& ctx) {
   rep.detail.push_back(fmt::format("allocation={} dedicated={}", alloc_size, dedicated ? "yes" : "no"));
 
   auto side = open_cuda(ctx, rep.facts, uuid, kRegionSize);
-  if (!side) return finish();
+  if (!side) return half.finish();
   const cuda::Api& api = *side->api;
 
   auto dup = ImportDup::of(setup->fd.get());
   if (!dup) {
     fail_leg(cu, dup.error());
-    return finish();
+    return half.finish();
   }
   ctx.step("cuImportExternalMemory(OPAQUE_FD)");
   CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
@@ -267,7 +264,7 @@ int cuda_opaque_fd_client(ChildContext& ctx) {
   rep.detail.push_back("cudaimport " + dup->settle(r == CUDA_SUCCESS));
   if (r != CUDA_SUCCESS) {
     fail_leg(cu, cuda::cu_error(api, "cuImportExternalMemory(OPAQUE_FD)", r));
-    return finish();
+    return half.finish();
   }
   ctx.step("cuExternalMemoryGetMappedBuffer");
   CUDA_EXTERNAL_MEMORY_BUFFER_DESC bd{};
@@ -294,7 +291,7 @@ int cuda_opaque_fd_client(ChildContext& ctx) {
     if (opened && hs.read_ok) offset_view(ctx, *side, ext, h, offv, rep);
   }
   (void)api.cuDestroyExternalMemory(ext);
-  return finish();
+  return half.finish();
 }
 
 namespace {

@@ -163,13 +163,10 @@ int cuda_vmm_fd_server(ChildContext& ctx) {
 
 int cuda_vmm_fd_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
-  RouteReport rep;
   Leg cu = report_leg({EXTMEM_ROUTE_FILE::kVmmLegs, "cudaimport"});
   Leg vki = report_leg({EXTMEM_ROUTE_FILE::kVmmLegs, "vkimport"});
-  auto finish = [&] {
-    rep.legs = {cu, vki};
-    return end_half(ctx, rep);
-  };
+  DrivingHalf half(ctx, {&cu, &vki});
+  RouteReport& rep = half.rep;
   auto setup = await_setup(ctx, rep, "the server's CUDA export");
   if (!setup) return 0;
   const auto size = setup->info.allocation_size.value_or(std::size_t{0});
@@ -178,10 +175,10 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
                                    setup->info.fd_target.value_or(std::string("?"))));
   if (size < layout.size || granularity == 0) {
     rep.facts.fatal = fmt::format("server announced allocation {} granularity {} for size {}", size, granularity, layout.size);
-    return finish();
+    return half.finish();
   }
   auto side = open_cuda(ctx, rep.facts, setup->info.device_uuid.value_or(std::string()), kRegionSize);
-  if (!side) return finish();
+  if (!side) return half.finish();
   const cuda::Api& api = *side->api;
 
   {
@@ -269,7 +266,7 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
       }
     }
   }
-  return finish();
+  return half.finish();
 }
 
 namespace {

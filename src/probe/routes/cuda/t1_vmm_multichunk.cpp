@@ -246,13 +246,10 @@ using namespace EXTMEM_ROUTE_FILE;
 
 int cuda_vmm_multichunk_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
-  RouteReport rep;
   Leg cu = report_leg({EXTMEM_ROUTE_FILE::kLegs, "cudaimport"});
   Leg bounds = report_leg({EXTMEM_ROUTE_FILE::kLegs, "boundaries"});
-  auto finish = [&] {
-    rep.legs = {cu, bounds};
-    return end_half(ctx, rep);
-  };
+  DrivingHalf half(ctx, {&cu, &bounds});
+  RouteReport& rep = half.rep;
   auto setup = await_setup(ctx, rep, "the server's chunks");
   if (!setup) return 0;
   const auto granularity = setup->info.granularity.value_or(std::size_t{0});
@@ -262,7 +259,7 @@ int cuda_vmm_multichunk_client(ChildContext& ctx) {
   if (!plan) {
     rep.facts.fatal = "server announced: " + why_of(plan.error());
     rep.facts.stop_kind = plan.error().kind;
-    return finish();
+    return half.finish();
   }
   rep.detail.push_back(fmt::format("chunks={} granularity={} total={} fd={}", fmt::join(plan->sizes, "+"), granularity,
                                    plan->total, nlohmann::json(announced.fd_targets).dump()));
@@ -273,20 +270,20 @@ int cuda_vmm_multichunk_client(ChildContext& ctx) {
     auto frame = ctx.peer().recv(kChunkFrameTimeoutMs);
     if (!frame) {
       rep.facts.fatal = fmt::format("client: chunk {}'s fd: {}", i, why_of(frame.error()));
-      return finish();
+      return half.finish();
     }
     if (frame->type != os::MsgType::data || !frame->fd.valid()) {
       rep.facts.fatal = fmt::format("client: chunk {}'s frame carried no fd (type {})", i, int(frame->type));
-      return finish();
+      return half.finish();
     }
     fds.push_back(std::move(frame->fd));
   }
   if (!fds[0].valid()) {
     rep.facts.fatal = "client: the setup carried no fd for chunk 0";
-    return finish();
+    return half.finish();
   }
   auto side = open_cuda(ctx, rep.facts, setup->info.device_uuid.value_or(std::string()), kRegionSize);
-  if (!side) return finish();
+  if (!side) return half.finish();
   const cuda::Api& api = *side->api;
 
   ChunkedRange range(api);
@@ -329,7 +326,7 @@ int cuda_vmm_multichunk_client(ChildContext& ctx) {
   if (!mapped) {
     fail_leg(cu, mapped.error());
     bounds.note = "not run: the range is not mapped";
-    return finish();
+    return half.finish();
   }
   cuda_read_region(ctx, *side, range.va(), Region::A, cu);
   if (cuda_write_region(ctx, *side, range.va(), Region::E, cu)) {
@@ -342,7 +339,7 @@ int cuda_vmm_multichunk_client(ChildContext& ctx) {
     measure::leg_field(cu.name, "gpu_shared_memory", "device-local");  // cuMemCreate'd device memory
     cuda_copy_leg(ctx, api, cu.name, range.va(), plan->total);
   }
-  return finish();
+  return half.finish();
 }
 
 namespace {

@@ -49,13 +49,10 @@ using namespace EXTMEM_ROUTE_FILE;
 
 int cuda_host_register_server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
-  RouteReport rep;
   Leg mmap_leg = report_leg({EXTMEM_ROUTE_FILE::kHostRegisterLegs, "mmap"});
   Leg host = report_leg({EXTMEM_ROUTE_FILE::kHostRegisterLegs, "cudahost"});
-  auto finish = [&] {
-    rep.legs = {mmap_leg, host};
-    return end_half(ctx, rep);
-  };
+  DrivingHalf half(ctx, {&mmap_leg, &host});
+  RouteReport& rep = half.rep;
   auto setup = await_setup(ctx, rep, "the client's memfd");
   if (!setup) return 0;
   ctx.step("read the selected Vulkan device's deviceUUID");
@@ -63,10 +60,10 @@ int cuda_host_register_server(ChildContext& ctx) {
   if (!uuid) {
     rep.facts.fatal = "server: " + why_of(uuid.error());
     rep.facts.stop_kind = uuid.error().kind;
-    return finish();
+    return half.finish();
   }
   auto side = open_cuda(ctx, rep.facts, *uuid, kRegionSize);
-  if (!side) return finish();
+  if (!side) return half.finish();
   const cuda::Api& api = *side->api;
   const int supported = side->attribute(CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED);
   rep.detail.push_back(fmt::format("CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED={}", supported));
@@ -76,7 +73,7 @@ int cuda_host_register_server(ChildContext& ctx) {
   auto map = os::Mapping::map(setup->fd.get(), layout.size, MAP_SHARED);
   if (!map) {
     fail_leg(mmap_leg, map.error());
-    return finish();
+    return half.finish();
   }
   std::span<std::byte> view = map->bytes();
   ctx.step("read region A through the mapping");
@@ -117,7 +114,7 @@ int cuda_host_register_server(ChildContext& ctx) {
   confirm_remote(ctx, Region::B, mmap_leg);
   alias_leg(ctx, view, mmap_leg);
   if (registered) (void)api.cuMemHostUnregister(view.data());
-  return finish();
+  return half.finish();
 }
 
 namespace {

@@ -374,14 +374,11 @@ bool cudasignal_leg(ChildContext& ctx, const cuda::Api& api, CUdeviceptr region,
 
 int cuda_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
-  RouteReport rep;
   Leg wait_binary = report_leg({kLegs, "cudawait-binary"});
   Leg wait_timeline = report_leg({kLegs, "cudawait-timeline"});
   Leg signal = report_leg({kLegs, "cudasignal"});
-  auto finish = [&] {
-    rep.legs = {wait_binary, wait_timeline, signal};
-    return end_half(ctx, rep);
-  };
+  DrivingHalf half(ctx, {&wait_binary, &wait_timeline, &signal});
+  RouteReport& rep = half.rep;
   // CUDA first: the row's first requirement is the CUDA driver, so a driver that
   // cannot be loaded decides it (SKIP or UNSUPPORTED naming the entry point),
   // whatever the Vulkan side then finds. The Vulkan side's own answer
@@ -390,20 +387,20 @@ int cuda_client(ChildContext& ctx) {
   if (!uuid) {
     rep.facts.fatal = "client: " + why_of(uuid.error());
     rep.facts.stop_kind = uuid.error().kind;
-    return finish();
+    return half.finish();
   }
   auto side = open_cuda(ctx, rep.facts, *uuid, kRegionSize);
-  if (!side) return finish();
+  if (!side) return half.finish();
   const cuda::Api& api = *side->api;
   auto setup = await_setup(ctx, rep, "the Vulkan side's allocation");
   if (!setup) return 0;
   const auto alloc_size = setup->info.allocation_size.value_or(std::uint64_t{0});
   if (alloc_size < layout.size) {
     rep.facts.fatal = fmt::format("server announced allocation {} < size {}", alloc_size, layout.size);
-    return finish();
+    return half.finish();
   }
   ImportedAllocation im;
-  if (!import_allocation(ctx, api, *setup, rep, im)) return finish();
+  if (!import_allocation(ctx, api, *setup, rep, im)) return half.finish();
   const CUdeviceptr region = im.base + layout.offset(s1::kRegion);
   bool keep_memory = false;  // set when work that uses it could not be drained
 
@@ -431,7 +428,7 @@ int cuda_client(ChildContext& ctx) {
     (void)api.cuMemFree(im.base);
     (void)api.cuDestroyExternalMemory(im.ext);
   }
-  return finish();
+  return half.finish();
 }
 
 constexpr const SemaphoreKind* kKinds[] = {&vksync::kBinaryOpaque, &vksync::kTimelineOpaque};

@@ -420,25 +420,22 @@ bool glsignal_leg(ChildContext& ctx, const EglContext& gl, GLuint shared, const 
 
 int gl_client(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
-  RouteReport rep;
   Leg glwait = report_leg({kLegs, "glwait"});
   Leg glsignal = report_leg({kLegs, "glsignal"});
-  auto finish = [&] {
-    rep.legs = {glwait, glsignal};
-    return end_half(ctx, rep);
-  };
+  DrivingHalf half(ctx, {&glwait, &glsignal});
+  RouteReport& rep = half.rep;
   auto setup = await_setup(ctx, rep, "the Vulkan side's allocation");
   if (!setup) return 0;
   auto egl = drivers::egl_context();
   if (!egl) {
     stop_row(rep.facts, egl.error().kind, "client: " + why_of(egl.error()));
-    return finish();
+    return half.finish();
   }
   const EglContext& gl = **egl;
   for (const char* e : {"GL_EXT_memory_object_fd", "GL_EXT_semaphore_fd", "GL_EXT_buffer_storage"}) {
     if (!gl.has_extension(e)) {
       rep.facts.unsupported = fmt::format("{} not exposed by the GL context ({})", e, gl.gl_renderer);
-      return finish();
+      return half.finish();
     }
   }
   const auto alloc_size = setup->info.allocation_size.value_or(std::uint64_t{0});
@@ -448,14 +445,14 @@ int gl_client(ChildContext& ctx) {
   for (const std::string& n : imported.fd_notes) rep.detail.push_back("memory " + n);
   if (!imported.shared) {
     rep.facts.fatal = "client: GL import of the allocation: " + imported.status;
-    return finish();
+    return half.finish();
   }
   const GLuint shared = imported.shared->buffer;
   GlProofBuffers buffers{gl};
   if (Status made = make_proof_buffers(ctx, gl, buffers); !made) {
     rep.facts.fatal = "client: " + why_of(made.error());
     rep.facts.stop_kind = made.error().kind;
-    return finish();
+    return half.finish();
   }
   // Work that could not drain still uses the GL objects: they are kept then.
   const bool drained = glwait_leg(ctx, gl, shared, buffers, rep, glwait) &&
@@ -464,7 +461,7 @@ int gl_client(ChildContext& ctx) {
     buffers.leak();
     (void)imported.shared.release();
   }
-  return finish();
+  return half.finish();
 }
 
 constexpr const vksync::SemaphoreKind* kKinds[] = {&vksync::kBinaryOpaque};

@@ -247,32 +247,29 @@ void measure_wake(ChildContext& ctx, const SemaphoreKind& kind, vksync::SyncDevi
 
 int consumer(ChildContext& ctx, const SemaphoreKind& kind) {
   const Layout& layout = ctx.layout();
-  RouteReport rep;
   // One consumer for three rows; S1-sync-fd's table adds pollfd.
   Leg order = route_leg(ctx, "order");
   Leg pollfd_leg = route_leg(ctx, "pollfd");
   const bool sync_fd = kind.bit == VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_SYNC_FD_BIT;
-  auto finish = [&] {
-    rep.legs = {order};
-    if (sync_fd) rep.legs.push_back(pollfd_leg);
-    return end_half(ctx, rep);
-  };
+  DrivingHalf half(ctx, {&order});
+  RouteReport& rep = half.rep;
+  if (sync_fd) half.also_report(pollfd_leg);
   auto setup = await_setup(ctx, rep, "the producer's allocation");
   if (!setup) return 0;
   auto dev = open_device(ctx, vksync::wanted_extensions());
   if (!dev) {
     stop_row(rep.facts, dev.error().kind, "client: " + why_of(dev.error()));
-    return finish();
+    return half.finish();
   }
   if (auto m = vksync::missing_extension(**dev)) {
     rep.facts.unsupported = "client: " + *m;
-    return finish();
+    return half.finish();
   }
   ctx.step(fmt::format("vkGetPhysicalDeviceExternalSemaphoreProperties({} {})", kind.type_name, kind.handle_name));
   const vksync::Advertised adv = vksync::advertised(**dev, kind);
   if (!adv.importable()) {
     rep.facts.unsupported = "client: " + vksync::not_offered(kind, adv, "importable");
-    return finish();
+    return half.finish();
   }
   rep.detail.push_back(fmt::format("semaphore={} {} {}", kind.type_name, kind.handle_name, adv.text()));
 
@@ -280,13 +277,13 @@ int consumer(ChildContext& ctx, const SemaphoreKind& kind) {
   const auto alloc_size = setup->info.allocation_size.value_or(std::uint64_t{0});
   if (alloc_size < layout.size) {
     rep.facts.fatal = fmt::format("server announced allocation {} < size {}", alloc_size, layout.size);
-    return finish();
+    return half.finish();
   }
   auto mem_dup = ImportDup::of(setup->fd.get());
   if (!mem_dup) {
     rep.facts.fatal = "client: " + why_of(mem_dup.error());
     rep.facts.stop_kind = mem_dup.error().kind;
-    return finish();
+    return half.finish();
   }
   vk::AllocationRequest req;
   req.size = layout.size;
@@ -306,19 +303,19 @@ int consumer(ChildContext& ctx, const SemaphoreKind& kind) {
     SiteFailure s = classify_site(af.error, advertised(**dev, VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
                                                         VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT), "OPAQUE_FD import");
     stop_row(rep.facts, s.kind(), "client: " + s.why);
-    return finish();
+    return half.finish();
   }
   auto sd = vksync::SyncDevice::create(*dev);
   if (!sd) {
     rep.facts.fatal = "client: " + why_of(sd.error());
     rep.facts.stop_kind = sd.error().kind;
-    return finish();
+    return half.finish();
   }
   auto waiter = s1::VkWaiter::create(**sd, shared->buffer, layout.offset(s1::kRegion));
   if (!waiter) {
     rep.facts.fatal = "client: " + why_of(waiter.error());
     rep.facts.stop_kind = waiter.error().kind;
-    return finish();
+    return half.finish();
   }
 
   VkConsumer subject(ctx, kind, **sd, **waiter, adv.importable());
@@ -357,7 +354,7 @@ int consumer(ChildContext& ctx, const SemaphoreKind& kind) {
     (void)new vk::Buffer(std::move(*shared));
     (void)sd->release();
   }
-  return finish();
+  return half.finish();
 }
 
 constexpr const SemaphoreKind* kBinaryOnly[] = {&vksync::kBinaryOpaque};

@@ -140,7 +140,6 @@ void check_views(ChildContext& ctx, const ImportedBuffer& im, std::span<std::byt
 
 int client(ChildContext& ctx, const HandleKind& h) {
   const Layout& layout = ctx.layout();
-  RouteReport rep;
   // One client for both rows; each row's table says whether rawmmap is decisive.
   Leg raw = route_leg(ctx, "rawmmap");
   Leg vki = route_leg(ctx, "vkimport");
@@ -149,11 +148,9 @@ int client(ChildContext& ctx, const HandleKind& h) {
   const bool reexports = h.bit == VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
   Leg reexp = route_leg(ctx, "reexport");
   std::function<void()> soak;  // set once there is something to soak
-  auto finish = [&] {
-    rep.legs = {raw, vki, gpu};
-    if (reexports) rep.legs.push_back(reexp);
-    return end_half(ctx, rep, soak);
-  };
+  DrivingHalf half(ctx, {&raw, &vki, &gpu});
+  RouteReport& rep = half.rep;
+  if (reexports) half.also_report(reexp);
 
   auto setup = await_setup(ctx, rep, "the server's export");
   if (!setup) return 0;
@@ -166,7 +163,7 @@ int client(ChildContext& ctx, const HandleKind& h) {
                                    setup->info.fd_target.value_or(std::string("?"))));
   if (alloc_size < layout.size) {
     rep.facts.fatal = fmt::format("server announced allocation {} < size {}", alloc_size, layout.size);
-    return finish();
+    return half.finish(soak);
   }
 
   // (a) the fd as a plain CPU mapping.
@@ -194,7 +191,7 @@ int client(ChildContext& ctx, const HandleKind& h) {
       maybe_soak(ctx, rep, SoakPlan{0, vk_view, Region::C, Region::B, Region::E, &round}, peer_side(ctx));
     };
   }
-  return finish();
+  return half.finish(soak);
 }
 
 // rawmmap is informational for an opaque fd (the handle is only promised to

@@ -126,28 +126,25 @@ void try_afterwards(ChildContext& ctx, const vk::Device& dev, Leg& leg, RouteRep
 }
 
 int drive(ChildContext& ctx) {
-  RouteReport rep;
   Leg memfd = report_leg({kForeignLegs, "memfd"});
   Leg tmpfs = report_leg({kForeignLegs, "tmpfs"});
   Leg afterwards = report_leg({kForeignLegs, "afterwards"});
-  auto finish = [&] {
-    rep.legs = {memfd, tmpfs, afterwards};
-    return end_half(ctx, rep, {}, Peer::none);
-  };
+  DrivingHalf half(ctx, {&memfd, &tmpfs, &afterwards}, Peer::none);
+  RouteReport& rep = half.rep;
   auto d = open_device(ctx, {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME});
   if (!d) {
     stop_row(rep.facts, d.error().kind, why_of(d.error()));
-    return finish();
+    return half.finish();
   }
   const vk::Device& dev = **d;
   if (!dev.has(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME)) {
     rep.facts.unsupported = "VK_KHR_external_memory_fd not exposed by the device";
-    return finish();
+    return half.finish();
   }
   // A driver that imports no opaque fd at all has no answer to give here.
   if (!advertised(dev, kOpaque, VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT)) {
     rep.facts.unsupported = "OPAQUE_FD is not advertised importable";
-    return finish();
+    return half.finish();
   }
   ctx.step("memfd_create");
   // Negative control (test-only, EXTMEM_TEST_FAULT=T1-opaque-fd-foreign-fd:server:memfd_create:exported):
@@ -188,7 +185,7 @@ int drive(ChildContext& ctx) {
     try_foreign(ctx, dev, fd->get(), "tmpfs file", tmpfs, rep);
   }
   try_afterwards(ctx, dev, afterwards, rep);
-  return finish();
+  return half.finish();
 }
 
 constexpr std::string_view kForeignExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};

@@ -25,18 +25,15 @@ constexpr LegDef kLegs[] = {
 
 int server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
-  RouteReport rep;
   Leg mmap_leg = report_leg({kLegs, "mmap"});
   Leg host = report_leg({kLegs, "hostimport"});
   std::function<void()> soak;
-  auto finish = [&] {
-    rep.legs = {mmap_leg, host};
-    return end_half(ctx, rep, soak);
-  };
+  DrivingHalf half(ctx, {&mmap_leg, &host});
+  RouteReport& rep = half.rep;
   auto setup = await_setup(ctx, rep, "the client's memfd");
   if (!setup) return 0;
   std::shared_ptr<vk::Device> dev = open_host_import_device(ctx, rep);
-  if (!dev) return finish();
+  if (!dev) return half.finish(soak);
   const std::size_t align = host_import_alignment(*dev);
   const std::size_t import_bytes = layout.size / align * align;  // the client's memfd is only page-granular
 
@@ -45,7 +42,7 @@ int server(ChildContext& ctx) {
   auto map = os::Mapping::map_aligned(setup->fd.get(), layout.size, align);
   if (!map) {
     fail_leg(mmap_leg, map.error());
-    return finish();
+    return half.finish(soak);
   }
   std::span<std::byte> view = map->bytes();
   ctx.step("read region A through the mapping");
@@ -77,7 +74,7 @@ int server(ChildContext& ctx) {
     return gpu_round(*dev, buf->buffer, layout, read, read_seed, write, write_seed);
   };
   if (buf) soak = [&] { maybe_soak(ctx, rep, SoakPlan{0, view, Region::B, Region::A, Region::E, &round}, peer_side(ctx)); };
-  return finish();
+  return half.finish(soak);
 }
 
 constexpr std::string_view kHostExtensions[] = {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME};

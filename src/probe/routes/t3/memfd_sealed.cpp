@@ -120,19 +120,16 @@ std::string must_fail(int rc, const char* what) {
 
 int server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
-  RouteReport rep;
   Leg sealed = report_leg({kLegs, "sealed"});
   Leg wsealed = report_leg({kLegs, "wsealed"});  // read-only by construction: the write seal forbids the write direction
-  auto finish = [&] {
-    rep.legs = {sealed, wsealed};
-    return end_half(ctx, rep);
-  };
+  DrivingHalf half(ctx, {&sealed, &wsealed});
+  RouteReport& rep = half.rep;
   auto first = await_setup(ctx, rep, "the sealed memfds");
   if (!first) return 0;
   auto second = recv_setup(ctx);
   if (!second || !second->ok) {
     rep.facts.fatal = "server: second sealed memfd did not arrive";
-    return finish();
+    return half.finish();
   }
   rep.detail.push_back(first->info.seals ? first->info.seals->noexec : std::string("?"));
   std::vector<std::string> dropped;

@@ -232,14 +232,11 @@ image::Importer cuda_importer(ChildContext& ctx, const cuda::Api& api, const Cud
 }
 
 int cuda_image_importer(ChildContext& ctx) {
-  RouteReport rep;
   Leg cu = report_leg({kCudaImageLegs, "cudaimage"});
-  auto finish = [&] {
-    rep.legs = {cu};
-    return end_half(ctx, rep);
-  };
+  DrivingHalf half(ctx, {&cu});
+  RouteReport& rep = half.rep;
   auto in = image::await_image(ctx, rep);
-  if (!in) return finish();
+  if (!in) return half.finish();
   const auto& info = in->setup.info;
   const std::uint32_t w = in->shape.width, h = in->shape.height;
   rep.detail.push_back(fmt::format("image={}x{} {} {} usage=0x{:x} allocation={} dedicated={} fd={}", w, h,
@@ -250,28 +247,28 @@ int cuda_image_importer(ChildContext& ctx) {
   if (in->shape.format != VK_FORMAT_R8G8B8A8_UNORM) {
     rep.facts.fatal = fmt::format("owner announced format {}, this importer maps R8G8B8A8_UNORM only",
                                   static_cast<int>(in->shape.format));
-    return finish();
+    return half.finish();
   }
   // The CUDA device with the owner's deviceUUID (an opaque fd is valid only there);
   // the staging buffer holds the whole image as linear memory.
   auto side = open_cuda(ctx, rep.facts, info.device_uuid.value_or(std::string()), std::size_t{w} * h * kTexelBytes);
-  if (!side) return finish();
+  if (!side) return half.finish();
   const cuda::Api& api = *side->api;
   cu.attempted = true;
   CudaImage im;
   im.api = &api;
   CUDA_ARRAY3D_DESCRIPTOR array{};
-  if (!import_array(ctx, api, *in, im, array, rep, cu)) return finish();
+  if (!import_array(ctx, api, *in, im, array, rep, cu)) return half.finish();
 
   std::vector<std::byte> host(std::size_t{w} * h * kTexelBytes);
   const image::Importer imp = cuda_importer(ctx, api, im, *side->staging, w, h, host);
-  if (!image::run_rounds(ctx, imp, image::remote_owner(ctx), w, h, cu)) return finish();
+  if (!image::run_rounds(ctx, imp, image::remote_owner(ctx), w, h, cu)) return half.finish();
   if (cu.read_ok && cu.write_ok && measure::enabled())
     measure_after_verdict(ctx, api, im, *side->staging, array, cu.name);
   rep.detail.push_back(fmt::format("{} array=UNSIGNED_INT8x4 flags=0x{:x} handover=GENERAL via "
                                    "VK_QUEUE_FAMILY_EXTERNAL (owner), cuCtxSynchronize (CUDA)",
                                    image::rounds_detail(w, h), array.Flags));
-  return finish();
+  return half.finish();
 }
 
 constexpr std::string_view kCudaImageExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};

@@ -29,16 +29,13 @@ constexpr LegDef kDmaBufImageLegs[] = {
 };
 
 int modifier_check(ChildContext& ctx) {
-  RouteReport rep;
   Leg leg = report_leg({kDmaBufImageLegs, "dmabufimage"});
-  auto finish = [&] {
-    rep.legs = {leg};
-    return end_half(ctx, rep, {}, Peer::none);
-  };
+  DrivingHalf half(ctx, {&leg}, Peer::none);
+  RouteReport& rep = half.rep;
   auto dev = open_device(ctx, export_extensions(kDmaBuf));
   if (!dev) {
     stop_row(rep.facts, dev.error().kind, why_of(dev.error()));
-    return finish();
+    return half.finish();
   }
   const vk::Device& d = **dev;
   ctx.step("vkEnumerateDeviceExtensionProperties(VK_EXT_image_drm_format_modifier, VK_EXT_external_memory_dma_buf)");
@@ -71,12 +68,12 @@ int modifier_check(ChildContext& ctx) {
       why += fmt::format("{}no modifier listed for R8G8B8A8_UNORM is DMA_BUF exportable and importable ({})",
                          why.empty() ? "" : "; ", modifiers.empty() ? "none listed" : modifiers);
     rep.facts.unsupported = why;
-    return finish();
+    return half.finish();
   }
   rep.facts.skip = fmt::format("the export with an explicit modifier list and the import with the exporter's plane "
                                "layouts are not built yet; DMA_BUF-capable modifiers here: {}",
                                fmt::join(usable, ", "));
-  return finish();
+  return half.finish();
 }
 
 const RouteDef kT4ImageDmaBufModifier{

@@ -382,38 +382,32 @@ void gl_image_leg(ChildContext& ctx, int fd, const peer::SetupInfo& info, const 
 }
 
 int same_proc(ChildContext& ctx) {
-  RouteReport rep;
   Leg leg = report_leg({kGlImageLegs, "glimage"});
-  auto finish = [&] {
-    rep.legs = {leg};
-    return end_half(ctx, rep, {}, Peer::none);
-  };
+  DrivingHalf half(ctx, {&leg}, Peer::none);
+  RouteReport& rep = half.rep;
   auto result = image::export_image(ctx, VK_IMAGE_TILING_OPTIMAL);
   if (auto* facts = std::get_if<RouteFacts>(&result)) {
     rep.facts = *facts;
-    return finish();
+    return half.finish();
   }
   image::ExportedImage& ex = std::get<image::ExportedImage>(result);
   Owner owner{{[&](const Expected& e) { return image::check_owned(ex, e); },
                [&](std::uint64_t seed) { return image::fill_owned(ex, seed); }},
               [&](VkImageLayout gl_layout) { return image::use_semaphores(ctx, ex, gl_layout); }};
   gl_image_leg(ctx, ex.fd.get(), ex.info, owner, rep, leg);
-  return finish();
+  return half.finish();
 }
 
 int cross_proc(ChildContext& ctx) {
-  RouteReport rep;
   Leg leg = report_leg({kGlImageLegs, "glimage"});
-  auto finish = [&] {
-    rep.legs = {leg};
-    return end_half(ctx, rep);
-  };
+  DrivingHalf half(ctx, {&leg});
+  RouteReport& rep = half.rep;
   auto in = image::await_image(ctx, rep);
-  if (!in) return finish();
+  if (!in) return half.finish();
   Owner owner{image::remote_owner(ctx),
               [&](VkImageLayout gl_layout) { return image::owner_semaphores(ctx, gl_layout); }};
   gl_image_leg(ctx, in->setup.fd.get(), in->setup.info, owner, rep, leg);
-  return finish();
+  return half.finish();
 }
 
 constexpr std::string_view kGlImageExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};

@@ -208,17 +208,14 @@ std::optional<vk::Image> import_image(ChildContext& ctx, const vk::Device& d, co
 }
 
 int importer(ChildContext& ctx, VkImageTiling tiling) {
-  RouteReport rep;
   const bool linear = tiling == VK_IMAGE_TILING_LINEAR;
   Leg vki = report_leg({kLinearImageLegs, "vkimage"});
   Leg cpu = report_leg({kLinearImageLegs, "cpumap"});
-  auto finish = [&] {
-    rep.legs = {vki};
-    if (linear) rep.legs.push_back(cpu);
-    return end_half(ctx, rep);
-  };
+  DrivingHalf half(ctx, {&vki});
+  RouteReport& rep = half.rep;
+  if (linear) half.also_report(cpu);
   auto in = image::await_image(ctx, rep);
-  if (!in) return finish();
+  if (!in) return half.finish();
   const auto& info = in->setup.info;
   const auto type_index = info.memory_type_index.value_or(0u);
   rep.detail.push_back(fmt::format("image={}x{} {} {} usage=0x{:x} allocation={} memoryType={} dedicated={} "
@@ -232,14 +229,14 @@ int importer(ChildContext& ctx, VkImageTiling tiling) {
                                    info.fd_target.value_or(std::string("?"))));
   vki.attempted = true;
   auto dev = open_importer(ctx, *in, rep, vki);
-  if (!dev) return finish();
+  if (!dev) return half.finish();
   const vk::Device& d = *dev;
   auto img = import_image(ctx, d, *in, rep, vki);
-  if (!img) return finish();
+  if (!img) return half.finish();
   auto gpu = image::ImageGpu::create(d, *img);
   if (!gpu) {
     fail_leg(vki, gpu.error());
-    return finish();
+    return half.finish();
   }
 
   bool from_undefined = false;
@@ -256,11 +253,11 @@ int importer(ChildContext& ctx, VkImageTiling tiling) {
     }
     if (linear && round == 1) check_cpu_map(ctx, d, *img, type_index, want, rep, cpu);
   };
-  if (!image::run_rounds(ctx, imp, image::remote_owner(ctx), in->shape.width, in->shape.height, vki)) return finish();
+  if (!image::run_rounds(ctx, imp, image::remote_owner(ctx), in->shape.width, in->shape.height, vki)) return half.finish();
   if (vki.read_ok && vki.write_ok && measure::enabled()) measure_after_verdict(ctx, d, *img, *gpu, vki.name);
   rep.detail.push_back(image::rounds_detail(in->shape.width, in->shape.height) +
                        " handover=GENERAL via VK_QUEUE_FAMILY_EXTERNAL");
-  return finish();
+  return half.finish();
 }
 
 constexpr std::string_view kImageFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
