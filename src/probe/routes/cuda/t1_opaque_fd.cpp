@@ -28,6 +28,7 @@
 #include "probe/routes/s1/peer.h"
 #include "probe/routes/vk/export.h"
 #include "probe/worker/peer.h"
+#include "probe/routes/requirements.h"
 #include "probe/routes/route_file.h"
 
 namespace extmem::probe {
@@ -297,14 +298,12 @@ int cuda_opaque_fd_client(ChildContext& ctx) {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
-constexpr std::string_view kFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
-constexpr HandleNeed kOpaqueFdExport[] = {{"OPAQUE_FD", HandleFeature::exportable}};
 constexpr FaultDef kFaults[] = {kCloseFdFault, corrupt_fault(Role::client)};
 
 const RouteDef kT1OpaqueFdCuda{
     .row = "T1-opaque-fd-cuda",
     .group = "t1",
-    .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdExport, .cuda = true},
+    .needs = {.extensions = needs::kFdMemory, .handle_types = needs::kOpaqueFdExportable, .cuda = true},
     .legs = kOpaqueFdCudaLegs,
     .faults = kFaults,
     .server = {"allocates Vulkan memory, exports an opaque fd, serves",

@@ -18,6 +18,7 @@
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
 #include "probe/routes/vk/export.h"
+#include "probe/routes/requirements.h"
 #include "probe/routes/route_file.h"
 
 namespace extmem::probe {
@@ -216,8 +217,6 @@ int cross_proc_client(ChildContext& ctx) {
   });
 }
 
-constexpr std::string_view kFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
-constexpr HandleNeed kOpaqueFdExport[] = {{"OPAQUE_FD", HandleFeature::exportable}};
 
 // The GL sweep's copies reach a private GL buffer from the middle of the allocation on: not OK.
 constexpr std::string_view kPartialAliasBreaks =
@@ -230,7 +229,7 @@ constexpr FaultDef kCrossProcFaults[] = {
 const RouteDef kT1GlesSameProc{
     .row = "T1-gles-memobj-fd-same-proc",
     .group = "gles",
-    .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdExport, .gl = true},
+    .needs = {.extensions = needs::kFdMemory, .handle_types = needs::kOpaqueFdExportable, .gl = true},
     .legs = kGlLegs,
     .faults = kSameProcFaults,
     .memory_types = MemoryTypes::exporter_picks,
@@ -239,7 +238,7 @@ const RouteDef kT1GlesSameProc{
 const RouteDef kT1GlesCrossProc{
     .row = "T1-gles-memobj-fd-cross-proc",
     .group = "gles",
-    .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdExport, .gl = true},
+    .needs = {.extensions = needs::kFdMemory, .handle_types = needs::kOpaqueFdExportable, .gl = true},
     .legs = kGlLegs,
     .faults = kCrossProcFaults,
     .memory_types = MemoryTypes::exporter_picks,

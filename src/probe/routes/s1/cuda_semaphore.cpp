@@ -33,6 +33,7 @@
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes/vk/export.h"
+#include "probe/routes/requirements.h"
 #include "probe/routes/route_file.h"
 
 namespace extmem::probe {
@@ -432,7 +433,6 @@ int cuda_client(ChildContext& ctx) {
 }
 
 constexpr const SemaphoreKind* kKinds[] = {&vksync::kBinaryOpaque, &vksync::kTimelineOpaque};
-constexpr HandleNeed kMemory[] = {{"OPAQUE_FD", HandleFeature::exportable}};
 
 constexpr FaultDef kFaults[] = {kCloseFdFault, s1::kNoSignalFault};
 
@@ -441,7 +441,7 @@ const RouteDef kS1CudaSemaphore{
     .group = "s1",
     // No extensions here: CUDA's answer comes first (see cuda_client); the Vulkan
     // server reports VK_KHR_external_semaphore_fd's absence itself.
-    .needs = {.handle_types = kMemory, .cuda = true},
+    .needs = {.handle_types = needs::kOpaqueFdExportable, .cuda = true},
     .legs = kLegs,
     .faults = kFaults,
     .server = {"exports the T1 allocation and semaphores; produces for CUDA's waits, waits for CUDA's signal",

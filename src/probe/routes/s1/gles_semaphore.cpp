@@ -34,6 +34,7 @@
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes/vk/export.h"
+#include "probe/routes/requirements.h"
 #include "probe/routes/route_file.h"
 
 namespace extmem::probe {
@@ -465,16 +466,13 @@ int gl_client(ChildContext& ctx) {
 }
 
 constexpr const vksync::SemaphoreKind* kKinds[] = {&vksync::kBinaryOpaque};
-constexpr std::string_view kExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME,
-                                            VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME};
-constexpr HandleNeed kMemory[] = {{"OPAQUE_FD", HandleFeature::exportable}};
 
 constexpr FaultDef kFaults[] = {kCloseFdFault, s1::kNoSignalFault};
 
 const RouteDef kS1GlesSemaphore{
     .row = "S1-gles-semaphore",
     .group = "s1",
-    .needs = {.extensions = kExtensions, .handle_types = kMemory, .gl = true},
+    .needs = {.extensions = needs::kFdMemoryAndSemaphores, .handle_types = needs::kOpaqueFdExportable, .gl = true},
     .legs = kLegs,
     .faults = kFaults,
     .server = {"exports the T1 allocation and binary semaphores; produces for GL's wait, waits for GL's signal",

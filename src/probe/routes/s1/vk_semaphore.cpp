@@ -25,6 +25,7 @@
 #include "probe/worker/import_dup.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes/vk/export.h"
+#include "probe/routes/requirements.h"
 #include "probe/routes/route_file.h"
 
 namespace extmem::probe {
@@ -360,9 +361,6 @@ int consumer(ChildContext& ctx, const SemaphoreKind& kind) {
 constexpr const SemaphoreKind* kBinaryOnly[] = {&vksync::kBinaryOpaque};
 constexpr const SemaphoreKind* kTimelineOnly[] = {&vksync::kTimelineOpaque};
 constexpr const SemaphoreKind* kSyncFdOnly[] = {&vksync::kBinarySyncFd};
-constexpr std::string_view kExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME,
-                                            VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME};
-constexpr HandleNeed kMemory[] = {{"OPAQUE_FD", HandleFeature::exportable}, {"OPAQUE_FD", HandleFeature::importable}};
 constexpr LegDef kLegs[] = {
     {"order", true, "the consumer's GPU waited for the producer's signal (held copy not landed, no-signal control timed out) "
                     "and then copied exactly the producer's GPU write"},
@@ -378,7 +376,7 @@ constexpr FaultDef kFaults[] = {kCloseFdFault, s1::kNoSignalFault, s1::kNoWaitFa
 const RouteDef kS1SemaphoreOpaqueFd{
     .row = "S1-semaphore-opaque-fd",
     .group = "s1",
-    .needs = {.extensions = kExtensions, .handle_types = kMemory},
+    .needs = {.extensions = needs::kFdMemoryAndSemaphores, .handle_types = needs::kOpaqueFdBoth},
     .legs = kLegs,
     .faults = kFaults,
     .server = {"exports a binary semaphore and the T1 allocation, holds then releases its GPU write + signal",
@@ -389,7 +387,7 @@ const RouteDef kS1SemaphoreOpaqueFd{
 const RouteDef kS1TimelineOpaqueFd{
     .row = "S1-timeline-opaque-fd",
     .group = "s1",
-    .needs = {.extensions = kExtensions, .handle_types = kMemory},
+    .needs = {.extensions = needs::kFdMemoryAndSemaphores, .handle_types = needs::kOpaqueFdBoth},
     .legs = kLegs,
     .faults = kFaults,
     .server = {"exports a timeline semaphore and the T1 allocation, signals value 1 from its GPU when released",
@@ -400,7 +398,7 @@ const RouteDef kS1TimelineOpaqueFd{
 const RouteDef kS1SyncFd{
     .row = "S1-sync-fd",
     .group = "s1",
-    .needs = {.extensions = kExtensions, .handle_types = kMemory},
+    .needs = {.extensions = needs::kFdMemoryAndSemaphores, .handle_types = needs::kOpaqueFdBoth},
     .legs = kSyncFdLegs,
     .faults = kFaults,
     .server = {"submits a held write + signal, exports it as a sync file, releases it",

@@ -16,6 +16,7 @@
 #include "probe/routes.h"
 #include "probe/routes/t1/reexport.h"
 #include "probe/routes/vk/export.h"
+#include "probe/routes/requirements.h"
 #include "probe/routes/route_file.h"
 
 namespace extmem::probe {
@@ -196,10 +197,8 @@ int client(ChildContext& ctx, const HandleKind& h) {
 
 // rawmmap is informational for an opaque fd (the handle is only promised to
 // Vulkan) and decisive for a dma-buf (a CPU mapping is what it is for).
-constexpr std::string_view kFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 constexpr std::string_view kDmaBufExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME,
                                                   VK_EXT_EXTERNAL_MEMORY_DMA_BUF_EXTENSION_NAME};
-constexpr HandleNeed kOpaqueFdBoth[] = {{"OPAQUE_FD", HandleFeature::exportable}, {"OPAQUE_FD", HandleFeature::importable}};
 constexpr HandleNeed kDmaBufBoth[] = {{"DMA_BUF", HandleFeature::exportable}, {"DMA_BUF", HandleFeature::importable}};
 constexpr LegDef kOpaqueFdLegs[] = {
     {"rawmmap", false, "the exported fd mapped with mmap shares the allocation's bytes"},
@@ -220,7 +219,7 @@ constexpr FaultDef kExportFaults[] = {kCloseFdFault};
 const RouteDef kT1OpaqueFd{
     .row = "T1-opaque-fd",
     .group = "t1",
-    .needs = {.extensions = kFdExtensions, .handle_types = kOpaqueFdBoth},
+    .needs = {.extensions = needs::kFdMemory, .handle_types = needs::kOpaqueFdBoth},
     .legs = kOpaqueFdLegs,
     .faults = kExportFaults,
     .memory_types = MemoryTypes::exporter_picks,

@@ -30,6 +30,7 @@
 #include "probe/worker/half_end.h"
 #include "probe/worker/import_dup.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/requirements.h"
 #include "probe/routes/route_file.h"
 
 namespace extmem::probe {
@@ -188,8 +189,6 @@ int drive(ChildContext& ctx) {
   return half.finish();
 }
 
-constexpr std::string_view kForeignExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
-constexpr HandleNeed kForeignNeeds[] = {{"OPAQUE_FD", HandleFeature::importable}};
 
 constexpr FaultDef kForeignFaults[] = {
     {"exported", Role::server, "memfd_create",
@@ -200,7 +199,7 @@ constexpr FaultDef kForeignFaults[] = {
 const RouteDef kT1OpaqueFdForeignFd{
     .row = "T1-opaque-fd-foreign-fd",
     .group = "t1",
-    .needs = {.extensions = kForeignExtensions, .handle_types = kForeignNeeds},
+    .needs = {.extensions = needs::kFdMemory, .handle_types = needs::kOpaqueFdImportable},
     .legs = kForeignLegs,
     .faults = kForeignFaults,
     .server = {"imports a memfd and a tmpfs file no driver exported as OPAQUE_FD, expects refusals", drive},

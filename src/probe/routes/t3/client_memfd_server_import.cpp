@@ -12,6 +12,7 @@
 #include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
+#include "probe/routes/requirements.h"
 #include "probe/routes/route_file.h"
 
 namespace extmem::probe {
@@ -77,13 +78,11 @@ int server(ChildContext& ctx) {
   return half.finish(soak);
 }
 
-constexpr std::string_view kHostExtensions[] = {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME};
-constexpr HandleNeed kHostImport[] = {{"HOST_ALLOCATION", HandleFeature::importable}};
 
 const RouteDef kT3ClientMemfdServerImport{
     .row = "T3-client-memfd-server-import",
     .group = "t3",
-    .needs = {.extensions = kHostExtensions, .handle_types = kHostImport},
+    .needs = {.extensions = needs::kHostMemory, .handle_types = needs::kHostImportable},
     .legs = kLegs,
     .server = {"maps the client's memfd, imports the pointer into Vulkan, drives", server},
     .client = {"allocates a memfd, writes A, serves", memfd_owner_serve},

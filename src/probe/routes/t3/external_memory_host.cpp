@@ -16,6 +16,7 @@
 #include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
+#include "probe/routes/requirements.h"
 #include "probe/routes/route_file.h"
 
 namespace extmem::probe {
@@ -99,13 +100,11 @@ int server(ChildContext& ctx) {
   return end_half(ctx, rep, soak);
 }
 
-constexpr std::string_view kHostExtensions[] = {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME};
-constexpr HandleNeed kHostImport[] = {{"HOST_ALLOCATION", HandleFeature::importable}};
 
 const RouteDef kT3ExternalMemoryHost{
     .row = "T3-external-memory-host",
     .group = "t3",
-    .needs = {.extensions = kHostExtensions, .handle_types = kHostImport},
+    .needs = {.extensions = needs::kHostMemory, .handle_types = needs::kHostImportable},
     .legs = kLegs,
     .server = {"allocates a memfd, imports its pointer into Vulkan, drives", server},
     .client = {"maps the received memfd, serves", receive_and_serve},

@@ -21,6 +21,7 @@
 #include "probe/worker/import_dup.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/requirements.h"
 #include "probe/routes/route_file.h"
 
 namespace extmem::probe {
@@ -271,7 +272,6 @@ int cuda_image_importer(ChildContext& ctx) {
   return half.finish();
 }
 
-constexpr std::string_view kCudaImageExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 
 constexpr FaultDef kCudaImageFaults[] = {image::kDecoyFault, image::transpose_fault(Role::client),
                                         image::mirror_fault(Role::client)};
@@ -279,7 +279,7 @@ constexpr FaultDef kCudaImageFaults[] = {image::kDecoyFault, image::transpose_fa
 const RouteDef kT4ImageCuda{
     .row = "T4-image-cuda",
     .group = "t4",
-    .needs = {.extensions = kCudaImageExtensions, .cuda = true},
+    .needs = {.extensions = needs::kFdMemory, .cuda = true},
     .legs = kCudaImageLegs,
     .faults = kCudaImageFaults,
     .server = {"creates an OPTIMAL image, fills it on the GPU, exports an opaque fd, serves checks",

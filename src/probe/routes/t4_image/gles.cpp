@@ -29,6 +29,7 @@
 #include "probe/worker/half_end.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/requirements.h"
 #include "probe/routes/route_file.h"
 
 namespace extmem::probe {
@@ -410,7 +411,6 @@ int cross_proc(ChildContext& ctx) {
   return half.finish();
 }
 
-constexpr std::string_view kGlImageExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 
 constexpr FaultDef kSameProcFaults[] = {image::kDecoyFault, image::kLateFault, image::transpose_fault(Role::server),
                                         image::mirror_fault(Role::server)};
@@ -420,14 +420,14 @@ constexpr FaultDef kCrossProcFaults[] = {image::kDecoyFault, image::kLateFault, 
 const RouteDef kT4GlesImageSameProc{
     .row = "T4-gles-image-same-proc",
     .group = "t4",
-    .needs = {.extensions = kGlImageExtensions, .gl = true},
+    .needs = {.extensions = needs::kFdMemory, .gl = true},
     .legs = kGlImageLegs,
     .faults = kSameProcFaults,
     .server = {"exports an OPTIMAL Vulkan image and imports a dup of its own fd as a GL texture", same_proc, true}};
 const RouteDef kT4GlesImageCrossProc{
     .row = "T4-gles-image-cross-proc",
     .group = "t4",
-    .needs = {.extensions = kGlImageExtensions, .gl = true},
+    .needs = {.extensions = needs::kFdMemory, .gl = true},
     .legs = kGlImageLegs,
     .faults = kCrossProcFaults,
     .server = {"creates an OPTIMAL image, fills it on the GPU, exports an opaque fd, serves checks",

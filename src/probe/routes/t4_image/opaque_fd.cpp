@@ -19,6 +19,7 @@
 #include "probe/worker/import_dup.h"
 #include "probe/worker/measure.h"
 #include "probe/worker/route_util.h"
+#include "probe/routes/requirements.h"
 #include "probe/routes/route_file.h"
 
 namespace extmem::probe {
@@ -260,7 +261,6 @@ int importer(ChildContext& ctx, VkImageTiling tiling) {
   return half.finish();
 }
 
-constexpr std::string_view kImageFdExtensions[] = {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME};
 
 constexpr FaultDef kImageFaults[] = {
     image::kDecoyFault,
@@ -277,7 +277,7 @@ constexpr FaultDef kImageFaults[] = {
 const RouteDef kT4ImageOpaqueFd{
     .row = "T4-image-opaque-fd",
     .group = "t4",
-    .needs = {.extensions = kImageFdExtensions},
+    .needs = {.extensions = needs::kFdMemory},
     .legs = kImageLegs,
     .faults = kImageFaults,
     .server = {"creates an OPTIMAL image, fills it on the GPU, exports an opaque fd, serves checks",
@@ -288,7 +288,7 @@ const RouteDef kT4ImageOpaqueFd{
 const RouteDef kT4ImageOpaqueFdLinear{
     .row = "T4-image-opaque-fd@linear",
     .group = "t4",
-    .needs = {.extensions = kImageFdExtensions},
+    .needs = {.extensions = needs::kFdMemory},
     .legs = kLinearImageLegs,
     .faults = kImageFaults,
     .server = {"creates a LINEAR image, fills it on the GPU, exports an opaque fd, serves checks",
