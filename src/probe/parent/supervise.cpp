@@ -158,7 +158,7 @@ RowResult conclude(const RouteDef& route, const std::array<Half, 2>& halves, Col
   // A leg the route's table does not declare is the route's bug, not the driver's answer.
   if (!facts.fatal)
     if (std::string bad = undeclared_leg(route, c.report->legs); !bad.empty())
-      facts.fatal = "the route reported what its entry does not declare: " + bad;
+      stop_row(facts, ErrorKind::protocol, "the route reported what its entry does not declare: " + bad);
   if (facts.fatal) {
     result.verdict = decide(facts, {});
     if (c.report) result.legs = c.report->legs;

@@ -117,8 +117,9 @@ std::optional<ImportedSetup> await_image(ChildContext& ctx, RouteReport& rep) {
     return std::nullopt;
   }
   if (shape->width != ctx.params().image_width || shape->height != ctx.params().image_height) {
-    rep.facts.fatal = fmt::format("owner announced a {}x{} image, --image-size is {}x{}", shape->width, shape->height,
-                                  ctx.params().image_width, ctx.params().image_height);
+    stop_row(rep.facts, ErrorKind::protocol,
+             fmt::format("owner announced a {}x{} image, --image-size is {}x{}", shape->width, shape->height,
+                         ctx.params().image_width, ctx.params().image_height));
     return std::nullopt;
   }
   return ImportedSetup{std::move(*setup), *shape};
