@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# On the NVIDIA machine, after scripts/nvidia-ab-rows.sh's setup: base against new on the CUDA,
-# image and GL-semaphore rows with --measure, and seven faults those rows declare
+# On the NVIDIA machine: runs scripts/nvidia-ab-rows.sh, then base against new on the CUDA, image and
+# GL-semaphore rows with --measure, and seven faults those rows declare
 # (extmem probe --list-routes=faults). Expects .gl/*.deb and .devbuild/{extmem-base,extmem-new,libfmt.so.9}
 # as nvidia-ab-rows.sh does; writes under $OUT and prints the comparisons.
 for f in .gl/*.deb; do dpkg -x $f /; done
