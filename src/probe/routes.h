@@ -2,10 +2,12 @@
 // Each route file defines one `extern const RouteDef` (a few for a family sharing
 // halves; extern because a namespace-scope const is otherwise file-local) that
 // reads as a sentence: row, group, what it needs, the legs it produces, whether
-// --memory-type applies, and its two halves. Each route file registers its
-// definitions (routes/route_file.h) and the build lists them in print order. --only and the group flags, phase A's decisions, the memory-type
-// twins, the child dispatcher, JSON, JUnit, `extmem probe --list-routes`, the
-// schema's row list and the README's route table all come from here.
+// --memory-type applies, the faults it injects for the tests, and its two
+// halves. Each route file registers its definitions (routes/route_file.h) and
+// the build lists them in print order. --only and the group flags, phase A's
+// decisions, the memory-type twins, the child dispatcher, JSON, JUnit,
+// `extmem probe --list-routes`, the README's route table and docs/probe.md's
+// fault list come from here; the schema's row list is checked against it.
 #pragma once
 
 #include <span>
