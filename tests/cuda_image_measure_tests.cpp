@@ -13,6 +13,7 @@
 
 #include "cuda/api.h"
 #include "probe/routes/t4_image/cuda_measure.h"
+#include "probe/measure_codec.h"
 #include "probe/worker/measure.h"
 
 namespace {
@@ -138,7 +139,7 @@ struct Fake {
   ~Fake() { measure::disable(); }
   json run() {
     image::cuda_measure_copies(api, "cudaimage", shared, shape);
-    return measure::collected()["legs"]["cudaimage"];
+    return extmem::probe::to_json(*measure::collected())["legs"]["cudaimage"];
   }
   void expect_all_released() const {
     EXPECT_EQ(g.arrays_live, 0);
@@ -229,7 +230,7 @@ TEST(CudaImageMeasure, NothingWhenNotMeasuring) {
   measure::disable();
   image::cuda_measure_copies(f.api, "cudaimage", f.shared, f.shape);
   EXPECT_EQ(g.copy_calls, 0);
-  EXPECT_TRUE(measure::collected().is_null());
+  EXPECT_FALSE(measure::collected().has_value());
 }
 
 }  // namespace

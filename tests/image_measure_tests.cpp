@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probe/routes/t4_image/measure.h"
+#include "probe/measure_codec.h"
 #include "probe/worker/measure.h"
 
 namespace {
@@ -27,7 +28,7 @@ namespace measure = extmem::probe::measure;
 struct Measuring {
   explicit Measuring(unsigned repeats) { measure::enable(repeats); }
   ~Measuring() { measure::disable(); }
-  json leg(const std::string& name) const { return measure::collected()["legs"][name]; }
+  json leg(const std::string& name) const { return extmem::probe::to_json(*measure::collected())["legs"][name]; }
 };
 
 // Each copy of a kind takes a fixed time; records what it was asked; may fail one kind.
@@ -126,7 +127,7 @@ TEST(ImageSampleCopies, NothingWhenNotMeasuring) {
   EXPECT_TRUE(image::sample_copies("cudaimage", 4096, t.fn()));
   image::log_extent("cudaimage", 4, 4);
   EXPECT_TRUE(t.calls.empty());
-  EXPECT_TRUE(measure::collected().is_null());
+  EXPECT_FALSE(measure::collected().has_value());
 }
 
 TEST(ImageSampleCopies, ExtentAndBytes) {

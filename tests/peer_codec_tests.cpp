@@ -134,7 +134,8 @@ TEST(PeerCodec, SetupRoundTripsAndAFailureAlwaysHasAReason) {
 TEST(PeerCodec, SetupInfoOfEveryFamilyRoundTrips) {
   peer::SetupInfo vk{.allocation_size = 1179648, .memory_type_index = 7, .dedicated = false, .fd_size = 0,
                      .fd_target = "anon_inode:[memfd]", .exportable_advertised = true, .device_uuid = "ab01"};
-  vk.measure = json{{"route", {{"export_us", {{"median", 12.5}, {"min", 11}, {"max", 14}, {"n", 5}}}}}};
+  vk.measure = extmem::probe::Measurement{.size = 65536, .repeats = 5};
+  vk.measure->route.export_us = extmem::probe::Figure{.median = 12.5, .min = 11, .max = 14, .n = 5};
   peer::SetupInfo image = vk;
   image.image = peer::ImageCreate{37, "R8G8B8A8_UNORM", 1024, 768, 1, "LINEAR", 3, 0, 1, 1, 1, "GENERAL", true, false};
   peer::SetupInfo ipc{.allocation_size = 4096, .device_uuid = "ab"};
@@ -170,6 +171,9 @@ TEST(PeerCodec, SetupInfoRefusesWhatNoRouteSendsNamingTheField) {
       {R"({"chunks":{"sizes":[1,"2"],"total":3}})", "peer setup.info.chunks.sizes"},
       {R"({"seals":{"seals":4294967296,"noexec":"x"}})", "peer setup.info.seals.seals"},
       {R"({"measure":[1]})", "peer setup.info.measure"},
+      {R"({"measure":{"route":{}}})", "peer setup.info.measure.size"},
+      {R"({"measure":{"size":0,"repeats":1,"baseline":{},"legs":{},"route":{"export_us":{"n":1}}}})",
+       "peer setup.info.measure.route.export_us.n"},
   };
   for (const Case& c : cases) {
     auto r = peer::decode_setup(std::string(R"({"ok":true,"info":)") + c.info + "}");

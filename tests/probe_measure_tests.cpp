@@ -25,6 +25,7 @@
 #include "extmem/probe/probe.h"
 #include "extmem/probe/routes.h"
 #include "probe/parent/junit.h"
+#include "probe/measure_codec.h"
 #include "probe/worker/measure.h"
 #include "probe/parent/measure_row.h"
 
@@ -382,10 +383,18 @@ TEST(ProbeJunit, EscapesTextAndDropsBytesXmlForbids) {
 }
 
 TEST(MeasureFigure, MedianMinMax) {
+  using extmem::probe::Figure;
   using extmem::probe::measure::figure;
-  EXPECT_EQ(figure({3, 1, 2}), (json{{"median", 2.0}, {"min", 1.0}, {"max", 3.0}, {"n", 3}}));
-  EXPECT_EQ(figure({4, 1, 3, 2}), (json{{"median", 2.5}, {"min", 1.0}, {"max", 4.0}, {"n", 4}}));
-  EXPECT_EQ(figure({}), (json{{"n", 0}}));
+  EXPECT_EQ(figure({3, 1, 2}), (Figure{.median = 2, .min = 1, .max = 3, .n = 3}));
+  EXPECT_EQ(figure({4, 1, 3, 2}), (Figure{.median = 2.5, .min = 1, .max = 4, .n = 4}));
+  EXPECT_EQ(figure({}), Figure{});
+}
+
+// A row's measure text line from the JSON form of a half's figures (which the codec decodes strictly).
+static std::string line_of(const json& figures) {
+  auto m = extmem::probe::decode_measurement(figures, "test");
+  EXPECT_TRUE(static_cast<bool>(m)) << (m ? "" : m.error().message());
+  return m ? extmem::probe::measure_line(extmem::probe::RowMeasure{.figures = *m}) : std::string();
 }
 
 TEST(MeasureRow, KeepsOnlyLegsThatRoundTrippedInTheVerdictRun) {
@@ -395,15 +404,18 @@ TEST(MeasureRow, KeepsOnlyLegsThatRoundTrippedInTheVerdictRun) {
   extmem::Leg no{"rawmmap", false};
   verdict.legs = {no, rt};
   measuring.verdict.status = extmem::RowStatus::ok;
-  measuring.measure = {{"size", 1}, {"repeats", 1}, {"baseline", json::object()}, {"route", json::object()},
-                       {"legs", {{"vkimport", {{"map_us", {{"n", 0}}}}}, {"rawmmap", {{"map_us", {{"n", 0}}}}}}}};
-  json m = extmem::probe::row_measure(verdict, measuring);
+  measuring.measure = extmem::probe::RowMeasure{
+      .figures = {.size = 1, .repeats = 1, .legs = {{"vkimport", {.map_us = extmem::probe::Figure{}}}, {"rawmmap", {}}}}};
+  json m = extmem::probe::to_json(extmem::probe::row_measure(verdict, measuring));
   EXPECT_TRUE(m["legs"].contains("vkimport"));
+  EXPECT_EQ(m["legs"]["vkimport"]["map_us"], (json{{"n", 0}}));
   EXPECT_FALSE(m["legs"].contains("rawmmap"));
   EXPECT_EQ(m["run_status"], "OK");
-  measuring.measure = nullptr;
+  EXPECT_EQ(m["baseline"], json::object());
+  measuring.measure.reset();
   measuring.verdict = {extmem::RowStatus::fail, "timeout"};
-  EXPECT_EQ(extmem::probe::row_measure(verdict, measuring)["error"], "timeout");
+  EXPECT_EQ(extmem::probe::to_json(extmem::probe::row_measure(verdict, measuring)),
+            (json{{"run_status", "FAIL"}, {"error", "timeout"}}));
 }
 
 // ---- the T4 image rows' image copy figures (lavapipe) ----
@@ -604,7 +616,7 @@ namespace measure = extmem::probe::measure;
 struct Measuring {
   explicit Measuring(unsigned repeats) { measure::enable(repeats); }
   ~Measuring() { measure::disable(); }
-  json leg(const std::string& name) const { return measure::collected()["legs"][name]; }
+  json leg(const std::string& name) const { return extmem::probe::to_json(*measure::collected())["legs"][name]; }
 };
 
 // A timer whose copies each take a fixed time per direction; records what it was asked.
@@ -639,7 +651,7 @@ TEST(MeasureCopyLeg, FiguresFromTheTimerSaveFirstRestoreLast) {
   EXPECT_EQ(t.calls.front(), std::make_pair(Copy::save, 1u));
   EXPECT_EQ(t.calls[1], std::make_pair(Copy::baseline, 1u));
   EXPECT_EQ(t.calls.back(), std::make_pair(Copy::restore, 1u));
-  EXPECT_EQ(measure::collected()["size"], 1'000'000'000u);
+  EXPECT_EQ(measure::collected()->size, 1'000'000'000u);
 }
 
 TEST(MeasureCopyLeg, FastCopiesAreBatchedAndCountedInTheBandwidth) {
@@ -685,7 +697,7 @@ TEST(MeasureCopyLeg, NothingWhenNotMeasuring) {
   measure::copy_leg("cudaimport", 4096, true, t.fn());
   measure::import_latency("cudaimport", [] { return Result<double>(1.0); });
   EXPECT_TRUE(t.calls.empty());
-  EXPECT_TRUE(measure::collected().is_null());
+  EXPECT_FALSE(measure::collected().has_value());
 }
 
 TEST(MeasureImportLatency, MedianOfTheRepeatsAndTheFirstErrorStops) {
@@ -714,7 +726,7 @@ TEST(MeasureRow, CudaLegFiguresReachTheTextLine) {
   json f = {{"median", 2.0}, {"min", 1.0}, {"max", 3.0}, {"n", 3}};
   json m = {{"size", 64u << 20}, {"repeats", 3}, {"baseline", json::object()}, {"route", json::object()},
             {"legs", {{"cudaimport", {{"gpu_out_gbps", f}, {"gpu_in_gbps", f}, {"gpu_baseline_gbps", f}, {"import_us", f}}}}}};
-  std::string line = extmem::probe::measure_line(m);
+  std::string line = line_of(m);
   EXPECT_NE(line.find("cudaimport: gpu-out=2 GB/s [1-3] gpu-in=2 GB/s [1-3] gpu-device-local=2 GB/s [1-3] import=2 us [1-3]"),
             std::string::npos)
       << line;
@@ -758,7 +770,7 @@ TEST(MeasureRow, ClockAndPcieLinkReachTheTextLine) {
             {"pcie_link", {{"address", "0000:1b:00.0"}, {"speed_gts", 32.0}, {"width", 16}, {"gbps", 63.0}}},
             {"legs", {{"gpu", {{"gpu_out_gbps", f}, {"gpu_baseline_gbps", f}, {"gpu_shared_memory", "host"}}},
                       {"cudaimport", {{"gpu_out_gbps", f}, {"gpu_shared_memory", "device-local"}}}}}};
-  std::string line = extmem::probe::measure_line(m);
+  std::string line = line_of(m);
   EXPECT_NE(line.find("gpu-out=2 GB/s [1-3] (vk-timestamp) [PCIe x16 32 GT/s: 63 GB/s]"), std::string::npos) << line;
   EXPECT_NE(line.find("gpu-device-local=2 GB/s [1-3] (vk-timestamp);"), std::string::npos) << line;
   EXPECT_NE(line.find("cudaimport: gpu-out=2 GB/s [1-3] (vk-timestamp);"), std::string::npos)
@@ -773,7 +785,7 @@ TEST(MeasureRow, ShaderFiguresAndErrorReachTheTextLine) {
             {"pcie_link", {{"address", "0000:1b:00.0"}, {"speed_gts", 32.0}, {"width", 16}, {"gbps", 63.0}}},
             {"legs", {{"gpu", {{"shader_out_gbps", f}, {"shader_baseline_gbps", f}, {"gpu_shared_memory", "host"}}},
                       {"glgpu", {{"shader_error", "compute shaders: not in OpenGL ES 3.0"}}}}}};
-  std::string line = extmem::probe::measure_line(m);
+  std::string line = line_of(m);
   EXPECT_NE(line.find("shader-out=2 GB/s [1-3] (vk-timestamp) [PCIe x16 32 GT/s: 63 GB/s]"), std::string::npos) << line;
   EXPECT_NE(line.find("shader-device-local=2 GB/s [1-3] (vk-timestamp);"), std::string::npos) << line;
   EXPECT_NE(line.find("glgpu: shader_error=\"compute shaders: not in OpenGL ES 3.0\""), std::string::npos) << line;
@@ -789,7 +801,7 @@ TEST(MeasureRow, ImageFiguresReachTheTextLine) {
                                    {"image_in_gbps", f}, {"image_private_in_gbps", p}, {"image_in_ratio", 0.5},
                                    {"image_extent", "256x256"}, {"image_copies_per_sample", 17},
                                    {"gpu_clock_fallback", "queue family 0 has timestampValidBits=0"}}}}}};
-  std::string line = extmem::probe::measure_line(m);
+  std::string line = line_of(m);
   EXPECT_NE(line.find("vkimage: image-out=2 GB/s [1-3] (wall) (x0.50 of private 4 GB/s [3-5]) "
                       "image-in=2 GB/s [1-3] (wall) (x0.50 of private 4 GB/s [3-5]) image=256x256 copies-per-sample=17 "
                       "gpu_clock_fallback=\"queue family 0 has timestampValidBits=0\";"),
@@ -797,7 +809,7 @@ TEST(MeasureRow, ImageFiguresReachTheTextLine) {
       << line;
   EXPECT_EQ(line.find(" MiB,"), std::string::npos) << "no allocation was measured: " << line;
   m["legs"]["vkimage"] = {{"image_error", "private image: vkCreateImage -> VK_ERROR_OUT_OF_DEVICE_MEMORY"}};
-  line = extmem::probe::measure_line(m);
+  line = line_of(m);
   EXPECT_NE(line.find("vkimage: image_error=\"private image: vkCreateImage -> VK_ERROR_OUT_OF_DEVICE_MEMORY\""),
             std::string::npos)
       << line;

@@ -1,16 +1,16 @@
 // The --prometheus textfile: Prometheus text exposition format 0.0.4, as
 // node_exporter's textfile collector reads it (one HELP and TYPE per family,
 // then its samples; label values escaped).
+#include <optional>
+#include <type_traits>
+
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "extmem/probe/failure_codes.h"
 #include "extmem/probe/fleet_write.h"
 
 namespace extmem::probe {
 namespace {
-
-using nlohmann::json;
 
 // Label values escape backslash, double quote and line feed, nothing else.
 std::string label_value(std::string_view v) {
@@ -62,24 +62,23 @@ std::string prometheus_text(const Findings& f, const Health& h, double unix_time
     const std::string labels = fmt::format("row=\"{}\",code=\"{}\",{},fd_transport=\"{}\"", label_value(r.row),
                                            code ? code->id : "", device, pidfd ? "pidfd" : "scm");
     status.add(labels, static_cast<int>(r.verdict.status));
-    if (!r.measure.is_object()) continue;
-    auto figures = [&](const std::string& leg, const json& set) {
-      if (!set.is_object()) return;
-      for (const auto& [key, fig] : set.items()) {
-        std::string figure;
-        bool is_bandwidth = false;
-        if (!split_figure(key, figure, is_bandwidth) || !fig.is_object() || fig.value("n", 0) == 0) continue;
-        const std::string l = fmt::format("row=\"{}\",leg=\"{}\",figure=\"{}\",{}", label_value(r.row),
-                                          label_value(leg), label_value(figure), device);
-        const double median = fig.value("median", 0.0);
-        if (is_bandwidth) bandwidth.add(l, median * 1e9);  // GB/s = 1e9 bytes per second
-        else latency.add(l, median * 1e-6);
-      }
+    if (!r.measure) continue;
+    // Every figure of `leg` ("" for the route's), in key order.
+    auto figures = [&](const std::string& leg) {
+      return [&, leg](const char* key, const auto& value) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::optional<Figure>>) {
+          std::string figure;
+          bool is_bandwidth = false;
+          if (!value || value->n == 0 || !split_figure(key, figure, is_bandwidth)) return;
+          const std::string l = fmt::format("row=\"{}\",leg=\"{}\",figure=\"{}\",{}", label_value(r.row),
+                                            label_value(leg), label_value(figure), device);
+          if (is_bandwidth) bandwidth.add(l, value->median * 1e9);  // GB/s = 1e9 bytes per second
+          else latency.add(l, value->median * 1e-6);
+        }
+      };
     };
-    // Named: a range-for over items() of a temporary would outlive it (C++20).
-    const json legs = r.measure.value("legs", json::object());
-    for (const auto& [leg, set] : legs.items()) figures(leg, set);
-    figures("", r.measure.value("route", json::object()));
+    for (const auto& [leg, set] : r.measure->figures.legs) visit_fields(figures(leg), set);
+    visit_route_fields(figures(""), r.measure->figures.route);
   }
   Family health{"extmem_probe_health", "1 when the run is healthy (required rows OK, no baseline difference), else 0."};
   health.add(h.ok ? 1 : 0);

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "probe/measure_codec.h"
+
 namespace extmem::probe {
 namespace {
 
@@ -99,7 +101,7 @@ std::string encode(const RouteReport& r) {
     for (const SyncHold& h : r.facts.sync_holds) holds.push_back(sync_hold_json(h));
     j["sync_holds"] = std::move(holds);
   }
-  if (r.measure.is_object()) j["measure"] = r.measure;
+  if (r.measure) j["measure"] = to_json(*r.measure);
   if (r.facts.stop_kind) j["stop_kind"] = to_string(*r.facts.stop_kind);
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -155,8 +157,9 @@ Result<RouteReport> decode_report(const std::string& payload) {
     }
   }
   if (auto m = j.find("measure"); m != j.end() && !m->is_null()) {
-    if (!m->is_object()) return bad("measure is not an object");
-    r.measure = *m;
+    auto decoded = decode_measurement(*m, "decode report.measure");
+    if (!decoded) return std::move(decoded).error();
+    r.measure = std::move(*decoded);
   }
   auto detail = j.find("detail");
   if (detail == j.end() || !detail->is_array() || detail->size() > 64) return bad("detail missing or not an array");

@@ -1,13 +1,15 @@
 // What a route child tells the parent at the end: facts, legs, detail. JSON on the wire.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
-#include <vector>
 
 #include "extmem/core/error.h"
 #include "extmem/core/verdict.h"
+#include "extmem/probe/measure_figures.h"
 
 namespace extmem::probe {
 
@@ -15,7 +17,7 @@ struct RouteReport {
   RouteFacts facts;
   std::vector<Leg> legs;
   std::vector<std::string> detail;  ///< "key=value" facts for the RESULT line's detail
-  nlohmann::json measure;           ///< --measure figures (probe/measure.h collected()); null when not measuring
+  std::optional<Measurement> measure;  ///< --measure figures (measure::collected()); absent when not measuring
 };
 
 std::string encode(const RouteReport& report);
@@ -31,8 +33,8 @@ Result<SyncHold> sync_hold_from_json(const nlohmann::json& j);
 
 /// Parses a report sent by a child. Errors (protocol, step "decode report"):
 /// not JSON, missing, mistyped or unknown fields (of the report, a leg, the
-/// soak or a sync hold), more than 16 legs, strings over 4 KiB,
-/// a "measure" that is neither absent, null nor an object.
+/// soak or a sync hold), more than 16 legs, strings over 4 KiB, or a
+/// "measure" decode_measurement refuses (step "decode report.measure...").
 Result<RouteReport> decode_report(const std::string& payload);
 
 }  // namespace extmem::probe

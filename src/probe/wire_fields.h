@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "extmem/core/error.h"
+#include "probe/json_kind.h"
 
 namespace extmem::probe::wire {
 
@@ -69,6 +70,8 @@ class Fields {
 
   /// The first refusal, or one for a field no getter asked for.
   std::optional<Error> finish();
+  /// What the refusals name before the field ("peer setup.info").
+  std::string_view what() const { return what_; }
 
  private:
   std::optional<std::uint64_t> whole_of(const char* name, const nlohmann::json& j, std::uint64_t max);
@@ -86,6 +89,27 @@ class Fields {
 template <class T>
 Result<T> finished(Fields& f, T value) {
   if (auto e = f.finish()) return std::move(*e);
+  return value;
+}
+
+/// The nested object `name` of `f` read by `one(Fields&)` with its own reader,
+/// whose refusals name "WHAT.NAME.FIELD" and become `f`'s; nullopt when absent
+/// or refused.
+template <class T, class One>
+std::optional<T> nested(Fields& f, const char* name, One one) {
+  const nlohmann::json* j = f.get(name, false);
+  if (j == nullptr) return std::nullopt;
+  if (!j->is_object()) {
+    f.refuse(name, std::string("found ") + json_kind(*j) + ": an object is accepted");
+    return std::nullopt;
+  }
+  const std::string what = std::string(f.what()) + "." + name;
+  Fields inner(*j, what);
+  T value = one(inner);
+  if (auto e = inner.finish()) {
+    f.adopt(std::move(*e));
+    return std::nullopt;
+  }
   return value;
 }
 

@@ -11,6 +11,7 @@
 #include "extmem/probe/health.h"
 #include "extmem/probe/write.h"
 #include "probe/parent/cuda_phase_a.h"
+#include "probe/measure_codec.h"
 #include "probe/route_report.h"
 #include "probe/parent/fd_check.h"
 #include "probe/parent/junit.h"
@@ -58,7 +59,7 @@ json row_json(const RowResult& r) {
     for (const SyncHold& h : r.sync_holds) holds.push_back(sync_hold_json(h));
     j["sync_holds"] = std::move(holds);
   }
-  if (!r.measure.is_null()) j["measure"] = r.measure;
+  if (r.measure) j["measure"] = to_json(*r.measure);
   j["code"] = nullptr;
   if (const FailureCode* c = failure_code(r)) j["code"] = code_json(*c);
   if (!r.worker_hygiene.is_null()) j["worker_hygiene"] = r.worker_hygiene;

@@ -58,7 +58,7 @@ void write_row(std::ostream& out, const RowResult& r) {
   out << result_line(r) << "\n";
   // Its own line, so the RESULT line's grammar is unchanged.
   if (const FailureCode* c = failure_code(r)) out << fmt::format("  code: {} {} {}\n", c->id, to_string(c->klass), c->name);
-  if (std::string m = measure_line(r.measure); !m.empty()) out << m << "\n";
+  if (r.measure) out << measure_line(*r.measure) << "\n";
 }
 
 std::array<int, 5> count_statuses(const std::vector<RowResult>& rows) {

@@ -17,6 +17,7 @@
 #include "extmem/core/verdict.h"
 #include "extmem/cuda/enumerate.h"
 #include "extmem/gles/enumerate.h"
+#include "extmem/probe/measure_figures.h"
 #include "extmem/vulkan/enumerate.h"
 
 namespace extmem::probe {
@@ -96,7 +97,9 @@ struct RowResult {
   double seconds = 0;                     ///< wall time of the route, seconds; 0 when decided in phase A
   std::optional<SoakCount> soak;          ///< --soak counts, when the route soaked
   std::vector<SyncHold> sync_holds;       ///< S1 rows: each ordering proof's calibrated hold
-  nlohmann::json measure;                 ///< --measure figures; null when not measured
+  /// --measure: the measuring run's figures of the legs that round-tripped in
+  /// this (the verdict) run, or why there are none; absent when not measured.
+  std::optional<RowMeasure> measure;
   /// Warm workers only: what each half left in its worker, {"server": ..., "client": ...}
   /// (the per-route hygiene check); null with --isolate=route and for rows decided in phase A.
   nlohmann::json worker_hygiene;

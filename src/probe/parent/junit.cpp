@@ -32,7 +32,7 @@ std::string junit_xml(const std::vector<RowResult>& rows, const std::string& dev
       x += fmt::format("      <skipped message=\"{}: {}\"/>\n", status, xml_text(r.verdict.why));
     }
     std::string out = result_line(r);
-    if (std::string m = measure_line(r.measure); !m.empty()) out += "\n" + m;
+    if (r.measure) out += "\n" + measure_line(*r.measure);
     // The code as the text output prints it: testcase <properties> are outside the subset CI tools share.
     if (const FailureCode* c = failure_code(r)) out += fmt::format("\n  code: {} {} {}", c->id, to_string(c->klass), c->name);
     x += fmt::format("      <system-out>{}</system-out>\n", xml_text(out));

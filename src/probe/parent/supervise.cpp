@@ -168,7 +168,8 @@ RowResult conclude(const RouteDef& route, const std::array<Half, 2>& halves, Col
   result.detail = c.report->detail;
   result.soak = c.report->facts.soak;
   result.sync_holds = c.report->facts.sync_holds;
-  result.measure = c.report->measure;
+  // Every leg's figures as measured; row_measure() keeps the ones the row's verdict run round-tripped.
+  if (c.report->measure) result.measure = RowMeasure{.figures = *c.report->measure};
   for (const Half& h : halves) {
     if (h.exit && h.exit->exited && h.exit->code != 0)
       result.detail.push_back(fmt::format("{} exited with code {}", to_string(h.role), h.exit->code));

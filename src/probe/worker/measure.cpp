@@ -23,16 +23,9 @@
 namespace extmem::probe::measure {
 namespace {
 
-using nlohmann::json;
-
 struct Log {
   bool enabled = false;
-  unsigned repeats = kDefaultMeasureRepeats;  // enable() sets the run's
-  std::size_t size = 0;  // bytes of the largest view measured
-  json baseline = json::object();
-  json legs = json::object();
-  json route = json::object();
-  json pcie;  // pcie_link(): null until asked
+  Measurement m{.repeats = kDefaultMeasureRepeats};  // enable() sets the run's repeats
 };
 
 Log& log() {
@@ -84,12 +77,6 @@ std::pair<std::vector<double>, std::vector<double>> cpu_samples(std::span<std::b
   return {w, r};
 }
 
-json& leg_entry(const std::string& leg) {
-  json& l = log().legs[leg];
-  if (!l.is_object()) l = json::object();
-  return l;
-}
-
 // A device-local memory type, preferring one that is not HOST_VISIBLE; -1 when none.
 int device_local_type(const vk::Device& device) {
   const VkPhysicalDeviceMemoryProperties& m = device.memory_properties();
@@ -107,45 +94,48 @@ int device_local_type(const vk::Device& device) {
 
 void enable(unsigned repeats) {
   log().enabled = true;
-  log().repeats = std::clamp(repeats, 1u, 100u);
+  log().m.repeats = std::clamp(repeats, 1u, 100u);
 }
 
 bool enabled() { return log().enabled; }
 int device_local_memory_type(const vk::Device& device) { return device_local_type(device); }
 void disable() { log() = Log{}; }
-unsigned repeats() { return log().repeats; }
+unsigned repeats() { return static_cast<unsigned>(log().m.repeats); }
+LegFigures* leg(const std::string& leg) { return log().enabled ? &log().m.legs[leg] : nullptr; }
+RouteFigures* route() { return log().enabled ? &log().m.route : nullptr; }
 
-json figure(std::vector<double> s) {
-  if (s.empty()) return {{"n", 0}};
+Figure figure(std::vector<double> s) {
+  if (s.empty()) return {};
   std::sort(s.begin(), s.end());
   const std::size_t n = s.size();
   double median = n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-  return {{"median", median}, {"min", s.front()}, {"max", s.back()}, {"n", n}};
+  return {.median = median, .min = s.front(), .max = s.back(), .n = n};
 }
 
 void cpu_leg(const std::string& leg, std::span<std::byte> view) {
   Log& l = log();
   if (!l.enabled || view.size() < 8) return;
-  l.size = std::max(l.size, view.size());
-  if (l.baseline.empty() || l.baseline.value("bytes", std::size_t{0}) != view.size()) {
+  l.m.size = std::max<std::uint64_t>(l.m.size, view.size());
+  CpuBaseline& base = l.m.baseline;
+  if (base.bytes != view.size()) {
     // Private anonymous memory of the same size, in this same process: the figure the ratio is taken against.
     void* p = ::mmap(nullptr, view.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p != MAP_FAILED) {
-      auto [w, r] = cpu_samples(std::span<std::byte>(static_cast<std::byte*>(p), view.size()), l.repeats);
-      l.baseline = {{"bytes", view.size()}, {"cpu_write_gbps", figure(w)}, {"cpu_read_gbps", figure(r)}};
+      auto [w, r] = cpu_samples(std::span<std::byte>(static_cast<std::byte*>(p), view.size()), repeats());
+      base = {.bytes = view.size(), .cpu_write_gbps = figure(w), .cpu_read_gbps = figure(r)};
       ::munmap(p, view.size());
     }
   }
   std::vector<std::byte> saved(view.begin(), view.end());
-  auto [w, r] = cpu_samples(view, l.repeats);
+  auto [w, r] = cpu_samples(view, repeats());
   std::memcpy(view.data(), saved.data(), saved.size());
-  json& e = leg_entry(leg);
-  e["cpu_write_gbps"] = figure(w);
-  e["cpu_read_gbps"] = figure(r);
-  if (l.baseline.contains("cpu_write_gbps")) {
-    double bw = l.baseline["cpu_write_gbps"]["median"], br = l.baseline["cpu_read_gbps"]["median"];
-    if (bw > 0) e["cpu_write_ratio"] = e["cpu_write_gbps"]["median"].get<double>() / bw;
-    if (br > 0) e["cpu_read_ratio"] = e["cpu_read_gbps"]["median"].get<double>() / br;
+  LegFigures& e = l.m.legs[leg];
+  e.cpu_write_gbps = figure(w);
+  e.cpu_read_gbps = figure(r);
+  if (base.cpu_write_gbps && base.cpu_read_gbps) {
+    const double bw = base.cpu_write_gbps->median, br = base.cpu_read_gbps->median;
+    if (bw > 0) e.cpu_write_ratio = e.cpu_write_gbps->median / bw;
+    if (br > 0) e.cpu_read_ratio = e.cpu_read_gbps->median / br;
   }
 }
 
@@ -158,15 +148,13 @@ unsigned copies_per_sample(double one_copy_seconds) {
 
 std::string step_and_code(const Error& e) { return fmt::format("{} -> {}", e.step, e.code); }
 
-void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, const CopyTimer& time, const char* prefix) {
+void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, const CopyTimer& time,
+              CopyFigures LegFigures::*engine) {
   Log& l = log();
   if (!l.enabled || bytes == 0) return;
-  l.size = std::max(l.size, bytes);
-  json& e = leg_entry(leg);
-  auto key = [&](const char* what) { return fmt::format("{}_{}", prefix, what); };
-  auto failed = [&](const std::string& what, const Error& err) {
-    e[key("error")] = what + ": " + step_and_code(err);
-  };
+  l.m.size = std::max<std::uint64_t>(l.m.size, bytes);
+  CopyFigures& e = l.m.legs[leg].*engine;
+  auto failed = [&](const std::string& what, const Error& err) { e.error = what + ": " + step_and_code(err); };
   if (auto saved = time(Copy::save, 1); !saved) {
     failed("save the shared bytes", saved.error());
     return;
@@ -177,27 +165,27 @@ void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, cons
   // fastest copy measured here.
   const auto one = time(Copy::baseline, 1);
   const unsigned batch = one ? copies_per_sample(one->seconds) : 1;
-  e[key("copies_per_sample")] = batch;
-  auto samples = [&](Copy c, const std::string& name) {
+  e.copies_per_sample = batch;
+  // `name` is the figure's key, as the error names it.
+  auto samples = [&](Copy c, std::optional<Figure>& into, const char* name) {
     std::vector<double> v;
     const char* clock = clocks::wall;
-    for (unsigned i = 0; i < l.repeats; ++i) {
+    for (unsigned i = 0; i < repeats(); ++i) {
       auto t = time(c, batch);
       if (!t) {
-        failed(name, t.error());
+        failed(fmt::format("{}_{}", engine == &LegFigures::gpu ? "gpu" : "shader", name), t.error());
         return false;
       }
       v.push_back(gbps(bytes * batch, t->seconds));
       clock = t->clock;
     }
-    json f = figure(v);
-    f["clock"] = clock;
-    e[name] = f;
-    e[key("clock")] = clock;
+    into = figure(v);
+    into->clock = clock;
+    e.clock = clock;
     return true;
   };
-  bool ok = samples(Copy::out, key("out_gbps")) && samples(Copy::in, key("in_gbps"));
-  if (ok && has_baseline) samples(Copy::baseline, key("baseline_gbps"));
+  bool ok = samples(Copy::out, e.out_gbps, "out_gbps") && samples(Copy::in, e.in_gbps, "in_gbps");
+  if (ok && has_baseline) samples(Copy::baseline, e.baseline_gbps, "baseline_gbps");
   (void)time(Copy::restore, 1);  // put the route's bytes back
 }
 
@@ -205,20 +193,16 @@ void import_latency(const std::string& leg, const std::function<Result<double>()
   Log& l = log();
   if (!l.enabled) return;
   std::vector<double> us;
-  json& e = leg_entry(leg);
-  for (unsigned i = 0; i < l.repeats; ++i) {
+  LegFigures& e = l.m.legs[leg];
+  for (unsigned i = 0; i < repeats(); ++i) {
     auto t = once();
     if (!t) {
-      e["import_error"] = fmt::format("{} -> {}", t.error().step, t.error().code);
+      e.import_error = step_and_code(t.error());
       break;
     }
     us.push_back(*t);
   }
-  if (!us.empty()) e["import_us"] = figure(us);
-}
-
-void leg_field(const std::string& leg, const std::string& key, json value) {
-  if (log().enabled) leg_entry(leg)[key] = std::move(value);
+  if (!us.empty()) e.import_us = figure(us);
 }
 
 void gpu_leg(const std::string& leg, const vk::Device& device, VkBuffer shared, std::size_t bytes) {
@@ -229,26 +213,27 @@ void gpu_leg(const std::string& leg, const vk::Device& device, VkBuffer shared, 
   req.size = bytes;
   req.map = false;
   if (dl >= 0) req.allowed_type_bits = 1u << dl;
+  LegFigures& e = l.m.legs[leg];
   std::vector<vk::Buffer> bufs;  // 0: keeps the shared bytes, 1 and 2: copy partners
   for (int i = 0; i < 3; ++i) {
     auto b = device.create_buffer(req);
     if (!b) {
-      l.size = std::max(l.size, bytes);
-      leg_field(leg, "gpu_error", fmt::format("partner buffer: {} -> {}", b.error().step, b.error().code));
+      l.m.size = std::max<std::uint64_t>(l.m.size, bytes);
+      e.gpu.error = "partner buffer: " + step_and_code(b.error());
       return;
     }
     bufs.push_back(std::move(*b));
   }
-  leg_field(leg, "gpu_partner_memory_type", bufs[1].memory_type_index);
+  e.gpu_partner_memory_type = bufs[1].memory_type_index;
   const vk::DeviceFns& f = device.fn();
   pcie_link(device);
   // GPU time from a timestamp pair in the same submission where the queue family
   // has timestamps; otherwise the wall clock, said so in the leg.
   const VkGpuClock clock(device);
   if (clock.timestamps())
-    leg_field(leg, "gpu_timestamp", {{"period_ns", device.timestamp_period()}, {"valid_bits", clock.valid_bits()}});
+    e.gpu_timestamp = GpuTimestamp{device.timestamp_period(), clock.valid_bits()};
   else
-    leg_field(leg, "gpu_clock_fallback", clock.fallback());
+    e.gpu_clock_fallback = clock.fallback();
   auto timed = [&](const std::function<void(VkCommandBuffer)>& copies) { return clock.time(copies); };
   // `copies` back-to-back copy commands, a transfer barrier between them so they do not overlap.
   auto command_copy = [&](VkBuffer src, VkBuffer dst, unsigned copies) -> Result<Timed> {
@@ -282,12 +267,12 @@ void gpu_leg(const std::string& leg, const vk::Device& device, VkBuffer shared, 
   // The same figures through the shader cores; the route's bytes are saved and put back by copy commands.
   auto shader = ShaderCopy::create(device);
   if (!shader) {
-    leg_field(leg, "shader_error", fmt::format("{} -> {}", shader.error().step, shader.error().code));
+    e.shader.error = step_and_code(shader.error());
     return;
   }
   if (bytes % 16 != 0 || bytes > (*shader)->max_bytes()) {
-    leg_field(leg, "shader_error", fmt::format("{} bytes: not a multiple of 16 or beyond maxStorageBufferRange ({} bytes)",
-                                               bytes, (*shader)->max_bytes()));
+    e.shader.error = fmt::format("{} bytes: not a multiple of 16 or beyond maxStorageBufferRange ({} bytes)", bytes,
+                                 (*shader)->max_bytes());
     return;
   }
   copy_leg(
@@ -299,22 +284,22 @@ void gpu_leg(const std::string& leg, const vk::Device& device, VkBuffer shared, 
         if (!set) return std::move(set).error();
         return timed([&](VkCommandBuffer cmd) { (*shader)->record(cmd, *set, bytes, n); });
       },
-      "shader");
+      &LegFigures::shader);
 }
 
 void import_leg(const std::string& leg, const vk::Device& device, const vk::AllocationRequest& req) {
   Log& l = log();
   if (!l.enabled) return;
   std::vector<double> import_us, map_us;
-  json& e = leg_entry(leg);
-  for (unsigned i = 0; i < l.repeats; ++i) {
+  LegFigures& e = l.m.legs[leg];
+  for (unsigned i = 0; i < repeats(); ++i) {
     vk::AllocationRequest r = req;
     r.map = false;
     std::optional<ImportDup> dup;
     if (req.import_fd >= 0) {
       auto d = ImportDup::of(req.import_fd);
       if (!d) {
-        e["import_error"] = fmt::format("{} -> {}", d.error().step, d.error().code);
+        e.import_error = step_and_code(d.error());
         break;
       }
       dup.emplace(std::move(*d));
@@ -328,7 +313,7 @@ void import_leg(const std::string& leg, const vk::Device& device, const vk::Allo
     // file descriptor"); a failed import leaves it with us.
     if (dup) (void)dup->settle(b || af.memory_allocated);
     if (!b) {
-      e["import_error"] = fmt::format("{} -> {}", af.error.step, af.error.code);
+      e.import_error = step_and_code(af.error);
       break;
     }
     import_us.push_back((t1 - t0) * 1e6);
@@ -343,33 +328,32 @@ void import_leg(const std::string& leg, const vk::Device& device, const vk::Allo
     if (mr == VK_SUCCESS) {
       map_us.push_back((t3 - t2) * 1e6);
       device.fn().vkUnmapMemory(device.handle(), b->memory);
-    } else if (!e.contains("map_error")) {
-      e["map_error"] = std::string("vkMapMemory -> ") + vk::result_name(mr);
+    } else if (!e.map_error) {
+      e.map_error = std::string("vkMapMemory -> ") + vk::result_name(mr);
     }
   }
-  if (!import_us.empty()) e["import_us"] = figure(import_us);
-  if (!map_us.empty()) e["map_us"] = figure(map_us);
+  if (!import_us.empty()) e.import_us = figure(import_us);
+  if (!map_us.empty()) e.map_us = figure(map_us);
 }
 
-void route_latency(const std::string& key, std::vector<double> samples_us) {
+void route_latency(std::optional<Figure> RouteFigures::*which, std::vector<double> samples_us) {
   if (!log().enabled || samples_us.empty()) return;
-  log().route[key] = figure(std::move(samples_us));
+  log().m.route.*which = figure(std::move(samples_us));
 }
 
-void route_field(const std::string& key, json value) {
-  if (log().enabled) log().route[key] = std::move(value);
-}
-
-void merge_peer(const json& peer) {
-  if (!log().enabled || !peer.is_object()) return;
-  if (auto r = peer.find("route"); r != peer.end() && r->is_object())
-    for (auto it = r->begin(); it != r->end(); ++it) log().route[it.key()] = it.value();
+void merge_peer(const Measurement& peer) {
+  if (!log().enabled) return;
+  visit_route_fields(
+      [](const char*, auto& mine, const auto& theirs) {
+        if (theirs) mine = theirs;
+      },
+      log().m.route, peer.route);
 }
 
 void mmap_latency(int fd, std::size_t bytes) {
   if (!log().enabled || fd < 0 || bytes == 0) return;
   std::vector<double> us;
-  for (unsigned i = 0; i < log().repeats; ++i) {
+  for (unsigned i = 0; i < repeats(); ++i) {
     const double t0 = os::monotonic_seconds();
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     const double t1 = os::monotonic_seconds();
@@ -377,7 +361,7 @@ void mmap_latency(int fd, std::size_t bytes) {
     ::munmap(p, bytes);
     us.push_back((t1 - t0) * 1e6);
   }
-  route_latency("mmap_us", us);
+  route_latency(&RouteFigures::mmap_us, us);
 }
 
 double pcie_gbps(double gts, unsigned lanes) {
@@ -389,10 +373,10 @@ double pcie_gbps(double gts, unsigned lanes) {
 
 void pcie_link(const vk::Device& device) {
   Log& l = log();
-  if (!l.enabled || !l.pcie.is_null()) return;
+  if (!l.enabled || l.m.pcie_link) return;
   std::optional<vk::PciAddress> at = device.pci_address();
   if (!at) {
-    l.pcie = {{"unknown", "VK_EXT_pci_bus_info not exposed by the device"}};
+    l.m.pcie_link = PcieLink{.unknown = "VK_EXT_pci_bus_info not exposed by the device"};
     return;
   }
   const std::string address = fmt::format("{:04x}:{:02x}:{:02x}.{:x}", at->domain, at->bus, at->device, at->function);
@@ -409,19 +393,19 @@ void pcie_link(const vk::Device& device) {
   const double gts = std::atof(speed.c_str());  // "32.0 GT/s PCIe": the number leads
   const long lanes = std::atol(width.c_str());
   if (gts <= 0 || lanes <= 0) {
-    l.pcie = {{"unknown", fmt::format("{}current_link_speed/current_link_width unreadable or 0", dir)},
-              {"address", address}};
+    l.m.pcie_link = PcieLink{.address = address,
+                             .unknown = fmt::format("{}current_link_speed/current_link_width unreadable or 0", dir)};
     return;
   }
-  l.pcie = {{"address", address}, {"speed_gts", gts}, {"width", lanes}, {"gbps", pcie_gbps(gts, static_cast<unsigned>(lanes))}};
+  l.m.pcie_link = PcieLink{.address = address,
+                           .speed_gts = gts,
+                           .width = static_cast<std::uint64_t>(lanes),
+                           .gbps = pcie_gbps(gts, static_cast<unsigned>(lanes))};
 }
 
-json collected() {
-  const Log& l = log();
-  if (!l.enabled) return nullptr;
-  json out = {{"size", l.size}, {"repeats", l.repeats}, {"baseline", l.baseline}, {"legs", l.legs}, {"route", l.route}};
-  if (!l.pcie.is_null()) out["pcie_link"] = l.pcie;
-  return out;
+std::optional<Measurement> collected() {
+  if (!log().enabled) return std::nullopt;
+  return log().m;
 }
 
 }  // namespace extmem::probe::measure

@@ -12,9 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "extmem/core/error.h"
+#include "extmem/probe/measure_figures.h"
 #include "vulkan/context.h"
 
 namespace extmem::probe::measure {
@@ -31,9 +30,16 @@ unsigned repeats();
 /// `device`, preferring one that is not HOST_VISIBLE; -1 when there is none.
 int device_local_memory_type(const vk::Device& device);
 
-/// {"median", "min", "max", "n"} of `samples` (any unit; the key says which).
-/// Empty samples give {"n": 0}.
-nlohmann::json figure(std::vector<double> samples);
+/// The median, min, max and count of `samples` (any unit; the field says
+/// which). Empty samples give n = 0.
+Figure figure(std::vector<double> samples);
+
+/// The figures of leg `leg`, created empty on first use, for a route to set
+/// what only it knows (e.g. gpu_shared_memory); nullptr unless enabled(). The
+/// pointer stays valid until disable().
+LegFigures* leg(const std::string& leg);
+/// The route-level figures; nullptr unless enabled().
+RouteFigures* route();
 
 /// CPU write (memset) and read (64-bit loads) bandwidth through `view`, in
 /// GB/s (1e9 bytes/s), as leg `leg`'s cpu_write_gbps / cpu_read_gbps, and the
@@ -108,12 +114,12 @@ using CopyTimer = std::function<Result<Timed>(Copy, unsigned copies)>;
 /// Copy::out, Copy::in and, when `has_baseline`, Copy::baseline, as
 /// gpu_out_gbps / gpu_in_gbps / gpu_baseline_gbps (GB/s = 1e9 bytes/s; each
 /// figure's "clock" is its samples' clock, and leg.gpu_clock the leg's), then
-/// Copy::restore. The first failure is noted as leg.gpu_error ("<what>: <step>
-/// -> <code>") and ends the sampling. `prefix` replaces "gpu" in every key
-/// (gpu_out_gbps, gpu_copies_per_sample, gpu_clock, gpu_error): "shader" for
-/// the shader-copy figures beside the copy-command ones. Does nothing unless enabled().
+/// Copy::restore. The first failure is noted as the engine's error ("<what>:
+/// <step> -> <code>") and ends the sampling. `engine` is which figures are
+/// taken: LegFigures::gpu (copy commands, the gpu_* keys) or LegFigures::shader
+/// (the same copies by a compute shader). Does nothing unless enabled().
 void copy_leg(const std::string& leg, std::size_t bytes, bool has_baseline, const CopyTimer& time,
-              const char* prefix = "gpu");
+              CopyFigures LegFigures::*engine = &LegFigures::gpu);
 
 /// Most copies one GPU sample batches (copy_leg's calibration).
 inline constexpr unsigned kMaxCopiesPerSample = 256;
@@ -137,10 +143,6 @@ std::string step_and_code(const Error& e);
 /// unless enabled().
 void import_latency(const std::string& leg, const std::function<Result<double>()>& once);
 
-/// Sets leg `leg`'s field `key` to `value` (e.g. gpu_error when a partner
-/// buffer cannot be allocated). Does nothing unless enabled().
-void leg_field(const std::string& leg, const std::string& key, nlohmann::json value);
-
 /// Import and map latency of leg `leg`: repeats `req` (an import request,
 /// fd or host pointer) through create_buffer with map=false (vkCreateBuffer +
 /// vkAllocateMemory(import) + vkBindBufferMemory; an fd import imports a
@@ -150,15 +152,13 @@ void leg_field(const std::string& leg, const std::string& key, nlohmann::json va
 /// Does nothing unless enabled().
 void import_leg(const std::string& leg, const vk::Device& device, const vk::AllocationRequest& req);
 
-/// Records a route-level latency (e.g. "export_us", "mmap_us") from samples in microseconds.
-void route_latency(const std::string& key, std::vector<double> samples_us);
+/// Records route-level latency `which` (e.g. &RouteFigures::export_us) from
+/// samples in microseconds; nothing for no samples. Does nothing unless enabled().
+void route_latency(std::optional<Figure> RouteFigures::*which, std::vector<double> samples_us);
 
-/// Sets route-level field `key` (e.g. the clock a route figure was taken with,
-/// or why a GPU clock was not used). Does nothing unless enabled().
-void route_field(const std::string& key, nlohmann::json value);
-
-/// Adds a route-level figure the peer measured (the "measure" object of its setup message).
-void merge_peer(const nlohmann::json& peer);
+/// Takes the route-level figures the peer measured (the measure of its setup
+/// message): each one it has replaces this side's. Does nothing unless enabled().
+void merge_peer(const Measurement& peer);
 
 /// mmap(MAP_SHARED) + munmap of `bytes` of `fd`, repeated, as route-level
 /// "mmap_us" (no page touched: the cost of the call). Does nothing unless enabled().
@@ -179,8 +179,7 @@ void pcie_link(const vk::Device& device);
 /// lanes, after line coding (see pcie_link); 0 for a non-positive input.
 double pcie_gbps(double gts, unsigned lanes);
 
-/// Everything logged: {"size", "repeats", "baseline", "legs": {name: {...}}, "route": {...}, "pcie_link"?};
-/// null when not enabled().
-nlohmann::json collected();
+/// Everything logged; nullopt when not enabled().
+std::optional<Measurement> collected();
 
 }  // namespace extmem::probe::measure

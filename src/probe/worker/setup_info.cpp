@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "probe/json_kind.h"
+#include "probe/measure_codec.h"
 #include "probe/wire_fields.h"
 
 namespace extmem::probe::peer {
@@ -66,26 +67,6 @@ Seals seals_of(Fields& f) {
   return s;
 }
 
-// A nested object `name` of `f`, read by `one` with its own field reader, whose
-// refusal (naming the nested field) becomes `f`'s.
-template <class T, class One>
-std::optional<T> nested(Fields& f, const char* name, One one) {
-  const json* j = f.get(name, false);
-  if (j == nullptr) return std::nullopt;
-  if (!j->is_object()) {
-    f.refuse(name, fmt::format("found {}: an object is accepted", json_kind(*j)));
-    return std::nullopt;
-  }
-  const std::string what = fmt::format("{}.{}", kInfo, name);
-  Fields inner(*j, what);
-  T value = one(inner);
-  if (auto e = inner.finish()) {
-    f.adopt(std::move(*e));
-    return std::nullopt;
-  }
-  return value;
-}
-
 }  // namespace setup_info_detail
 
 nlohmann::json to_json(const SetupInfo& info) {
@@ -125,7 +106,7 @@ nlohmann::json to_json(const SetupInfo& info) {
   }
   if (const auto& c = info.chunks) j["chunks"] = {{"sizes", c->sizes}, {"total", c->total}, {"fd_targets", c->fd_targets}};
   if (const auto& s = info.seals) j["seals"] = {{"seals", s->seals}, {"noexec", s->noexec}};
-  put(j, "measure", info.measure);
+  if (info.measure) j["measure"] = to_json(*info.measure);
   return j;
 }
 
@@ -146,13 +127,13 @@ Result<SetupInfo> decode_setup_info(const nlohmann::json& j) {
   info.exportable_advertised = f.absent_or_boolean("exportable_advertised");
   info.device_uuid = f.absent_or_text("device_uuid");
   info.granularity = f.absent_or_whole("granularity");
-  info.image = nested<ImageCreate>(f, "image", image_of);
-  info.ipc = nested<IpcHandles>(f, "ipc", ipc_of);
-  info.chunks = nested<ChunkList>(f, "chunks", chunks_of);
-  info.seals = nested<Seals>(f, "seals", seals_of);
+  info.image = wire::nested<ImageCreate>(f, "image", image_of);
+  info.ipc = wire::nested<IpcHandles>(f, "ipc", ipc_of);
+  info.chunks = wire::nested<ChunkList>(f, "chunks", chunks_of);
+  info.seals = wire::nested<Seals>(f, "seals", seals_of);
   if (const json* m = f.get("measure", false)) {
-    if (!m->is_object()) f.refuse("measure", fmt::format("found {}: an object is accepted", json_kind(*m)));
-    else info.measure = *m;
+    if (auto decoded = decode_measurement(*m, fmt::format("{}.measure", kInfo))) info.measure = std::move(*decoded);
+    else f.adopt(std::move(decoded).error());
   }
   return wire::finished(f, std::move(info));
 }

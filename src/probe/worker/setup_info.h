@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "extmem/core/error.h"
+#include "extmem/probe/measure_figures.h"
 
 namespace extmem::probe::peer {
 
@@ -87,7 +88,7 @@ struct SetupInfo {
   std::optional<Seals> seals;
   /// The exporter's --measure figures (measure::collected()); the importer adds
   /// their "route" part to its own (measure::merge_peer).
-  std::optional<nlohmann::json> measure;
+  std::optional<Measurement> measure;
   bool operator==(const SetupInfo&) const = default;
 };
 

@@ -18,7 +18,7 @@ void cuda_copy_leg(ChildContext& ctx, const cuda::Api& api, const std::string& l
   for (auto* b : {&keep, &partner, &second}) {
     auto a = cuda::DeviceBuffer::allocate(api, bytes);
     if (!a) {
-      measure::leg_field(leg, "gpu_error", fmt::format("partner buffer: {} -> {}", a.error().step, a.error().code));
+      if (LegFigures* m = measure::leg(leg)) m->gpu.error = "partner buffer: " + measure::step_and_code(a.error());
       return;
     }
     *b = std::move(*a);
@@ -28,10 +28,10 @@ void cuda_copy_leg(ChildContext& ctx, const cuda::Api& api, const std::string& l
   CUevent start = nullptr, end = nullptr;
   if (CUresult r = api.cuEventCreate(&start, CU_EVENT_DEFAULT); r != CUDA_SUCCESS) {
     start = nullptr;
-    measure::leg_field(leg, "gpu_clock_fallback", why_of(cuda::cu_error(api, "cuEventCreate", r)));
+    if (LegFigures* m = measure::leg(leg)) m->gpu_clock_fallback = why_of(cuda::cu_error(api, "cuEventCreate", r));
   } else if (CUresult r2 = api.cuEventCreate(&end, CU_EVENT_DEFAULT); r2 != CUDA_SUCCESS) {
     end = nullptr;
-    measure::leg_field(leg, "gpu_clock_fallback", why_of(cuda::cu_error(api, "cuEventCreate", r2)));
+    if (LegFigures* m = measure::leg(leg)) m->gpu_clock_fallback = why_of(cuda::cu_error(api, "cuEventCreate", r2));
   }
   struct EventGuard {
     const cuda::Api& api;

@@ -65,25 +65,35 @@ std::optional<CudaSide> open_cuda(ChildContext& ctx, RouteFacts& facts, const st
   return side;
 }
 
-std::optional<CudaSide> open_cuda_server(ChildContext& ctx, RouteFacts& facts, std::size_t staging_bytes) {
-  ctx.step("read the selected Vulkan device's deviceUUID");
-  auto uuid = selected_vulkan_uuid(ctx);
-  std::optional<CudaSide> side;
+bool CudaServer::open(std::size_t staging_bytes) {
+  ctx_.step("read the selected Vulkan device's deviceUUID");
+  auto uuid = selected_vulkan_uuid(ctx_);
   if (!uuid)
-    facts.fatal = "server: " + why_of(uuid.error());
+    facts_.fatal = "server: " + why_of(uuid.error());
   else
-    side = open_cuda(ctx, facts, *uuid, staging_bytes);
-  if (!side) (void)send_setup_failure(ctx, facts);
-  return side;
+    side_ = open_cuda(ctx_, facts_, *uuid, staging_bytes);
+  if (!side_) (void)send_setup_failure(ctx_, facts_);
+  return side_.has_value();
 }
 
-bool require_vmm_posix_fd(const ChildContext& ctx, RouteFacts& facts, const CudaSide& side) {
-  const int vmm = side.attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
-  const int posix = side.attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED);
+int CudaServer::fail(const std::string& why) {
+  facts_.fatal = "server: " + why;
+  (void)send_setup_failure(ctx_, facts_);
+  return 0;
+}
+
+int CudaServer::unsupported(const std::string& why) {
+  facts_.unsupported = "server: " + why;
+  (void)send_setup_failure(ctx_, facts_);
+  return 0;
+}
+
+bool CudaServer::require_vmm_posix_fd() {
+  const int vmm = side_->attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
+  const int posix = side_->attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED);
   if (vmm == 1 && posix == 1) return true;
-  facts.unsupported = fmt::format("server: CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED={} "
-                                  "CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED={}", vmm, posix);
-  (void)send_setup_failure(ctx, facts);
+  (void)unsupported(fmt::format("CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED={} "
+                                "CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED={}", vmm, posix));
   return false;
 }
 

@@ -36,19 +36,42 @@ struct CudaSide {
 std::optional<CudaSide> open_cuda(ChildContext& ctx, RouteFacts& facts, const std::string& vulkan_uuid,
                                   std::size_t staging_bytes);
 
-/// The opening of a server half whose allocating side is CUDA: the selected
-/// Vulkan device's deviceUUID (selected_vulkan_uuid), then open_cuda on it with
-/// `staging_bytes`. On failure the setup failure has been sent with `facts`
-/// ("server: <step> -> <code>" for the UUID, open_cuda's facts otherwise) and
-/// nullopt is returned: the half ends with exit code 0.
-std::optional<CudaSide> open_cuda_server(ChildContext& ctx, RouteFacts& facts, std::size_t staging_bytes);
+/// The start and the giving up every allocating half on CUDA shares
+/// (T1-cuda-ipc, T1-cuda-vmm-fd, T1-cuda-vmm-multichunk): until its setup is
+/// sent, a server that gives up sends its facts as the setup's answer, so the
+/// importing half reports them.
+///   CudaServer server(ctx);
+///   if (!server.open(bytes)) return 0;
+///   ... return server.fail(why_of(e)); ...
+class CudaServer {
+ public:
+  explicit CudaServer(ChildContext& ctx) : ctx_(ctx) {}
 
-/// Whether `side`'s device offers the virtual memory management API with
-/// POSIX-fd export (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED and
-/// CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED both 1). When
-/// not, facts.unsupported names both values, the setup failure has been sent and
-/// false is returned.
-bool require_vmm_posix_fd(const ChildContext& ctx, RouteFacts& facts, const CudaSide& side);
+  /// The selected Vulkan device's deviceUUID (selected_vulkan_uuid), then
+  /// open_cuda on it with `staging_bytes`. False when either failed: facts
+  /// ("server: <step> -> <code>" for the UUID, open_cuda's otherwise) have been
+  /// sent as the setup failure, and the half ends with exit code 0.
+  bool open(std::size_t staging_bytes);
+  /// Gives up: facts.fatal = "server: <why>", sent as the setup failure.
+  /// Returns 0, the half's exit code.
+  int fail(const std::string& why);
+  /// Gives up: facts.unsupported = "server: <why>", sent. Returns 0.
+  int unsupported(const std::string& why);
+  /// Whether the device offers the virtual memory management API with POSIX-fd
+  /// export (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED and
+  /// CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED both 1);
+  /// when not, unsupported() naming both values has been sent.
+  bool require_vmm_posix_fd();
+
+  /// The side open() opened; only after it returned true.
+  CudaSide& side() { return *side_; }
+  const cuda::Api& api() const { return *side_->api; }
+
+ private:
+  ChildContext& ctx_;
+  RouteFacts facts_;
+  std::optional<CudaSide> side_;
+};
 
 /// cuMemCreate's properties for pinned memory on `device` exportable as a POSIX
 /// fd (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR; CUDA driver API, "Virtual

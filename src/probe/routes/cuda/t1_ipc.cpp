@@ -184,35 +184,28 @@ using namespace EXTMEM_ROUTE_FILE;
 
 int cuda_ipc_server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
-  RouteFacts facts;
-  auto fail = [&](const std::string& why) {
-    facts.fatal = "server: " + why;
-    (void)send_setup_failure(ctx, facts);
-    return 0;
-  };
-  auto side = open_cuda_server(ctx, facts, layout.size);
-  if (!side) return 0;
-  const cuda::Api& api = *side->api;
-  const int ipc_event = side->attribute(CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED);
+  CudaServer server(ctx);
+  if (!server.open(layout.size)) return 0;
+  CudaSide& side = server.side();
+  const cuda::Api& api = server.api();
+  const int ipc_event = side.attribute(CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED);
   if (ipc_event != 1) {
-    facts.unsupported = fmt::format("server: CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED={}", ipc_event);
-    (void)send_setup_failure(ctx, facts);
-    return 0;
+    return server.unsupported(fmt::format("CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED={}", ipc_event));
   }
   ctx.step("cuMemAlloc(the shared allocation)");
   auto mem = cuda::DeviceBuffer::allocate(api, layout.size);
-  if (!mem) return fail(why_of(mem.error()));
+  if (!mem) return server.fail(why_of(mem.error()));
   const CUdeviceptr base = (*mem)->ptr();
   std::vector<std::byte> mirror(layout.size);
   ctx.step("write region A (GPU copy)");
   pattern::fill(layout.region(std::span<std::byte>(mirror), Region::A), seed_of(Region::A));
-  if (auto s = cuda::gpu_write(api, base, *side->staging, mirror); !s) return fail(why_of(s.error()));
+  if (auto s = cuda::gpu_write(api, base, *side.staging, mirror); !s) return server.fail(why_of(s.error()));
 
   ctx.step("cuIpcGetMemHandle(allocation base)");
   CUipcMemHandle handle{};
   if (CUresult r = api.cuIpcGetMemHandle(&handle, base); r != CUDA_SUCCESS)
-    return fail(why_of(cuda::cu_error(api, "cuIpcGetMemHandle", r)));
-  peer::SetupInfo info{.allocation_size = layout.size, .device_uuid = side->vulkan_uuid};
+    return server.fail(why_of(cuda::cu_error(api, "cuIpcGetMemHandle", r)));
+  peer::SetupInfo info{.allocation_size = layout.size, .device_uuid = side.vulkan_uuid};
   peer::IpcHandles& ipc = info.ipc.emplace();
   ipc.mem_handle = to_hex(handle);
 
@@ -227,14 +220,14 @@ int cuda_ipc_server(ChildContext& ctx) {
   CUdeviceptr range_base = 0;
   std::size_t range_size = 0;
   if (CUresult r = api.cuMemGetAddressRange(&range_base, &range_size, base + view_off); r != CUDA_SUCCESS)
-    return fail(why_of(cuda::cu_error(api, "cuMemGetAddressRange(view)", r)));
+    return server.fail(why_of(cuda::cu_error(api, "cuMemGetAddressRange(view)", r)));
   ipc.view_offset = base + view_off - range_base;
   ipc.range_size = range_size;
 
   ctx.step("cuEventCreate(INTERPROCESS | DISABLE_TIMING) + cuIpcGetEventHandle");
   CUevent event = nullptr;
   if (CUresult r = api.cuEventCreate(&event, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING); r != CUDA_SUCCESS)
-    return fail(why_of(cuda::cu_error(api, "cuEventCreate(INTERPROCESS | DISABLE_TIMING)", r)));
+    return server.fail(why_of(cuda::cu_error(api, "cuEventCreate(INTERPROCESS | DISABLE_TIMING)", r)));
   struct EventGuard {
     const cuda::Api& api;
     CUevent e;
@@ -245,7 +238,7 @@ int cuda_ipc_server(ChildContext& ctx) {
   } event_guard{api, event};
   CUipcEventHandle event_handle{};
   if (CUresult r = api.cuIpcGetEventHandle(&event_handle, event); r != CUDA_SUCCESS)
-    return fail(why_of(cuda::cu_error(api, "cuIpcGetEventHandle", r)));
+    return server.fail(why_of(cuda::cu_error(api, "cuIpcGetEventHandle", r)));
   ipc.event_handle = to_hex(event_handle);
 
   ctx.step("send the IPC handles (bytes in the setup, no fd)");
@@ -258,9 +251,9 @@ int cuda_ipc_server(ChildContext& ctx) {
   // shut (between "hold" and "release") the mirror is left as it is (only the proof's ops come then).
   sync.refresh = [&]() -> Status {
     if (producer.gated()) return {};
-    return cuda::gpu_read(api, base, *side->staging, mirror);
+    return cuda::gpu_read(api, base, *side.staging, mirror);
   };
-  sync.publish = [&] { return cuda::gpu_write(api, base, *side->staging, mirror); };
+  sync.publish = [&] { return cuda::gpu_write(api, base, *side.staging, mirror); };
   bool drained = true;
   // The ordering proof's requests (s1/codec.h) arrive as this route's own ops.
   sync.extra = [&](const std::string&, const nlohmann::json& body, os::UniqueFd&) -> std::optional<Result<nlohmann::json>> {
@@ -427,7 +420,7 @@ int cuda_ipc_client(ChildContext& ctx) {
   }
   cuda_whole(ctx, *side, ptr, layout.size, peer_far(ctx, layout.size), ipc, rep);
   if (ipc.read_ok && ipc.write_ok && measure::enabled()) {
-    measure::leg_field(ipc.name, "gpu_shared_memory", "device-local");  // the server's cuMemAlloc
+    if (LegFigures* m = measure::leg(ipc.name)) m->gpu_shared_memory = "device-local";  // the server's cuMemAlloc
     cuda_copy_leg(ctx, api, ipc.name, ptr, layout.size);
   }
   if (ipc.read_ok) offset_view(ctx, *side, *setup, ptr, offv, rep);

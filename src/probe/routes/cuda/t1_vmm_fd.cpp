@@ -108,56 +108,51 @@ using namespace EXTMEM_ROUTE_FILE;
 
 int cuda_vmm_fd_server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
-  RouteFacts facts;
-  auto fail = [&](const std::string& why) {
-    facts.fatal = "server: " + why;
-    (void)send_setup_failure(ctx, facts);
-    return 0;
-  };
-  auto side = open_cuda_server(ctx, facts, layout.size);
-  if (!side) return 0;
-  const cuda::Api& api = *side->api;
-  if (!require_vmm_posix_fd(ctx, facts, *side)) return 0;
-  CUmemAllocationProp prop = posix_fd_allocation_prop(side->device);
+  CudaServer server(ctx);
+  if (!server.open(layout.size)) return 0;
+  CudaSide& side = server.side();
+  const cuda::Api& api = server.api();
+  if (!server.require_vmm_posix_fd()) return 0;
+  CUmemAllocationProp prop = posix_fd_allocation_prop(side.device);
   ctx.step("cuMemGetAllocationGranularity(MINIMUM)");
   std::size_t granularity = 0;
   if (CUresult r = api.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
       r != CUDA_SUCCESS)
-    return fail(why_of(cuda::cu_error(api, "cuMemGetAllocationGranularity", r)));
+    return server.fail(why_of(cuda::cu_error(api, "cuMemGetAllocationGranularity", r)));
   const std::size_t size = rounded(layout.size, granularity);
   ctx.step("cuMemCreate(POSIX_FILE_DESCRIPTOR)");
   CUmemGenericAllocationHandle handle = 0;
   // Both attributes say yes, so a refusal here is a driver failure, not an absent capability.
   if (CUresult r = api.cuMemCreate(&handle, size, &prop, 0); r != CUDA_SUCCESS)
-    return fail(why_of(cuda::cu_error(api, fmt::format("cuMemCreate({} bytes, POSIX_FILE_DESCRIPTOR)", size), r)));
+    return server.fail(why_of(cuda::cu_error(api, fmt::format("cuMemCreate({} bytes, POSIX_FILE_DESCRIPTOR)", size), r)));
   AllocationRelease release{api, handle};
   ctx.step("cuMemAddressReserve + cuMemMap + cuMemSetAccess");
   VmmMapping mapping(api);
-  if (auto s = mapping.map(handle, size, granularity, side->device); !s) return fail(why_of(s.error()));
+  if (auto s = mapping.map(handle, size, granularity, side.device); !s) return server.fail(why_of(s.error()));
 
   std::vector<std::byte> mirror(layout.size);
   ctx.step("write region A (GPU copy)");
   pattern::fill(layout.region(std::span<std::byte>(mirror), Region::A), seed_of(Region::A));
-  if (auto s = cuda::gpu_write(api, mapping.va(), *side->staging, mirror); !s) return fail(why_of(s.error()));
+  if (auto s = cuda::gpu_write(api, mapping.va(), *side.staging, mirror); !s) return server.fail(why_of(s.error()));
 
   ctx.step("cuMemExportToShareableHandle(POSIX_FILE_DESCRIPTOR)");
   int raw_fd = -1;
   if (CUresult r = api.cuMemExportToShareableHandle(&raw_fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
       r != CUDA_SUCCESS)
-    return fail(why_of(cuda::cu_error(api, "cuMemExportToShareableHandle(POSIX_FILE_DESCRIPTOR)", r)));
+    return server.fail(why_of(cuda::cu_error(api, "cuMemExportToShareableHandle(POSIX_FILE_DESCRIPTOR)", r)));
   os::UniqueFd fd(raw_fd);
   ctx.step("post-export fd sanity");
-  if (raw_fd < 0 || !os::fd_is_open(raw_fd)) return fail(fmt::format("exported fd {} is not open", raw_fd));
+  if (raw_fd < 0 || !os::fd_is_open(raw_fd)) return server.fail(fmt::format("exported fd {} is not open", raw_fd));
 
   ctx.step("send the fd");
   const peer::SetupInfo info{.allocation_size = size, .fd_target = os::fd_target(raw_fd),
-                             .device_uuid = side->vulkan_uuid, .granularity = granularity};
+                             .device_uuid = side.vulkan_uuid, .granularity = granularity};
   if (!send_setup(ctx, info, raw_fd)) return 1;
   fd.reset();
   ctx.step("serve the peer's checks (GPU copies to and from the allocation)");
   ServeSync sync;
-  sync.refresh = [&] { return cuda::gpu_read(api, mapping.va(), *side->staging, mirror); };
-  sync.publish = [&] { return cuda::gpu_write(api, mapping.va(), *side->staging, mirror); };
+  sync.refresh = [&] { return cuda::gpu_read(api, mapping.va(), *side.staging, mirror); };
+  sync.publish = [&] { return cuda::gpu_write(api, mapping.va(), *side.staging, mirror); };
   return serve(ctx, mirror, sync) ? 0 : 1;
 }
 
@@ -206,7 +201,7 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
         }
         cuda_whole(ctx, *side, mapping.va(), layout.size, peer_far(ctx, layout.size), cu, rep);
         if (cu.read_ok && cu.write_ok && measure::enabled()) {
-          measure::leg_field(cu.name, "gpu_shared_memory", "device-local");  // cuMemCreate'd device memory
+          if (LegFigures* m = measure::leg(cu.name)) m->gpu_shared_memory = "device-local";  // cuMemCreate'd device memory
           cuda_copy_leg(ctx, api, cu.name, mapping.va(), layout.size);
           ctx.step("measure import latency (cudaimport)");
           if (setup->fd.valid())
@@ -214,7 +209,7 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
               return vmm_import_once(api, setup->fd.get(), size, granularity, side->device);
             });
           else
-            measure::leg_field(cu.name, "import_error", "no fd left to import (the CUDA import consumed it)");
+            if (LegFigures* m = measure::leg(cu.name)) m->import_error = "no fd left to import (the CUDA import consumed it)";
         }
       }
     }
@@ -258,7 +253,7 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
         if (vki.read_ok && vki.write_ok) rep.detail.push_back(whole_coverage_text(vki.name, layout.size));
       }
       if (vki.read_ok && vki.write_ok && measure::enabled()) {
-        measure::leg_field(vki.name, "gpu_shared_memory", "device-local");
+        if (LegFigures* m = measure::leg(vki.name)) m->gpu_shared_memory = "device-local";
         measure::gpu_leg(vki.name, **dev, buf->buffer, layout.size);
         ctx.step("measure import latency (vkimport)");
         req.import_fd = setup->fd.get();  // measure::import_leg imports a fresh dup of it each time

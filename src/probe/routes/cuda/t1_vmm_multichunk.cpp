@@ -98,49 +98,44 @@ using namespace EXTMEM_ROUTE_FILE;
 
 int cuda_vmm_multichunk_server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
-  RouteFacts facts;
-  auto fail = [&](const std::string& why) {
-    facts.fatal = "server: " + why;
-    (void)send_setup_failure(ctx, facts);
-    return 0;
-  };
-  auto side = open_cuda_server(ctx, facts, kRegionSize);
-  if (!side) return 0;
-  const cuda::Api& api = *side->api;
-  if (!require_vmm_posix_fd(ctx, facts, *side)) return 0;
-  CUmemAllocationProp prop = posix_fd_allocation_prop(side->device);
+  CudaServer server(ctx);
+  if (!server.open(kRegionSize)) return 0;
+  CudaSide& side = server.side();
+  const cuda::Api& api = server.api();
+  if (!server.require_vmm_posix_fd()) return 0;
+  CUmemAllocationProp prop = posix_fd_allocation_prop(side.device);
   ctx.step("cuMemGetAllocationGranularity(MINIMUM)");
   std::size_t granularity = 0;
   if (CUresult r = api.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
       r != CUDA_SUCCESS)
-    return fail(why_of(cuda::cu_error(api, "cuMemGetAllocationGranularity(MINIMUM)", r)));
+    return server.fail(why_of(cuda::cu_error(api, "cuMemGetAllocationGranularity(MINIMUM)", r)));
   auto plan = chunks::plan(layout.size, granularity);
-  if (!plan) return fail(why_of(plan.error()));
+  if (!plan) return server.fail(why_of(plan.error()));
   const std::size_t total = plan->total;
 
   ctx.step("cuMemAddressReserve(the whole range)");
   ChunkedRange range(api);
-  if (auto s = range.reserve(total, granularity); !s) return fail(why_of(s.error()));
+  if (auto s = range.reserve(total, granularity); !s) return server.fail(why_of(s.error()));
   std::vector<CUmemGenericAllocationHandle> handles;
   for (std::size_t i = 0; i < plan->sizes.size(); ++i) {
     ctx.step(fmt::format("cuMemCreate(chunk {}, POSIX_FILE_DESCRIPTOR) + cuMemMap + cuMemSetAccess", i));
     CUmemGenericAllocationHandle h = 0;
     // Both attributes say yes, so a refusal is a driver failure, not an absent capability.
     if (CUresult r = api.cuMemCreate(&h, plan->sizes[i], &prop, 0); r != CUDA_SUCCESS)
-      return fail(why_of(cuda::cu_error(
+      return server.fail(why_of(cuda::cu_error(
           api, fmt::format("cuMemCreate(chunk {}: {} bytes, POSIX_FILE_DESCRIPTOR)", i, plan->sizes[i]), r)));
     handles.push_back(h);
-    if (auto s = range.map(i, h, plan->offsets[i], plan->sizes[i], side->device); !s) return fail(why_of(s.error()));
+    if (auto s = range.map(i, h, plan->offsets[i], plan->sizes[i], side.device); !s) return server.fail(why_of(s.error()));
   }
   ctx.step("cuMemAlloc(staging for the whole range)");
   auto staging = cuda::DeviceBuffer::allocate(api, total);
-  if (!staging) return fail(why_of(staging.error()));
+  if (!staging) return server.fail(why_of(staging.error()));
 
   // The CPU cannot map this memory: the server serves a mirror refreshed and published by GPU copies.
   std::vector<std::byte> mirror(total);
   ctx.step("write region A (GPU copy of the whole range)");
   pattern::fill(layout.region(std::span<std::byte>(mirror), Region::A), seed_of(Region::A));
-  if (auto s = cuda::gpu_write(api, range.va(), **staging, mirror); !s) return fail(why_of(s.error()));
+  if (auto s = cuda::gpu_write(api, range.va(), **staging, mirror); !s) return server.fail(why_of(s.error()));
 
   std::vector<os::UniqueFd> fds;
   nlohmann::json targets = nlohmann::json::array();
@@ -149,15 +144,15 @@ int cuda_vmm_multichunk_server(ChildContext& ctx) {
     int raw = -1;
     if (CUresult r = api.cuMemExportToShareableHandle(&raw, handles[i], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
         r != CUDA_SUCCESS)
-      return fail(why_of(cuda::cu_error(api, fmt::format("cuMemExportToShareableHandle(chunk {})", i), r)));
+      return server.fail(why_of(cuda::cu_error(api, fmt::format("cuMemExportToShareableHandle(chunk {})", i), r)));
     fds.emplace_back(raw);
     ctx.step(fmt::format("post-export fd sanity (chunk {})", i));
-    if (raw < 0 || !os::fd_is_open(raw)) return fail(fmt::format("chunk {}: exported fd {} is not open", i, raw));
+    if (raw < 0 || !os::fd_is_open(raw)) return server.fail(fmt::format("chunk {}: exported fd {} is not open", i, raw));
     targets.push_back(os::fd_target(raw));
   }
 
   ctx.step("send the chunks' fds (the setup with chunk 0's, one frame per further chunk)");
-  peer::SetupInfo info{.device_uuid = side->vulkan_uuid, .granularity = granularity};
+  peer::SetupInfo info{.device_uuid = side.vulkan_uuid, .granularity = granularity};
   info.chunks = peer::ChunkList{{plan->sizes.begin(), plan->sizes.end()}, total, targets};
   if (!send_setup(ctx, info, fds[0].get())) return 1;
   for (std::size_t i = 1; i < fds.size(); ++i)
@@ -336,7 +331,7 @@ int cuda_vmm_multichunk_client(ChildContext& ctx) {
   cuda_whole(ctx, *side, range.va(), plan->total, peer_far(ctx, plan->total), cu, rep);
   check_boundaries(ctx, *side, range.va(), *plan, bounds, rep);
   if (cu.read_ok && cu.write_ok && bounds.read_ok && bounds.write_ok && measure::enabled()) {
-    measure::leg_field(cu.name, "gpu_shared_memory", "device-local");  // cuMemCreate'd device memory
+    if (LegFigures* m = measure::leg(cu.name)) m->gpu_shared_memory = "device-local";  // cuMemCreate'd device memory
     cuda_copy_leg(ctx, api, cu.name, range.va(), plan->total);
   }
   return half.finish();

@@ -101,7 +101,7 @@ int cuda_host_register_server(ChildContext& ctx) {
       }
       cuda_whole(ctx, *side, dptr, layout.size, peer_far(ctx, layout.size), host, rep);
       if (host.read_ok && host.write_ok && measure::enabled()) {
-        measure::leg_field(host.name, "gpu_shared_memory", "host");  // a registered memfd: host pages
+        if (LegFigures* m = measure::leg(host.name)) m->gpu_shared_memory = "host";  // a registered memfd: host pages
         cuda_copy_leg(ctx, api, host.name, dptr, layout.size);
         ctx.step("measure registration latency (cudahost)");
         measure::import_latency(host.name, [&] { return register_once(api, setup->fd.get(), layout.size); });

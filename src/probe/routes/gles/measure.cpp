@@ -37,6 +37,7 @@ using namespace EXTMEM_ROUTE_FILE;
 
 void gl_copy_leg(const gles::EglContext& ctx, const std::string& leg, GLuint shared, std::size_t bytes) {
   if (!measure::enabled() || bytes == 0) return;
+  LegFigures& figures = *measure::leg(leg);
   const gles::GlFns& gl = ctx.gl();
   (void)ctx.take_error();
   std::array<GLuint, 3> plain{};  // 0 keeps the shared bytes, 1 and 2 are copy partners
@@ -46,8 +47,7 @@ void gl_copy_leg(const gles::EglContext& ctx, const std::string& leg, GLuint sha
     gl.glBufferData(GL_COPY_WRITE_BUFFER, static_cast<GLsizeiptr>(bytes), nullptr, GL_DYNAMIC_COPY);
   }
   if (GLenum e = ctx.take_error(); e != GL_NO_ERROR) {
-    measure::leg_field(leg, "gpu_error",
-                       fmt::format("partner buffer: glBufferData({} bytes) -> {}", bytes, gles::gl_error_name(e)));
+    figures.gpu.error = fmt::format("partner buffer: glBufferData({} bytes) -> {}", bytes, gles::gl_error_name(e));
     gl.glDeleteBuffers(static_cast<GLsizei>(plain.size()), plain.data());
     return;
   }
@@ -81,11 +81,10 @@ void gl_copy_leg(const gles::EglContext& ctx, const std::string& leg, GLuint sha
                                         : Result<gles::Program>(Error{"compute shaders", ErrorKind::unsupported,
                                                                       "not in " + ctx.gl_version, {}});
   if (!program) {
-    measure::leg_field(leg, "shader_error", program.error().message());
+    figures.shader.error = program.error().message();
   } else if (bytes % 16 != 0 || max_block <= 0 || bytes > static_cast<std::size_t>(max_block)) {
-    measure::leg_field(leg, "shader_error",
-                       fmt::format("{} bytes: not a multiple of 16 or beyond GL_MAX_SHADER_STORAGE_BLOCK_SIZE ({})",
-                                   bytes, max_block));
+    figures.shader.error = fmt::format(
+        "{} bytes: not a multiple of 16 or beyond GL_MAX_SHADER_STORAGE_BLOCK_SIZE ({})", bytes, max_block);
   } else {
     const GLint words_at = gl.glGetUniformLocation(program->id(), "words");
     const auto words = static_cast<GLuint>(bytes / 16);
@@ -112,9 +111,9 @@ void gl_copy_leg(const gles::EglContext& ctx, const std::string& leg, GLuint sha
             gl.glUseProgram(0);
           });
         },
-        "shader");
+        &LegFigures::shader);
   }
-  if (!clock.fallback().empty()) measure::leg_field(leg, "gpu_clock_fallback", clock.fallback());
+  if (!clock.fallback().empty()) figures.gpu_clock_fallback = clock.fallback();
   gl.glDeleteBuffers(static_cast<GLsizei>(plain.size()), plain.data());
   (void)ctx.take_error();
 }

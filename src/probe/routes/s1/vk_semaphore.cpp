@@ -167,7 +167,7 @@ class WakeTimer {
 
   void report(std::vector<double> sem_us, std::vector<double> socket_us) {
     if (!on()) {
-      measure::route_field("gpu_clock_fallback", fallback_);
+      if (RouteFigures* r = measure::route()) r->gpu_clock_fallback = fallback_;
       return;
     }
     s1::report_gpu_wake("vk-calibrated-timestamp", std::move(sem_us), std::move(socket_us), deviation_ns_);
@@ -241,8 +241,8 @@ void measure_wake(ChildContext& ctx, const SemaphoreKind& kind, vksync::SyncDevi
     return d && d->drained;
   }();
   if (!(*waiter)->drain() || !(*plain)->drain() || !peer) return;
-  measure::route_latency("semaphore_wake_us", std::move(sem_us));
-  measure::route_latency("socket_submit_wake_us", std::move(socket_us));
+  measure::route_latency(&RouteFigures::semaphore_wake_us, std::move(sem_us));
+  measure::route_latency(&RouteFigures::socket_submit_wake_us, std::move(socket_us));
   gpu.report(std::move(sem_gpu_us), std::move(socket_gpu_us));
 }
 

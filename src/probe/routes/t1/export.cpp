@@ -37,7 +37,7 @@ void measure_import(ChildContext& ctx, const HandleKind& h, const vk::Device& de
   const bool device_heap = buf.memory_type_index < mp.memoryTypeCount &&
                            (mp.memoryHeaps[mp.memoryTypes[buf.memory_type_index].heapIndex].flags &
                             VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0;
-  measure::leg_field(gpu.name, "gpu_shared_memory", device_heap ? "device-local" : "host");
+  if (LegFigures* m = measure::leg(gpu.name)) m->gpu_shared_memory = device_heap ? "device-local" : "host";
   if (!measure::enabled()) return;
   ctx.step(fmt::format("measure import latency ({})", h.name));
   req.import_fd = fd;  // measure::import_leg imports a fresh dup of it each time

@@ -61,7 +61,7 @@ std::optional<vk::Buffer> import_host_pointer(const vk::Device& device, void* ho
     return std::nullopt;
   }
   if (decides_row) rep.detail.push_back(fmt::format("hostImport memoryType={} bytes={}", buf->memory_type_index, bytes));
-  measure::leg_field(leg.name, "gpu_shared_memory", "host");  // a host pointer's pages are host memory
+  if (LegFigures* m = measure::leg(leg.name)) m->gpu_shared_memory = "host";  // a host pointer's pages are host memory
   measure::import_leg(leg.name, device, req);
   return std::move(*buf);
 }

@@ -13,6 +13,7 @@
 
 #include "probe/routes.h"
 #include "probe/routes/t4_image/cuda_measure.h"
+#include "probe/routes/t4_image/measure.h"
 #include "probe/routes/t4_image/round.h"
 #include "probe/routes/cuda/route_util.h"
 #include "probe/routes/vk/export.h"
@@ -127,7 +128,7 @@ void measure_after_verdict(ChildContext& ctx, const cuda::Api& api, const CudaIm
   const Expected kept{image::owner_seed(3)};
   ctx.step("measure: the owner refills the image and releases it");
   if (auto s = image::owner_fill(ctx, kept.base_seed); !s) {
-    measure::leg_field(leg, "image_error", "owner refill: " + why_of(s.error()));
+    image::log_error(leg, "owner refill: " + why_of(s.error()));
     return;
   }
   ctx.step("measure: time CUDA copies through the imported array and through a private array");
@@ -149,8 +150,7 @@ void measure_after_verdict(ChildContext& ctx, const cuda::Api& api, const CudaIm
   } else if (!c->ok()) {
     add("owner read: " + c->text());
   }
-  measure::leg_field(leg, "image_restored", restore.empty());
-  if (!restore.empty()) measure::leg_field(leg, "image_restore_error", restore);
+  image::log_restored(leg, restore);
 }
 
 // The imported image as CUDA sees it: the external memory (the whole Vulkan

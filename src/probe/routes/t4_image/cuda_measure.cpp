@@ -6,7 +6,6 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "probe/routes/t4_image/measure.h"
 #include "probe/worker/measure.h"
@@ -140,13 +139,13 @@ using namespace EXTMEM_ROUTE_FILE;
 void cuda_measure_copies(const cuda::Api& api, const std::string& leg, CUarray shared,
                          const CUDA_ARRAY3D_DESCRIPTOR& shape) {
   if (!measure::enabled()) return;
-  auto field = [&](const char* key, nlohmann::json v) { measure::leg_field(leg, key, std::move(v)); };
-  auto failed = [&](const std::string& what, const Error& e) { field("image_error", what + ": " + measure::step_and_code(e)); };
+  LegFigures& m = *measure::leg(leg);
+  auto failed = [&](const std::string& what, const Error& e) { m.image.error = what + ": " + measure::step_and_code(e); };
   if (shape.Depth != 0 || shape.Format != CU_AD_FORMAT_UNSIGNED_INT8 || shape.NumChannels != 4 || shape.Width == 0 ||
       shape.Height == 0 || shape.Width > 65536 || shape.Height > 65536) {
-    field("image_error", fmt::format("array shape: {}x{}x{} format 0x{:x} x{} is not a 2D UNSIGNED_INT8 x4 array",
-                                     shape.Width, shape.Height, shape.Depth, static_cast<unsigned>(shape.Format),
-                                     shape.NumChannels));
+    m.image.error = fmt::format("array shape: {}x{}x{} format 0x{:x} x{} is not a 2D UNSIGNED_INT8 x4 array",
+                                shape.Width, shape.Height, shape.Depth, static_cast<unsigned>(shape.Format),
+                                shape.NumChannels);
     return;
   }
   const std::size_t w = shape.Width, h = shape.Height, row = w * kTexelBytes, bytes = row * h;
@@ -163,7 +162,7 @@ void cuda_measure_copies(const cuda::Api& api, const std::string& leg, CUarray s
   Owned own(api);
   unsigned private_flags = 0;
   if (auto f = create_objects(api, shape, own, private_flags)) return failed(f->first, f->second);
-  field("image_private_array_flags", private_flags);
+  m.image.private_array_flags = private_flags;
   const Copies copies{api, own, row, h};
   if (auto s = copies.copy_and_wait(shared, true, keep->ptr()); !s) return failed("save the shared array", s.error());
   const bool sampled = sample_copies(leg, bytes, [&](ImageCopy k, unsigned n) {
@@ -175,11 +174,8 @@ void cuda_measure_copies(const cuda::Api& api, const std::string& leg, CUarray s
   (void)api.cuStreamSynchronize(own.stream);
   if (auto s = copies.copy_and_wait(shared, false, keep->ptr()); !s) {
     const std::string why = "restore the shared array: " + measure::step_and_code(s.error());
-    if (sampled)
-      field("image_error", why);
-    else
-      field("image_error",
-            measure::collected()["legs"][leg].value("image_error", std::string()) + "; " + why);
+    // A failed sample left its own error first.
+    m.image.error = sampled ? why : m.image.error.value_or(std::string()) + "; " + why;
   }
 }
 

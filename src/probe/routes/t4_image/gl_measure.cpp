@@ -28,20 +28,19 @@ void measure_gl_copies(const gles::EglContext& ctx, const std::string& leg, GLui
   const std::size_t bytes = std::size_t{w} * h * 4;  // GL_RGBA8: 4 bytes a texel
   if (bytes == 0 || shared == 0) return;
   const gles::GlFns& gl = ctx.gl();
-  auto field = [&](const char* key, nlohmann::json v) { measure::leg_field(leg, key, std::move(v)); };
+  LegFigures& m = *measure::leg(leg);
   log_extent(leg, w, h);
   if (gl.glCopyImageSubData == nullptr) {
-    field("image_error", fmt::format("glCopyImageSubData: not in {} and neither GL_EXT_copy_image nor "
-                                     "GL_OES_copy_image offered",
-                                     ctx.gl_version));
+    m.image.error = fmt::format(
+        "glCopyImageSubData: not in {} and neither GL_EXT_copy_image nor GL_OES_copy_image offered", ctx.gl_version);
     return;
   }
   if (gl.glGenTextures == nullptr || gl.glTexStorage2D == nullptr || gl.glBindTexture == nullptr ||
       gl.glDeleteTextures == nullptr) {
-    field("image_error", "private textures: glGenTextures/glBindTexture/glTexStorage2D/glDeleteTextures not resolved");
+    m.image.error = "private textures: glGenTextures/glBindTexture/glTexStorage2D/glDeleteTextures not resolved";
     return;
   }
-  field("image_copy", gl.copy_image_name);
+  m.image.copy = gl.copy_image_name;
   (void)ctx.take_error();
 
   // The keeper of the shared texels, the partner every timed copy goes to or comes from, and the
@@ -59,7 +58,7 @@ void measure_gl_copies(const gles::EglContext& ctx, const std::string& leg, GLui
     (void)ctx.take_error();
   };
   if (const GLenum e = ctx.take_error(); e != GL_NO_ERROR) {
-    field("image_error", fmt::format("private textures: glTexStorage2D(GL_RGBA8, {}x{}) -> {}", w, h, gles::gl_error_name(e)));
+    m.image.error = fmt::format("private textures: glTexStorage2D(GL_RGBA8, {}x{}) -> {}", w, h, gles::gl_error_name(e));
     return cleanup();
   }
 
@@ -74,7 +73,7 @@ void measure_gl_copies(const gles::EglContext& ctx, const std::string& leg, GLui
   };
 
   if (auto saved = copy(shared, tex[keeper], 1); !saved) {
-    field("image_error", "save the shared texture: " + measure::step_and_code(saved.error()));
+    m.image.error = "save the shared texture: " + measure::step_and_code(saved.error());
     return cleanup();
   }
   // Untimed samples of about kCoverageBytes each (at least one copy, at most a sample's most), as
@@ -84,7 +83,7 @@ void measure_gl_copies(const gles::EglContext& ctx, const std::string& leg, GLui
       std::clamp<std::size_t>(kCoverageBytes / bytes, 1, measure::kMaxCopiesPerSample));
   for (int i = 0; i < measure::GlGpuClock::kUncoveredToFallBack; ++i) {
     if (auto probe = copy(tex[priv], tex[partner], coverage_copies); !probe) {
-      field("image_error", "coverage sample: " + measure::step_and_code(probe.error()));
+      m.image.error = "coverage sample: " + measure::step_and_code(probe.error());
       (void)copy(tex[keeper], shared, 1);
       return cleanup();
     }
@@ -98,10 +97,10 @@ void measure_gl_copies(const gles::EglContext& ctx, const std::string& leg, GLui
     }
     return copy(tex[partner], tex[priv], copies);
   });
-  if (!clock.fallback().empty()) field("gpu_clock_fallback", clock.fallback());
+  if (!clock.fallback().empty()) m.gpu_clock_fallback = clock.fallback();
   // Put the shared texels back (the in-copies overwrote them), whatever happened above.
   if (auto restored = copy(tex[keeper], shared, 1); !restored)
-    field("image_error", "restore the shared texture: " + measure::step_and_code(restored.error()));
+    m.image.error = "restore the shared texture: " + measure::step_and_code(restored.error());
   cleanup();
 }
 

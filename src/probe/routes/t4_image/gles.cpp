@@ -22,6 +22,7 @@
 #include "probe/routes.h"
 #include "probe/routes/t4_image/gl_handover.h"
 #include "probe/routes/t4_image/gl_measure.h"
+#include "probe/routes/t4_image/measure.h"
 #include "probe/routes/t4_image/gl_texture.h"
 #include "probe/routes/t4_image/round.h"
 #include "probe/routes/t4_image/vk_share.h"
@@ -111,16 +112,15 @@ bool measure_after_verdict(ChildContext& ctx, const gles::EglContext& egl, const
                            const GlHandover& handover, const GlTexture& tex, std::uint32_t w, std::uint32_t h,
                            const std::string& leg) {
   const Expected kept{image::owner_seed(4)};  // rounds 1 and 2 and the clear finding use seeds 1 to 3
-  auto field = [&](const char* key, nlohmann::json v) { measure::leg_field(leg, key, std::move(v)); };
   ctx.step("measure: the owner refills the image and releases it");
   if (auto s = owner.fill(kept.base_seed); !s) {
-    field("image_error", "owner refill: " + why_of(s.error()));
+    image::log_error(leg, "owner refill: " + why_of(s.error()));
     return false;
   }
   ctx.step(std::string("measure: ") + (handover.sem ? "glWaitSemaphoreEXT, then " : "") +
            "time GL copies through the texture and through a private texture");
   if (auto e = gl_take(egl, handover, tex); !e.empty()) {
-    field("image_error", "GL takes the image: " + e);
+    image::log_error(leg, "GL takes the image: " + e);
     return false;
   }
   image::measure_gl_copies(egl, leg, tex.texture, w, h);
@@ -146,8 +146,7 @@ bool measure_after_verdict(ChildContext& ctx, const gles::EglContext& egl, const
   } else if (!c->ok()) {
     note("owner read: " + c->text());
   }
-  field("image_restored", restore.empty());
-  if (!restore.empty()) field("image_restore_error", restore);
+  image::log_restored(leg, restore);
   return balanced;
 }
 

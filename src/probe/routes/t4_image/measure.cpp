@@ -3,7 +3,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "probe/worker/measure.h"
 #include "probe/worker/vk_gpu_clock.h"
@@ -13,11 +12,15 @@ namespace extmem::probe::image {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
 
-using nlohmann::json;
-
-// The figure key of each ImageCopy, by its value.
-constexpr const char* kKey[kImageCopies] = {"image_out_gbps", "image_private_out_gbps", "image_in_gbps",
-                                            "image_private_in_gbps"};
+// The figure of each ImageCopy, by its value, and its key (which an error names).
+struct Slot {
+  const char* key;
+  std::optional<Figure> ImageFigures::*figure;
+};
+constexpr Slot kSlot[kImageCopies] = {{"image_out_gbps", &ImageFigures::out_gbps},
+                                      {"image_private_out_gbps", &ImageFigures::private_out_gbps},
+                                      {"image_in_gbps", &ImageFigures::in_gbps},
+                                      {"image_private_in_gbps", &ImageFigures::private_in_gbps}};
 
 // Every copy's accesses against the copies recorded before it, in this and
 // earlier submissions (a barrier's first scope reaches back in submission
@@ -35,18 +38,31 @@ using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
 void log_extent(const std::string& leg, std::uint32_t w, std::uint32_t h) {
-  measure::leg_field(leg, "image_extent", fmt::format("{}x{}", w, h));
-  measure::leg_field(leg, "image_copy_bytes", std::size_t{w} * h * 4);  // 4 bytes a texel, rows tightly packed
+  LegFigures* m = measure::leg(leg);
+  if (m == nullptr) return;
+  m->image.extent = fmt::format("{}x{}", w, h);
+  m->image.copy_bytes = std::uint64_t{w} * h * 4;  // 4 bytes a texel, rows tightly packed
+}
+
+void log_error(const std::string& leg, std::string what) {
+  if (LegFigures* m = measure::leg(leg)) m->image.error = std::move(what);
+}
+
+void log_restored(const std::string& leg, const std::string& problems) {
+  LegFigures* m = measure::leg(leg);
+  if (m == nullptr) return;
+  m->image.restored = problems.empty();
+  if (!problems.empty()) m->image.restore_error = problems;
 }
 
 bool sample_copies(const std::string& leg, std::size_t bytes, const ImageCopyTimer& time) {
   if (!measure::enabled()) return true;
-  auto field = [&](const char* key, json v) { measure::leg_field(leg, key, std::move(v)); };
+  LegFigures& m = *measure::leg(leg);
   // As measure::copy_leg does: a copy under 5 ms is repeated within a sample until the sample
   // lasts ~5 ms, so the timer's fixed cost stays small; calibrated on the device's own image.
   const auto one = time(ImageCopy::private_out, 1);
   const unsigned batch = one ? measure::copies_per_sample(one->seconds) : 1;
-  field("image_copies_per_sample", batch);
+  m.image.copies_per_sample = batch;
 
   std::vector<double> samples[kImageCopies];
   const char* used[kImageCopies] = {};  // each figure's clock: the wall clock once any of its samples was on it
@@ -54,28 +70,28 @@ bool sample_copies(const std::string& leg, std::size_t bytes, const ImageCopyTim
     for (int k = 0; k < kImageCopies; ++k) {
       auto t = time(static_cast<ImageCopy>(k), batch);
       if (!t) {
-        field("image_error", std::string(kKey[k]) + ": " + measure::step_and_code(t.error()));
+        m.image.error = std::string(kSlot[k].key) + ": " + measure::step_and_code(t.error());
         return false;
       }
       samples[k].push_back(measure::gbps(bytes * batch, t->seconds));
       if (used[k] != measure::clocks::wall) used[k] = t->clock;
     }
   }
-  json f[kImageCopies];
+  Figure f[kImageCopies];
   const char* overall = used[0];
   for (int k = 0; k < kImageCopies; ++k) {
     f[k] = measure::figure(samples[k]);
-    f[k]["clock"] = used[k] != nullptr ? used[k] : measure::clocks::wall;
-    field(kKey[k], f[k]);
+    f[k].clock = used[k] != nullptr ? used[k] : measure::clocks::wall;
+    m.image.*kSlot[k].figure = f[k];
     if (used[k] == measure::clocks::wall) overall = used[k];
   }
-  field("gpu_clock", overall != nullptr ? overall : measure::clocks::wall);
-  auto ratio = [&](ImageCopy mine, ImageCopy base, const char* key) {
-    const double b = f[static_cast<int>(base)].value("median", 0.0);
-    if (b > 0) field(key, f[static_cast<int>(mine)].value("median", 0.0) / b);
+  m.gpu.clock = overall != nullptr ? overall : measure::clocks::wall;
+  auto ratio = [&](ImageCopy mine, ImageCopy base, std::optional<double>& into) {
+    const double b = f[static_cast<int>(base)].median;
+    if (b > 0) into = f[static_cast<int>(mine)].median / b;
   };
-  ratio(ImageCopy::shared_out, ImageCopy::private_out, "image_out_ratio");
-  ratio(ImageCopy::shared_in, ImageCopy::private_in, "image_in_ratio");
+  ratio(ImageCopy::shared_out, ImageCopy::private_out, m.image.out_ratio);
+  ratio(ImageCopy::shared_in, ImageCopy::private_in, m.image.in_ratio);
   return true;
 }
 
@@ -84,12 +100,12 @@ void measure_copies(const std::string& leg, const vk::Device& d, const vk::Image
   const std::uint32_t w = shared.shape.width, h = shared.shape.height;
   const std::size_t bytes = std::size_t{w} * h * 4;  // R8G8B8A8: 4 bytes a texel, rows tightly packed
   if (bytes == 0) return;
-  auto field = [&](const char* key, json v) { measure::leg_field(leg, key, std::move(v)); };
-  auto failed = [&](const std::string& what, const Error& e) { field("image_error", what + ": " + measure::step_and_code(e)); };
+  LegFigures& m = *measure::leg(leg);
+  auto failed = [&](const std::string& what, const Error& e) { m.image.error = what + ": " + measure::step_and_code(e); };
   log_extent(leg, w, h);
-  field("image_layout", "GENERAL");
-  field("image_copy", "vkCmdCopyImageToBuffer/vkCmdCopyBufferToImage");
-  field("image_memory_type", shared.memory_type_index);
+  m.image.layout = "GENERAL";
+  m.image.copy = "vkCmdCopyImageToBuffer/vkCmdCopyBufferToImage";
+  m.image.memory_type = shared.memory_type_index;
 
   // Device-local partners: 0 keeps the shared image's texels meanwhile, 1 is
   // the other end of every timed copy.
@@ -103,7 +119,7 @@ void measure_copies(const std::string& leg, const vk::Device& d, const vk::Image
     if (!b) return failed("partner buffer", b.error());
     buf.push_back(std::move(*b));
   }
-  field("image_partner_memory_type", buf[1].memory_type_index);
+  m.image.partner_memory_type = buf[1].memory_type_index;
 
   // The baseline: the same create info, not external, in its own device-local memory.
   vk::ImageRequest preq;
@@ -112,13 +128,13 @@ void measure_copies(const std::string& leg, const vk::Device& d, const vk::Image
   preq.preferred_flags = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
   auto priv = vk::create_image(d, preq);
   if (!priv) return failed("private image", priv.error());
-  field("image_private_memory_type", priv->memory_type_index);
+  m.image.private_memory_type = priv->memory_type_index;
 
   measure::VkGpuClock clock(d);
   if (clock.timestamps())
-    field("gpu_timestamp", {{"period_ns", d.timestamp_period()}, {"valid_bits", clock.valid_bits()}});
+    m.gpu_timestamp = GpuTimestamp{d.timestamp_period(), clock.valid_bits()};
   else
-    field("gpu_clock_fallback", clock.fallback());
+    m.gpu_clock_fallback = clock.fallback();
 
   auto record = [&](ImageCopy k, VkCommandBuffer cb) {
     const vk::Image& img = k == ImageCopy::shared_out || k == ImageCopy::shared_in ? shared : *priv;

@@ -34,6 +34,12 @@ using ImageCopyTimer = std::function<Result<measure::Timed>(ImageCopy, unsigned 
 /// Logs leg `leg`'s image_extent ("WxH") and image_copy_bytes (w x h x 4).
 /// Does nothing unless measure::enabled().
 void log_extent(const std::string& leg, std::uint32_t width, std::uint32_t height);
+/// Logs leg `leg`'s image_error. Does nothing unless measure::enabled().
+void log_error(const std::string& leg, std::string what);
+/// Logs leg `leg`'s image_restored (whether `problems` is empty: the image's
+/// content came back as it was and its owner checked it) and, when not,
+/// image_restore_error = `problems`. Does nothing unless measure::enabled().
+void log_restored(const std::string& leg, const std::string& problems);
 
 /// The sampling both APIs share (Vulkan here, CUDA in t4_image/cuda_measure.h):
 /// one ImageCopy::private_out to calibrate (a copy under 5 ms makes a sample

@@ -52,12 +52,12 @@ void measure_after_verdict(ChildContext& ctx, const vk::Device& d, const vk::Ima
   const Expected kept{image::owner_seed(3)};  // a seed no round uses
   ctx.step("measure: the owner refills the image and releases it");
   if (auto s = image::owner_fill(ctx, kept.base_seed); !s) {
-    measure::leg_field(leg, "image_error", "owner refill: " + why_of(s.error()));
+    image::log_error(leg, "owner refill: " + why_of(s.error()));
     return;
   }
   ctx.step("measure: acquire the image, time image copies through it and through a private image");
   if (auto got = gpu.read(); !got) {
-    measure::leg_field(leg, "image_error", "acquire: " + why_of(got.error()));
+    image::log_error(leg, "acquire: " + why_of(got.error()));
     return;
   }
   image::measure_copies(leg, d, img);
@@ -77,8 +77,7 @@ void measure_after_verdict(ChildContext& ctx, const vk::Device& d, const vk::Ima
   } else if (!c->ok()) {
     restore += (restore.empty() ? "" : "; ") + std::string("owner read: ") + c->text();
   }
-  measure::leg_field(leg, "image_restored", restore.empty());
-  if (!restore.empty()) measure::leg_field(leg, "image_restore_error", restore);
+  image::log_restored(leg, restore);
 }
 
 // The importer's GPU side of a round: acquire and copy out (round 1 with the

@@ -37,7 +37,7 @@ peer::SetupInfo Exported::info() const {
   i.fd_target = fd_target;
   i.exportable_advertised = exportable_advertised;
   i.device_uuid = device->device_uuid();
-  if (measure.is_object()) i.measure = measure;
+  i.measure = measure;
   return i;
 }
 
@@ -133,7 +133,7 @@ std::variant<Exported, RouteFacts> export_allocation(ChildContext& ctx, const Ha
       ::close(again);
       us.push_back((t1 - t0) * 1e6);
     }
-    measure::route_latency("export_us", us);
+    measure::route_latency(&RouteFigures::export_us, us);
     ex.measure = measure::collected();
   }
   return ex;

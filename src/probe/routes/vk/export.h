@@ -9,10 +9,9 @@
 #include <variant>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "extmem/core/verdict.h"
 #include "extmem/os/fd.h"
+#include "extmem/probe/measure_figures.h"
 #include "probe/worker/child_context.h"
 #include "probe/worker/peer.h"
 #include "probe/routes.h"
@@ -48,7 +47,7 @@ struct Exported {
   std::size_t fd_size = 0;  ///< bytes, fstat/lseek of the exported fd; 0 when it has no size (ESPIPE)
   std::string fd_target;    ///< readlink of the fd: what the driver handed out
   bool exportable_advertised = false;
-  nlohmann::json measure;   ///< --measure: what this side measured (export latency), for the peer's report
+  std::optional<Measurement> measure;  ///< --measure: what this side measured (export latency), for the peer's report
 
   /// The setup's info: the allocation an importer must match, the fd's size
   /// and target, plus this side's figures when it measured.
