@@ -60,7 +60,7 @@ struct State {
   };
   std::vector<Flag> flags;
   std::string child;
-  std::string list_routes;  // hidden --list-routes[=json|markdown|faults]: the route table (tests, README), the faults (docs/probe.md); alone: markdown
+  std::string list_routes;  // hidden --list-routes[=json|markdown|faults|row-pattern]: the route table (tests, README), the faults (docs/probe.md), the schema's row pattern; alone: markdown
   CLI::Option* list_routes_opt = nullptr;
   bool list_failure_codes = false;  // --list-failure-codes: docs/failure-codes.md on stdout
   std::map<std::string, std::string> text;                    // each valued option's text, as given
@@ -352,12 +352,13 @@ std::optional<int> apply_given(State& st, const Given& given) {
   return std::nullopt;
 }
 
-// --list-routes[=json|markdown|faults]: the route table, or the faults routes inject themselves.
+// --list-routes[=json|markdown|faults|row-pattern]: the route table, the faults routes inject
+// themselves, or the pattern of a row name (the schema's).
 int list_routes(const State& st) {
   const std::string form = st.list_routes.empty() ? "markdown" : st.list_routes;
-  if (form != "json" && form != "markdown" && form != "faults") {
+  if (form != "json" && form != "markdown" && form != "faults" && form != "row-pattern") {
     std::cerr << "extmem probe: --list-routes: \"" << form
-              << "\" is not accepted: json, markdown or faults (--list-routes alone: markdown)\n";
+              << "\" is not accepted: json, markdown, faults or row-pattern (--list-routes alone: markdown)\n";
     return probe::kExitUsage;
   }
   // The other options are refused as a run would refuse them, though the table ignores them.
@@ -365,7 +366,10 @@ int list_routes(const State& st) {
     std::cerr << "extmem probe: " << v.error().step << ": " << v.error().detail << "\n";
     return probe::kExitUsage;
   }
-  std::cout << (form == "json" ? probe::routes_json() : form == "faults" ? probe::faults_markdown() : probe::routes_markdown());
+  if (form == "json") std::cout << probe::routes_json();
+  else if (form == "faults") std::cout << probe::faults_markdown();
+  else if (form == "row-pattern") std::cout << probe::row_name_pattern() << "\n";
+  else std::cout << probe::routes_markdown();
   return probe::kExitOk;
 }
 

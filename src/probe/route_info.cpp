@@ -115,6 +115,12 @@ std::string routes_markdown() {
   return md;
 }
 
+std::string row_name_pattern() {
+  std::vector<std::string> rows;
+  for (const RouteInfo& r : routes()) rows.push_back(r.row);
+  return fmt::format("^({})(@mt[0-9]+)?(@pidfd)?$", fmt::join(rows, "|"));
+}
+
 std::string faults_markdown() {
   std::string md = "| row | action | half | step | what it breaks |\n|---|---|---|---|---|\n";
   for (const RouteInfo& r : routes())

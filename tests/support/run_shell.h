@@ -15,11 +15,10 @@ struct ShellRun {
   int code = -1;    ///< exit status, or -1 when killed by a signal
 };
 
-/// EXTMEM_BINARY with `args` (shell words, ours, not user text), `env`
-/// (KEY=VALUE ..., or empty) prepended through env(1).
-inline ShellRun run_extmem(const std::string& args, const std::string& env = {}) {
+/// `command` through sh -c (ours, not user text), stderr joined to stdout.
+inline ShellRun run_shell(const std::string& command) {
   ShellRun r;
-  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(EXTMEM_BINARY) + " " + args + " 2>&1";
+  const std::string cmd = command + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
   char buf[4096];
@@ -27,6 +26,12 @@ inline ShellRun run_extmem(const std::string& args, const std::string& env = {})
   const int status = ::pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+/// EXTMEM_BINARY with `args` (shell words, ours, not user text), `env`
+/// (KEY=VALUE ..., or empty) prepended through env(1).
+inline ShellRun run_extmem(const std::string& args, const std::string& env = {}) {
+  return run_shell((env.empty() ? "" : "env " + env + " ") + std::string(EXTMEM_BINARY) + " " + args);
 }
 
 }  // namespace extmem::test

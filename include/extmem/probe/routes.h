@@ -85,4 +85,10 @@ std::string routes_markdown();
 /// half, step, what it breaks): docs/probe.md's list (`extmem probe --list-routes=faults`).
 std::string faults_markdown();
 
+/// The regular expression every printed row name matches: one of the table's
+/// rows, then an optional "@mt<INDEX>" and an optional "@pidfd" twin suffix;
+/// docs/probe-result.schema.json's $defs.row_name.pattern (`extmem probe
+/// --list-routes=row-pattern`; scripts/regenerate-docs.sh writes it there).
+std::string row_name_pattern();
+
 }  // namespace extmem::probe
