@@ -295,7 +295,7 @@ const std::vector<Case> kCases = {
     {{"probe", "--fd-transport=foo"}, {"--fd-transport", "\"foo\"", "scm", "pidfd", "both"}},
     {{"probe", "--fd-transport=SCM"}, {"--fd-transport", "\"SCM\"", "scm", "pidfd", "both"}},
     {{"probe", "--fd-transport="}, {"--fd-transport", "empty", "accepted: scm, pidfd, both"}},
-    {{"probe", "--list-routes=yaml"}, {"--list-routes", "json, markdown or faults"}},
+    {{"probe", "--list-routes=yaml"}, {"--list-routes", "json, markdown, faults or row-pattern"}},
     // The table's other options are checked as a run's are.
     {{"probe", "--list-routes=json", "--fd-transport=bogus"}, {"--fd-transport", "\"bogus\"", "scm", "pidfd", "both"}},
     {{"probe", "--list-routes=json", "--only=nonexist"}, {"--only", "unknown row \"nonexist\""}},

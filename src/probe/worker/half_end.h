@@ -10,6 +10,7 @@
 
 #include "probe/route_report.h"
 #include "probe/worker/child_context.h"
+#include "probe/worker/soak.h"
 
 namespace extmem::probe {
 
@@ -42,6 +43,10 @@ class DrivingHalf {
   /// Copies the legs into rep.legs and ends the half (end_half, with `soak`).
   /// Returns the half's exit code, 0.
   int finish(const std::function<void()>& soak = {});
+  /// The same, with --soak running `plan` against the peer (maybe_soak with
+  /// peer_side): the one soak tail of a half whose plan exists only once its
+  /// mapping does, `return view.empty() ? half.finish() : half.finish(SoakPlan{...});`.
+  int finish(const SoakPlan& plan);
 
   RouteReport rep;
 

@@ -148,7 +148,6 @@ int client(ChildContext& ctx, const HandleKind& h) {
   // Opaque fds only: re-export of imported memory (t1/reexport.h); notrun when the import failed.
   const bool reexports = h.bit == VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
   Leg reexp = route_leg(ctx, "reexport");
-  std::function<void()> soak;  // set once there is something to soak
   DrivingHalf half(ctx, {&raw, &vki, &gpu});
   RouteReport& rep = half.rep;
   if (reexports) half.also_report(reexp);
@@ -164,7 +163,7 @@ int client(ChildContext& ctx, const HandleKind& h) {
                                    setup->info.fd_target.value_or(std::string("?"))));
   if (alloc_size < layout.size) {
     rep.facts.fatal = fmt::format("server announced allocation {} < size {}", alloc_size, layout.size);
-    return half.finish(soak);
+    return half.finish();
   }
 
   // (a) the fd as a plain CPU mapping.
@@ -187,12 +186,7 @@ int client(ChildContext& ctx, const HandleKind& h) {
   GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {
     return gpu_round(*im.dev, im.buf.buffer, layout, read, read_seed, write, write_seed);
   };
-  if (!vk_view.empty()) {
-    soak = [&] {
-      maybe_soak(ctx, rep, SoakPlan{0, vk_view, Region::C, Region::B, Region::E, &round}, peer_side(ctx));
-    };
-  }
-  return half.finish(soak);
+  return vk_view.empty() ? half.finish() : half.finish(SoakPlan{0, vk_view, Region::C, Region::B, Region::E, &round});
 }
 
 // rawmmap is informational for an opaque fd (the handle is only promised to

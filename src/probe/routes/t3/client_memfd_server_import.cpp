@@ -28,13 +28,12 @@ int server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   Leg mmap_leg = report_leg({kLegs, "mmap"});
   Leg host = report_leg({kLegs, "hostimport"});
-  std::function<void()> soak;
   DrivingHalf half(ctx, {&mmap_leg, &host});
   RouteReport& rep = half.rep;
   auto setup = await_setup(ctx, rep, "the client's memfd");
   if (!setup) return 0;
   std::shared_ptr<vk::Device> dev = open_host_import_device(ctx, rep);
-  if (!dev) return half.finish(soak);
+  if (!dev) return half.finish();
   const std::size_t align = host_import_alignment(*dev);
   const std::size_t import_bytes = layout.size / align * align;  // the client's memfd is only page-granular
 
@@ -43,7 +42,7 @@ int server(ChildContext& ctx) {
   auto map = os::Mapping::map_aligned(setup->fd.get(), layout.size, align);
   if (!map) {
     fail_leg(mmap_leg, map.error());
-    return half.finish(soak);
+    return half.finish();
   }
   std::span<std::byte> view = map->bytes();
   ctx.step("read region A through the mapping");
@@ -74,8 +73,7 @@ int server(ChildContext& ctx) {
   GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {
     return gpu_round(*dev, buf->buffer, layout, read, read_seed, write, write_seed);
   };
-  if (buf) soak = [&] { maybe_soak(ctx, rep, SoakPlan{0, view, Region::B, Region::A, Region::E, &round}, peer_side(ctx)); };
-  return half.finish(soak);
+  return buf ? half.finish(SoakPlan{0, view, Region::B, Region::A, Region::E, &round}) : half.finish();
 }
 
 

@@ -21,9 +21,9 @@ constexpr LegDef kLegs[] = {
 
 int server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
-  RouteReport rep;
   Leg mmap_leg = report_leg({kLegs, "mmap"});
-  auto setup = await_setup(ctx, rep, "the client's memfd");
+  DrivingHalf half(ctx, {&mmap_leg});
+  auto setup = await_setup(ctx, half.rep, "the client's memfd");
   if (!setup) return 0;
   ctx.step("mmap(received memfd)");
   mmap_leg.attempted = true;
@@ -41,11 +41,7 @@ int server(ChildContext& ctx) {
     confirm_remote(ctx, Region::B, mmap_leg);
     alias_leg(ctx, map->bytes(), mmap_leg);
   }
-  rep.legs = {mmap_leg};
-  std::function<void()> soak;
-  if (map)
-    soak = [&] { maybe_soak(ctx, rep, SoakPlan{0, map->bytes(), Region::B, Region::A, Region::E, nullptr}, peer_side(ctx)); };
-  return end_half(ctx, rep, soak);
+  return map ? half.finish(SoakPlan{0, map->bytes(), Region::B, Region::A, Region::E, nullptr}) : half.finish();
 }
 
 constexpr FaultDef kFaults[] = {

@@ -187,11 +187,7 @@ int server(ChildContext& ctx) {
                                    seal_names(s2), rw_map, ro_map));
   if (!dropped.empty()) rep.facts.fatal = fmt::format("seal silently dropped: {}", fmt::join(dropped, "; "));
   if (map) alias_leg(ctx, map->bytes(), sealed);
-  rep.legs = {sealed, wsealed};
-  std::function<void()> soak;
-  if (map)
-    soak = [&] { maybe_soak(ctx, rep, SoakPlan{0, map->bytes(), Region::B, Region::A, Region::E, nullptr}, peer_side(ctx)); };
-  return end_half(ctx, rep, soak);
+  return map ? half.finish(SoakPlan{0, map->bytes(), Region::B, Region::A, Region::E, nullptr}) : half.finish();
 }
 
 constexpr FaultDef kFaults[] = {
