@@ -69,21 +69,21 @@ bool CudaServer::open(std::size_t staging_bytes) {
   ctx_.step("read the selected Vulkan device's deviceUUID");
   auto uuid = selected_vulkan_uuid(ctx_);
   if (!uuid)
-    facts_.fatal = "server: " + why_of(uuid.error());
+    stop_row(facts_, uuid.error().kind, "server: " + why_of(uuid.error()));
   else
     side_ = open_cuda(ctx_, facts_, *uuid, staging_bytes);
   if (!side_) (void)send_setup_failure(ctx_, facts_);
   return side_.has_value();
 }
 
-int CudaServer::fail(const std::string& why) {
-  facts_.fatal = "server: " + why;
+int CudaServer::fail(const Error& error) {
+  stop_row(facts_, error.kind, "server: " + why_of(error));
   (void)send_setup_failure(ctx_, facts_);
   return 0;
 }
 
 int CudaServer::unsupported(const std::string& why) {
-  facts_.unsupported = "server: " + why;
+  stop_row(facts_, ErrorKind::unsupported, "server: " + why);
   (void)send_setup_failure(ctx_, facts_);
   return 0;
 }

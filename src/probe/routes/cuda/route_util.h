@@ -49,13 +49,13 @@ class CudaServer {
 
   /// The selected Vulkan device's deviceUUID (selected_vulkan_uuid), then
   /// open_cuda on it with `staging_bytes`. False when either failed: facts
-  /// ("server: <step> -> <code>" for the UUID, open_cuda's otherwise) have been
-  /// sent as the setup failure, and the half ends with exit code 0.
+  /// ("server: <step> -> <code>" with the error's kind for the UUID, open_cuda's
+  /// otherwise) have been sent as the setup failure, and the half ends with exit code 0.
   bool open(std::size_t staging_bytes);
-  /// Gives up: facts.fatal = "server: <why>", sent as the setup failure.
-  /// Returns 0, the half's exit code.
-  int fail(const std::string& why);
-  /// Gives up: facts.unsupported = "server: <why>", sent. Returns 0.
+  /// Gives up on `error`: stop_row(facts, error.kind, "server: <step> -> <code> (<detail>)"),
+  /// sent as the setup failure. Returns 0, the half's exit code.
+  int fail(const Error& error);
+  /// Gives up: the facts say unsupported "server: <why>" (kind unsupported), sent. Returns 0.
   int unsupported(const std::string& why);
   /// Whether the device offers the virtual memory management API with POSIX-fd
   /// export (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED and

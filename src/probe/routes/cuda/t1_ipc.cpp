@@ -194,17 +194,17 @@ int cuda_ipc_server(ChildContext& ctx) {
   }
   ctx.step("cuMemAlloc(the shared allocation)");
   auto mem = cuda::DeviceBuffer::allocate(api, layout.size);
-  if (!mem) return server.fail(why_of(mem.error()));
+  if (!mem) return server.fail(mem.error());
   const CUdeviceptr base = (*mem)->ptr();
   std::vector<std::byte> mirror(layout.size);
   ctx.step("write region A (GPU copy)");
   pattern::fill(layout.region(std::span<std::byte>(mirror), Region::A), seed_of(Region::A));
-  if (auto s = cuda::gpu_write(api, base, *side.staging, mirror); !s) return server.fail(why_of(s.error()));
+  if (auto s = cuda::gpu_write(api, base, *side.staging, mirror); !s) return server.fail(s.error());
 
   ctx.step("cuIpcGetMemHandle(allocation base)");
   CUipcMemHandle handle{};
   if (CUresult r = api.cuIpcGetMemHandle(&handle, base); r != CUDA_SUCCESS)
-    return server.fail(why_of(cuda::cu_error(api, "cuIpcGetMemHandle", r)));
+    return server.fail(cuda::cu_error(api, "cuIpcGetMemHandle", r));
   peer::SetupInfo info{.allocation_size = layout.size, .device_uuid = side.vulkan_uuid};
   peer::IpcHandles& ipc = info.ipc.emplace();
   ipc.mem_handle = to_hex(handle);
@@ -220,14 +220,14 @@ int cuda_ipc_server(ChildContext& ctx) {
   CUdeviceptr range_base = 0;
   std::size_t range_size = 0;
   if (CUresult r = api.cuMemGetAddressRange(&range_base, &range_size, base + view_off); r != CUDA_SUCCESS)
-    return server.fail(why_of(cuda::cu_error(api, "cuMemGetAddressRange(view)", r)));
+    return server.fail(cuda::cu_error(api, "cuMemGetAddressRange(view)", r));
   ipc.view_offset = base + view_off - range_base;
   ipc.range_size = range_size;
 
   ctx.step("cuEventCreate(INTERPROCESS | DISABLE_TIMING) + cuIpcGetEventHandle");
   CUevent event = nullptr;
   if (CUresult r = api.cuEventCreate(&event, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING); r != CUDA_SUCCESS)
-    return server.fail(why_of(cuda::cu_error(api, "cuEventCreate(INTERPROCESS | DISABLE_TIMING)", r)));
+    return server.fail(cuda::cu_error(api, "cuEventCreate(INTERPROCESS | DISABLE_TIMING)", r));
   struct EventGuard {
     const cuda::Api& api;
     CUevent e;
@@ -238,7 +238,7 @@ int cuda_ipc_server(ChildContext& ctx) {
   } event_guard{api, event};
   CUipcEventHandle event_handle{};
   if (CUresult r = api.cuIpcGetEventHandle(&event_handle, event); r != CUDA_SUCCESS)
-    return server.fail(why_of(cuda::cu_error(api, "cuIpcGetEventHandle", r)));
+    return server.fail(cuda::cu_error(api, "cuIpcGetEventHandle", r));
   ipc.event_handle = to_hex(event_handle);
 
   ctx.step("send the IPC handles (bytes in the setup, no fd)");

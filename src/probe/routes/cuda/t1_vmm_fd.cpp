@@ -118,31 +118,33 @@ int cuda_vmm_fd_server(ChildContext& ctx) {
   std::size_t granularity = 0;
   if (CUresult r = api.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
       r != CUDA_SUCCESS)
-    return server.fail(why_of(cuda::cu_error(api, "cuMemGetAllocationGranularity", r)));
+    return server.fail(cuda::cu_error(api, "cuMemGetAllocationGranularity", r));
   const std::size_t size = rounded(layout.size, granularity);
   ctx.step("cuMemCreate(POSIX_FILE_DESCRIPTOR)");
   CUmemGenericAllocationHandle handle = 0;
   // Both attributes say yes, so a refusal here is a driver failure, not an absent capability.
   if (CUresult r = api.cuMemCreate(&handle, size, &prop, 0); r != CUDA_SUCCESS)
-    return server.fail(why_of(cuda::cu_error(api, fmt::format("cuMemCreate({} bytes, POSIX_FILE_DESCRIPTOR)", size), r)));
+    return server.fail(cuda::cu_error(api, fmt::format("cuMemCreate({} bytes, POSIX_FILE_DESCRIPTOR)", size), r));
   AllocationRelease release{api, handle};
   ctx.step("cuMemAddressReserve + cuMemMap + cuMemSetAccess");
   VmmMapping mapping(api);
-  if (auto s = mapping.map(handle, size, granularity, side.device); !s) return server.fail(why_of(s.error()));
+  if (auto s = mapping.map(handle, size, granularity, side.device); !s) return server.fail(s.error());
 
   std::vector<std::byte> mirror(layout.size);
   ctx.step("write region A (GPU copy)");
   pattern::fill(layout.region(std::span<std::byte>(mirror), Region::A), seed_of(Region::A));
-  if (auto s = cuda::gpu_write(api, mapping.va(), *side.staging, mirror); !s) return server.fail(why_of(s.error()));
+  if (auto s = cuda::gpu_write(api, mapping.va(), *side.staging, mirror); !s) return server.fail(s.error());
 
   ctx.step("cuMemExportToShareableHandle(POSIX_FILE_DESCRIPTOR)");
   int raw_fd = -1;
   if (CUresult r = api.cuMemExportToShareableHandle(&raw_fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
       r != CUDA_SUCCESS)
-    return server.fail(why_of(cuda::cu_error(api, "cuMemExportToShareableHandle(POSIX_FILE_DESCRIPTOR)", r)));
+    return server.fail(cuda::cu_error(api, "cuMemExportToShareableHandle(POSIX_FILE_DESCRIPTOR)", r));
   os::UniqueFd fd(raw_fd);
   ctx.step("post-export fd sanity");
-  if (raw_fd < 0 || !os::fd_is_open(raw_fd)) return server.fail(fmt::format("exported fd {} is not open", raw_fd));
+  if (raw_fd < 0 || !os::fd_is_open(raw_fd))
+    return server.fail(Error{"cuMemExportToShareableHandle(POSIX_FILE_DESCRIPTOR)", ErrorKind::driver, {},
+                             fmt::format("exported fd {} is not open", raw_fd)});
 
   ctx.step("send the fd");
   const peer::SetupInfo info{.allocation_size = size, .fd_target = os::fd_target(raw_fd),

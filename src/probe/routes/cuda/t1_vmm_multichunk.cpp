@@ -108,34 +108,34 @@ int cuda_vmm_multichunk_server(ChildContext& ctx) {
   std::size_t granularity = 0;
   if (CUresult r = api.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
       r != CUDA_SUCCESS)
-    return server.fail(why_of(cuda::cu_error(api, "cuMemGetAllocationGranularity(MINIMUM)", r)));
+    return server.fail(cuda::cu_error(api, "cuMemGetAllocationGranularity(MINIMUM)", r));
   auto plan = chunks::plan(layout.size, granularity);
-  if (!plan) return server.fail(why_of(plan.error()));
+  if (!plan) return server.fail(plan.error());
   const std::size_t total = plan->total;
 
   ctx.step("cuMemAddressReserve(the whole range)");
   ChunkedRange range(api);
-  if (auto s = range.reserve(total, granularity); !s) return server.fail(why_of(s.error()));
+  if (auto s = range.reserve(total, granularity); !s) return server.fail(s.error());
   std::vector<CUmemGenericAllocationHandle> handles;
   for (std::size_t i = 0; i < plan->sizes.size(); ++i) {
     ctx.step(fmt::format("cuMemCreate(chunk {}, POSIX_FILE_DESCRIPTOR) + cuMemMap + cuMemSetAccess", i));
     CUmemGenericAllocationHandle h = 0;
     // Both attributes say yes, so a refusal is a driver failure, not an absent capability.
     if (CUresult r = api.cuMemCreate(&h, plan->sizes[i], &prop, 0); r != CUDA_SUCCESS)
-      return server.fail(why_of(cuda::cu_error(
-          api, fmt::format("cuMemCreate(chunk {}: {} bytes, POSIX_FILE_DESCRIPTOR)", i, plan->sizes[i]), r)));
+      return server.fail(cuda::cu_error(
+          api, fmt::format("cuMemCreate(chunk {}: {} bytes, POSIX_FILE_DESCRIPTOR)", i, plan->sizes[i]), r));
     handles.push_back(h);
-    if (auto s = range.map(i, h, plan->offsets[i], plan->sizes[i], side.device); !s) return server.fail(why_of(s.error()));
+    if (auto s = range.map(i, h, plan->offsets[i], plan->sizes[i], side.device); !s) return server.fail(s.error());
   }
   ctx.step("cuMemAlloc(staging for the whole range)");
   auto staging = cuda::DeviceBuffer::allocate(api, total);
-  if (!staging) return server.fail(why_of(staging.error()));
+  if (!staging) return server.fail(staging.error());
 
   // The CPU cannot map this memory: the server serves a mirror refreshed and published by GPU copies.
   std::vector<std::byte> mirror(total);
   ctx.step("write region A (GPU copy of the whole range)");
   pattern::fill(layout.region(std::span<std::byte>(mirror), Region::A), seed_of(Region::A));
-  if (auto s = cuda::gpu_write(api, range.va(), **staging, mirror); !s) return server.fail(why_of(s.error()));
+  if (auto s = cuda::gpu_write(api, range.va(), **staging, mirror); !s) return server.fail(s.error());
 
   std::vector<os::UniqueFd> fds;
   nlohmann::json targets = nlohmann::json::array();
@@ -144,10 +144,12 @@ int cuda_vmm_multichunk_server(ChildContext& ctx) {
     int raw = -1;
     if (CUresult r = api.cuMemExportToShareableHandle(&raw, handles[i], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
         r != CUDA_SUCCESS)
-      return server.fail(why_of(cuda::cu_error(api, fmt::format("cuMemExportToShareableHandle(chunk {})", i), r)));
+      return server.fail(cuda::cu_error(api, fmt::format("cuMemExportToShareableHandle(chunk {})", i), r));
     fds.emplace_back(raw);
     ctx.step(fmt::format("post-export fd sanity (chunk {})", i));
-    if (raw < 0 || !os::fd_is_open(raw)) return server.fail(fmt::format("chunk {}: exported fd {} is not open", i, raw));
+    if (raw < 0 || !os::fd_is_open(raw))
+      return server.fail(Error{fmt::format("cuMemExportToShareableHandle(chunk {})", i), ErrorKind::driver, {},
+                               fmt::format("exported fd {} is not open", raw)});
     targets.push_back(os::fd_target(raw));
   }
 
