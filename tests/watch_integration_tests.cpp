@@ -335,10 +335,22 @@ TEST(WatchRun, KilledWatchLeavesParsableTsv) {
 // still written, and the watch exits with the command's status (128 + 15).
 TEST(WatchRun, SigtermIsForwardedAndSummaryWritten) {
   TempDir dir;
-  Proc w(watch_args({"--period=50ms", "--summary=" + dir / "s.json", "--plot=" + dir / "s.svg", "--", kGrower,
-                     "--interval-ms=20", "--count=1000"}),
+  Proc w(watch_args({"--period=50ms", "--summary=" + dir / "s.json", "--plot=" + dir / "s.svg", "--out=" + dir / "s.tsv",
+                     "--", kGrower, "--interval-ms=20", "--count=1000"}),
          dir / "out", dir / "err");
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  ASSERT_GT(w.pid, 0) << strerror(w.spawn_error);
+  // The signal goes once the TSV has a row of the command: the watch has blocked the
+  // stop signals (before starting it) and sampled it. A fixed pause was too short on
+  // a loaded machine (the watch died of the SIGTERM itself and wrote no summary).
+  const auto command_sampled = [&] {
+    for (const auto& r : tsv_rows(slurp(dir / "s.tsv")))
+      if (r.size() > 3 && r[2] == std::to_string(w.pid) && r[3] == "watch_grower") return true;
+    return false;
+  };
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!command_sampled() && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(command_sampled()) << w.err();
   kill(w.pid, SIGTERM);
   ASSERT_TRUE(w.wait(20)) << w.err();
   EXPECT_EQ(w.exit_code(), 128 + SIGTERM) << w.err();

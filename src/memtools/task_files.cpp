@@ -56,11 +56,13 @@ Result<ProcFile> ProcFile::open(pid_t pid, pid_t tid, std::string_view name) {
   f.path_ = fmt::format("/proc/{}/task/{}/{}", pid, tid, name);
   f.fd_.reset(::open(f.path_.c_str(), O_RDONLY | O_CLOEXEC));
   if (!f.fd_.valid()) return os_error("open " + f.path_, errno);
-  f.buffer_.resize(4096);
   return f;
 }
 
 Result<std::string_view> ProcFile::read() {
+  // Sized at the first read, not in open(): GCC 14 then sees no 4 KiB string moved
+  // out of open() and stops warning of an out-of-bounds copy into the small-string buffer.
+  if (buffer_.empty()) buffer_.resize(4096);
   while (true) {
     const ssize_t n = ::pread(fd_.get(), buffer_.data(), buffer_.size(), 0);
     if (n < 0) {
