@@ -209,16 +209,6 @@ int receive_and_serve(ChildContext& ctx) {
   return serve(ctx, map->bytes()) ? 0 : 1;
 }
 
-FdOwnership fd_ownership_after_import(int fd_number, bool import_succeeded) {
-  const bool open = os::fd_is_open(fd_number);
-  if (import_succeeded) {
-    return {true, open ? "fd-consumed=no (import succeeded and the fd is still open: the driver keeps it, so the "
-                         "application must not close it)"
-                       : "fd-consumed=yes"};
-  }
-  return {!open, open ? "fd-consumed=no" : "fd-consumed=yes (a failed import closed an fd it did not own)"};
-}
-
 void maybe_soak(ChildContext& ctx, RouteReport& rep, const SoakPlan& plan, const OtherSide& other) {
   if (ctx.params().soak_s <= 0) return;
   if (decide(rep.facts, rep.legs).status != RowStatus::ok) {

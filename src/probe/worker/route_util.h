@@ -94,17 +94,6 @@ Result<os::UniqueFd> tmpfs_file(std::size_t bytes, const std::string& prefix, st
 
 namespace extmem::probe {
 
-/// Who owns an fd after an import was handed it (docs/probe.md, "Who owns the fd
-/// after an import"): a successful Vulkan or GL fd import takes ownership, a failed
-/// one does not. `release`: give up our handle (the driver owns it, or already
-/// closed it). `text`: "fd-consumed=yes|no", plus the anomaly when the driver kept
-/// the fd open after a success or closed it after a failure.
-struct FdOwnership {
-  bool release = false;
-  std::string text;
-};
-FdOwnership fd_ownership_after_import(int fd_number, bool import_succeeded);
-
 /// With --soak, and only when every decisive leg of rep.legs round-tripped,
 /// runs the soak and puts its counts in rep.facts.soak (docs/probe.md, "Coherency over time": only OK routes soak).
 void maybe_soak(ChildContext& ctx, RouteReport& rep, const SoakPlan& plan, const OtherSide& other);
