@@ -18,7 +18,8 @@ bin=${1:-}
 if [ -z "$bin" ]; then
   for b in "$here/build-probe/extmem" "$here/build/extmem"; do [ -x "$b" ] && { bin=$b; break; }; done
 fi
-[ -n "$bin" ] && [ -x "$bin" ] || { echo "regenerate-docs: no extmem binary: build one (bash scripts/probe.sh) or name it" >&2; exit 2; }
+if [ -n "${1:-}" ] && [ ! -x "$bin" ]; then echo "regenerate-docs: '$bin' is not an executable extmem binary" >&2; exit 2; fi
+[ -n "$bin" ] || { echo "regenerate-docs: no extmem binary: build one (bash scripts/probe.sh) or name it" >&2; exit 2; }
 root=${2:-$here}
 [ -d "$root" ] || { echo "regenerate-docs: $root is not a directory" >&2; exit 2; }
 

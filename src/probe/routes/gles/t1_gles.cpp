@@ -217,7 +217,6 @@ int cross_proc_client(ChildContext& ctx) {
   });
 }
 
-
 // The GL sweep's copies reach a private GL buffer from the middle of the allocation on: not OK.
 constexpr std::string_view kPartialAliasBreaks =
     "the GL sweep's copies reach a private GL buffer from the middle of the allocation on: the row must not be OK";

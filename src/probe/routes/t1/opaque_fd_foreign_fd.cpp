@@ -189,7 +189,6 @@ int drive(ChildContext& ctx) {
   return half.finish();
 }
 
-
 constexpr FaultDef kForeignFaults[] = {
     {"exported", Role::server, "memfd_create",
      "the \"memfd\" is an fd this driver did export, which it must accept: the memfd leg must not pass "

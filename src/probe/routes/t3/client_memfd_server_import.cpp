@@ -76,7 +76,6 @@ int server(ChildContext& ctx) {
   return buf ? half.finish(SoakPlan{0, view, Region::B, Region::A, Region::E, &round}) : half.finish();
 }
 
-
 const RouteDef kT3ClientMemfdServerImport{
     .row = "T3-client-memfd-server-import",
     .group = "t3",

@@ -100,7 +100,6 @@ int server(ChildContext& ctx) {
   return end_half(ctx, rep, soak);
 }
 
-
 const RouteDef kT3ExternalMemoryHost{
     .row = "T3-external-memory-host",
     .group = "t3",

@@ -272,7 +272,6 @@ int cuda_image_importer(ChildContext& ctx) {
   return half.finish();
 }
 
-
 constexpr FaultDef kCudaImageFaults[] = {image::kDecoyFault, image::transpose_fault(Role::client),
                                         image::mirror_fault(Role::client)};
 

@@ -410,7 +410,6 @@ int cross_proc(ChildContext& ctx) {
   return half.finish();
 }
 
-
 constexpr FaultDef kSameProcFaults[] = {image::kDecoyFault, image::kLateFault, image::transpose_fault(Role::server),
                                         image::mirror_fault(Role::server)};
 constexpr FaultDef kCrossProcFaults[] = {image::kDecoyFault, image::kLateFault, image::transpose_fault(Role::client),

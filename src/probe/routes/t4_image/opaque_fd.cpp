@@ -260,7 +260,6 @@ int importer(ChildContext& ctx, VkImageTiling tiling) {
   return half.finish();
 }
 
-
 constexpr FaultDef kImageFaults[] = {
     image::kDecoyFault,
     image::transpose_fault(Role::client),
