@@ -1,5 +1,6 @@
-// Fuzzes the decoder of phase A as a warm worker sends it to the parent; decoded
-// findings must re-encode to the same text and decode again.
+// Fuzzes the decoder of phase A as a warm worker sends it to the parent (its one
+// JSON form, phase_a_codec.h, or the run's error); what decodes must re-encode to
+// the same text and decode again.
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 
 #include "extmem/probe/measure_figures.h"
 #include "probe/measure_codec.h"
+#include "support/run_shell.h"
 
 namespace {
 
@@ -85,6 +87,22 @@ TEST(MeasureCodec, EveryFieldRoundTripsUnderItsKey) {
   ASSERT_TRUE(back) << back.error().message();
   EXPECT_EQ(*back, m);
   EXPECT_EQ(extmem::probe::to_json(*back), j);
+}
+
+// Every field a half can set is one the document's schema accepts where it goes:
+// the S1 rows' gpu_wake_clock and gpu_clock_fallback were refused there until
+// an H100 run set them (lavapipe's S1 rows are UNSUPPORTED).
+TEST(MeasureCodec, EveryFieldIsOneTheSchemaAccepts) {
+  const extmem::probe::RowMeasure row{.figures = everything()};
+  const std::string path = ::testing::TempDir() + "/measure_everything.json";
+  std::ofstream(path) << extmem::probe::to_json(row).dump();
+  const auto r = extmem::test::run_shell(
+      "python3 -c \"import json, sys, jsonschema; s = json.load(open(sys.argv[1])); "
+      "sub = {'\\$schema': s['\\$schema'], '\\$defs': s['\\$defs'], '\\$ref': '#/\\$defs/measure'}; "
+      "c = jsonschema.validators.validator_for(sub); errs = list(c(sub).iter_errors(json.load(open(sys.argv[2])))); "
+      "[print('invalid at', list(e.absolute_path), e.message[:200]) for e in errs]; sys.exit(1 if errs else 0)\" " +
+      std::string(EXTMEM_SOURCE_DIR) + "/docs/probe-result.schema.json " + path);
+  EXPECT_EQ(r.code, 0) << r.out;
 }
 
 TEST(MeasureCodec, AFigureWithoutSamplesIsItsCountAlone) {

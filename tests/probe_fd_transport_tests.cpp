@@ -24,6 +24,7 @@
 #include "extmem/probe/findings.h"
 #include "extmem/probe/probe.h"
 #include "probe/parent/fd_check.h"
+#include "probe/phase_a_codec.h"
 #include "probe/worker/child_context.h"
 #include "probe/worker/fd_fetch_failure.h"
 #include "support/run_shell.h"
@@ -126,9 +127,12 @@ TEST(ProbeFdTransport, ResourceLimitIsCouldNotTryNotRefused) {
   EXPECT_NE(line.str().find("pidfd_getfd could not be tried: pidfd_open(pid 42) -> EMFILE (24)"), std::string::npos)
       << line.str();
   EXPECT_EQ(line.str().find("refused"), std::string::npos) << line.str();
-  EXPECT_EQ(extmem::probe::to_json(f)["pidfd_getfd"], "could not try");
-  f.refused = eperm;
-  EXPECT_EQ(extmem::probe::to_json(f)["pidfd_getfd"], "refused");
+  extmem::probe::PhaseA a;
+  a.vulkan.devices.resize(1);
+  a.fd_transport = f;
+  EXPECT_EQ(extmem::probe::phase_a_json(a)["fd_transport"]["pidfd_getfd"], "could not try");
+  a.fd_transport.refused = eperm;
+  EXPECT_EQ(extmem::probe::phase_a_json(a)["fd_transport"]["pidfd_getfd"], "refused");
 }
 
 TEST(ProbeFdTransport, BothRunExitsZeroAndPhaseASaysWhetherPermitted) {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "probe/phase_a_wire.h"
+#include "probe/phase_a_codec.h"
 #include "probe/routes/t4_image/vk_share.h"
 #include "support/run_shell.h"
 
@@ -159,7 +159,7 @@ TEST(ImageCompare, MissingRectangleIsLocated) {
   EXPECT_EQ(c.shape, "wrong only inside the rectangle, the rest intact") << c.text();
 }
 
-// Phase A's image facts survive the worker-to-parent wire (a modifier above 2^63 included).
+// Phase A's image facts survive its JSON form, which the worker sends the parent.
 TEST(ImagePhaseA, WireKeepsImageFacts) {
   extmem::vk::VulkanEnumeration e;
   extmem::vk::DeviceInfo d;
@@ -175,14 +175,14 @@ TEST(ImagePhaseA, WireKeepsImageFacts) {
   m.modifier = 0xe08000000000000full;
   m.plane_count = 1;
   m.dma_buf_result = "VK_ERROR_FORMAT_NOT_SUPPORTED";
+  m.dma_buf_result_code = -11;
   d.drm_modifiers = {m};
   e.devices = {d};
-  extmem::probe::PhaseAFindings f;
-  f.vulkan = e;
-  auto back = extmem::probe::decode_phase_a(extmem::probe::encode_phase_a(f));
+  extmem::probe::PhaseA a;
+  a.vulkan = e;
+  auto back = extmem::probe::phase_a_from_json(extmem::probe::phase_a_json(a), "phase A");
   ASSERT_TRUE(back) << back.error().message();
-  ASSERT_TRUE(back->vulkan);
-  const auto& b = back->vulkan->devices.at(0);
+  const auto& b = back->vulkan.devices.at(0);
   EXPECT_EQ(b.max_image_dimension_2d, 32768u);
   ASSERT_EQ(b.external_images.size(), 1u);
   EXPECT_EQ(b.external_images[0].tiling, "LINEAR");
@@ -190,6 +190,7 @@ TEST(ImagePhaseA, WireKeepsImageFacts) {
   ASSERT_EQ(b.drm_modifiers.size(), 1u);
   EXPECT_EQ(b.drm_modifiers[0].modifier, 0xe08000000000000full);
   EXPECT_EQ(b.drm_modifiers[0].dma_buf_result, "VK_ERROR_FORMAT_NOT_SUPPORTED");
+  EXPECT_EQ(b.drm_modifiers[0].dma_buf_result_code, -11);  // what code branches on crosses too
 }
 
 // ---- the rows on lavapipe (integration) ----

@@ -29,6 +29,26 @@ std::optional<ErrorKind> error_kind_from_string(std::string_view name) noexcept 
   return std::nullopt;
 }
 
+const char* to_string(CodeSpace space) noexcept {
+  switch (space) {
+    case CodeSpace::none: return "none";
+    case CodeSpace::errno_value: return "errno_value";
+    case CodeSpace::vk_result: return "vk_result";
+    case CodeSpace::cu_result: return "cu_result";
+    case CodeSpace::gl_enum: return "gl_enum";
+    case CodeSpace::egl_error: return "egl_error";
+    case CodeSpace::extmem: return "extmem";
+  }
+  return "unknown";
+}
+
+std::optional<CodeSpace> code_space_from_string(std::string_view name) noexcept {
+  for (CodeSpace s : {CodeSpace::none, CodeSpace::errno_value, CodeSpace::vk_result, CodeSpace::cu_result,
+                      CodeSpace::gl_enum, CodeSpace::egl_error, CodeSpace::extmem})
+    if (name == to_string(s)) return s;
+  return std::nullopt;
+}
+
 std::string Error::message() const {
   std::string out = step;
   if (!code.empty()) out += (out.empty() ? "" : ": ") + code;

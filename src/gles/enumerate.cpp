@@ -1,5 +1,6 @@
 #include "extmem/gles/enumerate.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "gles/egl_context.h"
@@ -27,6 +28,7 @@ GlesInfo describe(const EglContext& c) {
   const std::string egl_ext = " " + c.egl_extensions + " ";
   info.extensions.emplace_back("EGL_ANDROID_get_native_client_buffer",
                                egl_ext.find(" EGL_ANDROID_get_native_client_buffer ") != std::string::npos);
+  std::sort(info.extensions.begin(), info.extensions.end());  // by name, as phase A's JSON object keeps them
   info.device_uuid = c.device_uuid().value_or("");
   info.driver_uuid = c.driver_uuid().value_or("");
   return info;

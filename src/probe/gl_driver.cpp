@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -86,6 +87,7 @@ GlDriverChoice choose_gl_driver(std::string_view requested, const std::optional<
   }
   if (!c.env.empty() && !vendor_file.empty())
     c.env.emplace_back("__EGL_VENDOR_LIBRARY_FILENAMES", vendor_file);
+  std::sort(c.env.begin(), c.env.end());  // by name, as phase A's JSON object keeps them
   return c;
 }
 

@@ -10,12 +10,10 @@
 #include "extmem/version.h"
 #include "extmem/probe/health.h"
 #include "extmem/probe/write.h"
-#include "probe/parent/cuda_phase_a.h"
 #include "probe/measure_codec.h"
 #include "probe/route_report.h"
-#include "probe/parent/fd_check.h"
 #include "probe/parent/junit.h"
-#include "probe/parent/phase_a.h"
+#include "probe/phase_a_codec.h"
 
 namespace extmem::probe {
 namespace {
@@ -79,7 +77,6 @@ std::string utc_now() {
 }  // namespace
 
 std::string json_document(const Findings& f, const ProbeOptions& o, const Health* health) {
-  const vk::DeviceInfo& dev = f.phase_a.device();
   json jrows = json::array();
   for (const RowResult& r : f.rows) jrows.push_back(row_json(r));
   const bool no_gles = std::find(o.excluded_groups.begin(), o.excluded_groups.end(), "gles") != o.excluded_groups.end();
@@ -93,15 +90,10 @@ std::string json_document(const Findings& f, const ProbeOptions& o, const Health
                 {"memory_type", o.memory_type}, {"gl_driver", o.gl_driver}, {"measure", o.measure}, {"measure_size", o.measure_size},
                 {"measure_repeats", o.measure_repeats}, {"fd_transport", to_string(o.fd_transport)},
                 {"image_size", fmt::format("{}x{}", o.image_width, o.image_height)}}},
-              {"context", to_json(f.phase_a.context)},
-              {"vulkan", to_json(f.phase_a.vulkan, static_cast<int>(f.phase_a.selected))},
-              {"gl_driver", to_json(f.phase_a.gl_driver, f.phase_a.gles)},
-              {"gles", to_json(f.phase_a.gles, dev)},
-              {"cuda", to_json(f.phase_a.cuda, dev.device_uuid)},
-              {"fd_transport", to_json(f.phase_a.fd_transport)},
               {"rows", jrows},
               {"health", health != nullptr ? health_json(*health, o, !o.expect_path.empty()) : health_json(assess(f, o, nullptr), o, false)},
               {"exit_code", f.exit_code()}};
+  doc.update(phase_a_json(f.phase_a));  // context, vulkan, gl_driver, gles, cuda, fd_transport
   return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

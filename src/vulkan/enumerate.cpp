@@ -280,6 +280,7 @@ Result<VulkanEnumeration> enumerate(const Instance& inst) {
     const std::uint32_t api = describe_properties(f, pd, exts, d).apiVersion;
     describe_memory(f, pd, d);
     for (const char* e : kRouteExtensions) d.extensions.emplace_back(e, listed(exts, e));
+    std::sort(d.extensions.begin(), d.extensions.end());  // by name, as phase A's JSON object keeps them
     describe_external_buffers(inst, pd, api, d);
     describe_external_semaphores(f, pd, api, exts, d);
     if (api >= VK_API_VERSION_1_1) {

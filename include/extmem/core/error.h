@@ -60,6 +60,12 @@ enum class CodeSpace : std::uint8_t {
   extmem,       ///< a code of ours, numbered by the module that defines it (memtools::WordCode)
 };
 
+/// Stable lower-case name of a CodeSpace, its enumerator's ("errno_value", "vk_result", ...).
+const char* to_string(CodeSpace space) noexcept;
+
+/// The CodeSpace whose to_string() is `name`; nullopt for any other text.
+std::optional<CodeSpace> code_space_from_string(std::string_view name) noexcept;
+
 /// One failure: the step being attempted ("vkAllocateMemory(export OPAQUE_FD)"),
 /// the kind, the code as the OS or driver gave it ("VK_ERROR_OUT_OF_DEVICE_MEMORY",
 /// "EBADF (9)"; empty when there is none), free text, and the code's number.

@@ -13,7 +13,7 @@ struct GlesInfo {
   std::string platform;  ///< EGL platform used: "surfaceless", "device" or "default"
   std::string egl_vendor, egl_version;
   std::string gl_vendor, gl_renderer, gl_version;
-  std::vector<std::pair<std::string, bool>> extensions;  ///< the GL/EGL extensions the routes use, present or not
+  std::vector<std::pair<std::string, bool>> extensions;  ///< the GL/EGL extensions the routes use, present or not; sorted by name
   std::string device_uuid;  ///< GL_DEVICE_UUID_EXT (device 0), 32 hex digits; "" when not available
   std::string driver_uuid;  ///< GL_DRIVER_UUID_EXT; "" when not available
 };

@@ -48,7 +48,7 @@ struct GlDriverChoice {
   std::string requested = "auto";  ///< --gl-driver as given: auto, system, zink or llvmpipe
   std::string served = "system";   ///< system (the environment as the probe found it), zink or llvmpipe
   std::string why;                 ///< the rule that picked `served`, naming what it looked at
-  /// Variables the probe set in the process environment, in order; empty when it set none.
+  /// Variables the probe set in the process environment, sorted by name; empty when it set none.
   std::vector<std::pair<std::string, std::string>> env;
   /// "NAME=value NAME=value", or "none".
   std::string env_text() const;

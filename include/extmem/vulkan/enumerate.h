@@ -100,7 +100,7 @@ struct DeviceInfo {
   std::string device_uuid, driver_uuid;  ///< 32 lower-case hex digits
   std::vector<MemoryHeapInfo> heaps;
   std::vector<MemoryTypeInfo> types;
-  std::vector<std::pair<std::string, bool>> extensions;  ///< the extensions the routes use, present or not
+  std::vector<std::pair<std::string, bool>> extensions;  ///< the extensions the routes use, present or not; sorted by name
   std::vector<ExternalBufferInfo> external_buffers;      ///< one per handle type above
   std::vector<ExternalSemaphoreInfo> external_semaphores; ///< OPAQUE_FD and SYNC_FD, each binary and timeline (the S1 rows)
   std::uint64_t min_imported_host_pointer_alignment = 0; ///< bytes; 0 without VK_EXT_external_memory_host

@@ -37,25 +37,4 @@ void print_cuda(std::ostream& out, const Result<cuda::Enumeration>& r, const std
   if (!matched) out << fmt::format("  no CUDA device has the selected Vulkan deviceUUID {}\n", vulkan_uuid);
 }
 
-nlohmann::json to_json(const Result<cuda::Enumeration>& r, const std::string& vulkan_uuid) {
-  nlohmann::json j = {{"built", cuda::routes_built()}, {"build_note", cuda::build_note()}};
-  if (!r) {
-    j["error"] = r.error().message();
-    return j;
-  }
-  nlohmann::json devices = nlohmann::json::array();
-  for (const cuda::DeviceInfo& d : r->devices)
-    devices.push_back({{"ordinal", d.ordinal}, {"name", d.name}, {"uuid", d.uuid}, {"total_mem", d.total_mem},
-                       {"posix_fd_handle", d.posix_fd}, {"virtual_memory_management", d.vmm},
-                       {"host_register", d.host_register}, {"dma_buf", d.dma_buf},
-                       {"ipc_event", d.ipc_event}, {"fabric_handle", d.fabric}, {"gpu_direct_rdma", d.gpu_direct_rdma},
-                       {"granularity_minimum", d.granularity_minimum},
-                       {"granularity_recommended", d.granularity_recommended},
-                       {"matches_vulkan_device", d.uuid == vulkan_uuid}});
-  j["library"] = r->library;
-  j["driver_version"] = r->driver_version;
-  j["devices"] = devices;
-  return j;
-}
-
 }  // namespace extmem::probe

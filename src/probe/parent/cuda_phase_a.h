@@ -1,9 +1,8 @@
-// Phase A's CUDA section, as text and JSON (issue #4 item 3).
+// Phase A's CUDA section as text (its JSON: probe/phase_a_codec.h).
 #pragma once
 
 #include <iosfwd>
-
-#include <nlohmann/json.hpp>
+#include <string>
 
 #include "extmem/cuda/enumerate.h"
 
@@ -13,6 +12,5 @@ namespace extmem::probe {
 /// which device's UUID matches `vulkan_uuid` (the selected Vulkan device), or why
 /// there is no CUDA information (no driver, missing symbol).
 void print_cuda(std::ostream& out, const Result<cuda::Enumeration>& e, const std::string& vulkan_uuid);
-nlohmann::json to_json(const Result<cuda::Enumeration>& e, const std::string& vulkan_uuid);
 
 }  // namespace extmem::probe

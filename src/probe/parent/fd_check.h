@@ -1,11 +1,9 @@
 // Phase A's fd-transport check: whether pidfd_getfd is permitted between two
-// processes of the probe (docs/probe.md, "How fds cross"), as text and JSON.
+// processes of the probe (docs/probe.md, "How fds cross"), and its text.
 #pragma once
 
 #include <iosfwd>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "extmem/probe/findings.h"
 
@@ -22,7 +20,8 @@ FdTransportFinding check_fd_transport(const std::string& exe);
 /// "== phase A: fd transport: pidfd_getfd permitted|refused|not checked: …; Yama ptrace_scope …".
 void print_fd_transport(std::ostream& out, const FdTransportFinding& finding);
 
-/// The "fd_transport" object of the JSON document (docs/probe-result.schema.json).
-nlohmann::json to_json(const FdTransportFinding& finding);
+/// "step -> code (detail)" of a refused or failed fetch, with empty parts left out:
+/// how phase A's text and the document's fd_transport.refused.text say it.
+std::string fd_check_refusal_text(const Error& refused);
 
 }  // namespace extmem::probe

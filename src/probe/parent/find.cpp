@@ -196,7 +196,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   // loads no driver: driver start-up, not route work, is most of a run's time and memory.
   // Before phase A only the filters decide rows (which drivers the workers open up front).
   std::optional<Engine> warm;
-  std::optional<PhaseAFindings> found;
+  std::optional<Result<PhaseA>> found;  // the run's phase A, or the error that ends the run
   const std::vector<PlannedRow> early_plan = plan_rows(o, {-1}, PhaseAFacts{});
   bool uses_gl = false, uses_cuda = false;  // EGL and CUDA start only for a row that may use them
   for (const PlannedRow& r : early_plan) {
@@ -216,19 +216,15 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
     }
   }
   if (!found) {
-    found = local_phase_a(o.device, o.gl_driver, uses_gl, uses_cuda);
-    engine.base.half.gl_driver = found->gl_driver.served;  // fresh children put in place what phase A chose
+    found = settle_phase_a(local_phase_a(o.device, o.gl_driver, uses_gl, uses_cuda));
+    // Fresh children put in place what phase A chose.
+    if (*found) engine.base.half.gl_driver = (*found)->gl_driver.served;
   }
-  if (!found->vulkan) return Error{"cannot run", ErrorKind::unsupported, {}, found->vulkan.error().message()};
-  f.phase_a.vulkan = std::move(*found->vulkan);
-  if (!found->selected) {
-    // Kept whole: the message is the device list; the kind says usage or cannot-run.
-    const Error& e = found->selected.error();
-    return Error{{}, e.kind == ErrorKind::invalid_argument ? ErrorKind::invalid_argument : ErrorKind::unsupported, {},
-                 e.message()};
-  }
-  f.phase_a.selected = *found->selected;
-  if (o.list_devices) return f;
+  if (!*found) return std::move(*found).error();
+  PhaseA& a = **found;
+  f.phase_a.vulkan = std::move(a.vulkan);
+  f.phase_a.selected = a.selected;
+  if (o.list_devices) return f;  // the Vulkan part only
   const vk::DeviceInfo& dev = f.phase_a.device();
   if (auto fits = fits_the_heap(o, dev); !fits) return std::move(fits).error();
   if (std::max(o.image_width, o.image_height) > dev.max_image_dimension_2d)
@@ -236,10 +232,10 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
                                                   o.image_width, o.image_height, dev.max_image_dimension_2d, dev.index));
   auto memory_types = memory_type_plan(o.memory_type, dev);
   if (!memory_types) return std::move(memory_types).error();
-  engine.base.half.device_index = *found->selected;
-  f.phase_a.gl_driver = found->gl_driver;
-  f.phase_a.gles = std::move(found->gles);
-  f.phase_a.cuda = std::move(found->cuda);
+  engine.base.half.device_index = f.phase_a.selected;
+  f.phase_a.gl_driver = std::move(a.gl_driver);
+  f.phase_a.gles = std::move(a.gles);
+  f.phase_a.cuda = std::move(a.cuda);
   f.phase_a.fd_transport = fd_check.get();
   if (callbacks.phase_a) callbacks.phase_a(f.phase_a);
 

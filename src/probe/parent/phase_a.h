@@ -1,10 +1,8 @@
-// Phase A: the run context and the Vulkan enumeration, as text and JSON.
+// Phase A: the run context, and the text of phase A's parts (their JSON: probe/phase_a_codec.h).
 #pragma once
 
 #include <iosfwd>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "extmem/gles/enumerate.h"
 #include "extmem/probe/findings.h"
@@ -23,11 +21,5 @@ void print_gles(std::ostream& out, const Result<gles::GlesInfo>& info, const vk:
 /// "== phase A: GL driver: <served> (requested <requested>): <why>; env: …", and a
 /// warning line when GL_RENDERER does not show the driver that was asked for.
 void print_gl_driver(std::ostream& out, const GlDriverChoice& choice, const Result<gles::GlesInfo>& info);
-/// The "gl_driver" object of the JSON document (docs/probe-result.schema.json).
-nlohmann::json to_json(const GlDriverChoice& choice, const Result<gles::GlesInfo>& info);
-
-nlohmann::json to_json(const RunContext& ctx);
-nlohmann::json to_json(const Result<gles::GlesInfo>& info, const vk::DeviceInfo& selected);
-nlohmann::json to_json(const vk::VulkanEnumeration& e, int selected);
 
 }  // namespace extmem::probe

@@ -103,7 +103,7 @@ bool Engine::finds_phase_a() const {
   return state_->options.select_device && !state_->lane.empty() && state_->lane[0]->existing(Slot::a) != nullptr;
 }
 
-Result<PhaseAFindings> Engine::phase_a(double timeout_s) {
+Result<Result<PhaseA>> Engine::phase_a(double timeout_s) {
   State& s = *state_;
   if (!s.started) return s.started.error();
   WorkerProcess* w = s.lane.empty() ? nullptr : s.lane[0]->existing(Slot::a);
@@ -128,9 +128,9 @@ Result<PhaseAFindings> Engine::phase_a(double timeout_s) {
     if (frame->type != os::MsgType::findings)
       return Error{"phase A", ErrorKind::protocol, {}, fmt::format("unexpected message type {}", static_cast<int>(frame->type))};
     auto found = decode_phase_a(frame->payload);
-    if (found && found->selected) {
-      s.options.base.half.device_index = *found->selected;
-      for (auto& l : s.lane) l->set_device_index(*found->selected);
+    if (found && *found) {
+      s.options.base.half.device_index = (*found)->selected;
+      for (auto& l : s.lane) l->set_device_index((*found)->selected);
     }
     return found;
   }

@@ -81,10 +81,11 @@ class Engine {
   /// Whether phase_a() has a worker to ask (select_device set and a lane started).
   bool finds_phase_a() const;
   /// Waits at most `timeout_s` for lane 0's first worker to send phase A, then tells
-  /// every lane the selected device (when phase A selected one). Errors: that worker
-  /// could not be started, died (its exit named), sent no findings in time, or sent a
-  /// malformed frame (protocol).
-  Result<PhaseAFindings> phase_a(double timeout_s);
+  /// every lane the selected device (when phase A selected one). The value is phase A
+  /// as the worker settled it (settle_phase_a(): the run's phase A or the run's error).
+  /// Errors: that worker could not be started, died (its exit named), sent no findings
+  /// in time, or sent a malformed frame (protocol).
+  Result<Result<PhaseA>> phase_a(double timeout_s);
 
  private:
   struct State;

@@ -197,7 +197,7 @@ int run_worker(const WorkerArgs& a) {
   os::Channel control{os::UniqueFd(kControlFd)};
   const WarmUp w = warm_up(a);
   if (a.phase_a) {
-    if (!control.send(os::MsgType::findings, encode_phase_a(w.found)).ok()) return 0;
+    if (!control.send(os::MsgType::findings, encode_phase_a(settle_phase_a(w.found))).ok()) return 0;
     tracing::event("phase A sent");
   }
   // The primary context is retained beside the first routes (the CUDA rows come last);
