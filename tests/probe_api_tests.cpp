@@ -117,6 +117,34 @@ TEST(ProbeApi, ParseOptionAndValidateShareTheirWords) {
   EXPECT_FALSE(probe::parse_option(i, "--fd-transport", "SCM"));
 }
 
+// --memory-type and --gl-driver are typed once parsed, as the other word options:
+// the record holds no text a later step must parse again.
+TEST(ProbeApi, MemoryTypeAndGlDriverAreTyped) {
+  probe::ProbeOptions o;
+  EXPECT_EQ(o.memory_type, probe::kDefaultMemoryType);
+  EXPECT_EQ(probe::to_string(o.memory_type), "auto");
+  EXPECT_EQ(probe::to_string(o.gl_driver), "auto");
+  ASSERT_TRUE(probe::parse_option(o, "--memory-type", "all"));
+  EXPECT_EQ(o.memory_type.mode, probe::MemoryTypeChoice::Mode::all);
+  ASSERT_TRUE(probe::parse_option(o, "--memory-type", "7"));
+  EXPECT_EQ(o.memory_type, (probe::MemoryTypeChoice{probe::MemoryTypeChoice::Mode::index, 7}));
+  EXPECT_EQ(probe::to_string(o.memory_type), "7");
+  auto wide = probe::parse_option(o, "--memory-type", "123");
+  ASSERT_FALSE(wide);
+  EXPECT_NE(wide.error().detail.find("\"123\" is not accepted: auto, all, or a memory type INDEX (0..31)"),
+            std::string::npos) << wide.error().detail;
+  ASSERT_TRUE(probe::parse_option(o, "--memory-type", "40"));  // the range is validate()'s, for library callers too
+  auto range = probe::validate(o);
+  ASSERT_FALSE(range);
+  EXPECT_EQ(range.error().step, "--memory-type");
+  ASSERT_TRUE(probe::parse_option(o, "--gl-driver", "llvmpipe"));
+  EXPECT_EQ(o.gl_driver, probe::GlDriverRequest::llvmpipe);
+  auto mesa = probe::parse_option(o, "--gl-driver", "mesa");
+  ASSERT_FALSE(mesa);
+  EXPECT_EQ(mesa.error().kind, extmem::ErrorKind::invalid_argument);
+  EXPECT_NE(mesa.error().detail.find("\"mesa\" is not accepted: auto"), std::string::npos) << mesa.error().detail;
+}
+
 // find() needs a worker executable and never starts the program that calls it
 // in its place: a named one that is missing is a typed error, and nothing starts.
 TEST(ProbeApi, FindWithoutAWorkerExecutableSaysWhereItLookedAndStartsNothing) {

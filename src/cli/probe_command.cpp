@@ -133,7 +133,7 @@ void define_row_options(ProbeOptionAdder& add, const probe::ProbeOptions& defaul
              std::to_string(defaults.measure_repeats));
   add.valued("--memory-type", "auto|all|INDEX",
              "Memory type the exporting rows allocate from: auto, all (one row per HOST_VISIBLE type), or INDEX",
-             defaults.memory_type);
+             probe::to_string(defaults.memory_type));
 }
 
 // Where and how the rows run, what is written and what decides the exit; the
@@ -150,7 +150,7 @@ void define_run_options(ProbeOptionAdder& add, const probe::ProbeOptions& defaul
              probe::to_string(defaults.isolate));
   add.valued("--gl-driver", "auto|system|zink|llvmpipe",
              "GL for the GLES rows: auto (zink on lavapipe, else the system GL), system, zink or llvmpipe",
-             defaults.gl_driver);
+             probe::to_string(defaults.gl_driver));
   add.valued("--fd-transport", "scm|pidfd|both",
              "How rows that pass an fd pass it: scm (SCM_RIGHTS), pidfd (pidfd_getfd; those rows print as ROW@pidfd), "
              "both (each such row, then its ROW@pidfd twin)",

@@ -13,23 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "extmem/core/error.h"
+#include "extmem/probe/hygiene.h"
 
 namespace extmem::probe {
-
-/// What one route half left in its worker: the idle state before the job
-/// compared with the state after it (worker_main.h, HygieneSnapshot).
-struct Hygiene {
-  std::uint32_t fds = 0;               ///< fds open in the idle worker before the job
-  std::vector<std::string> left_open;  ///< "FD -> readlink target" opened and not closed
-  std::vector<std::string> closed;     ///< "FD -> readlink target" open before and closed
-  std::map<std::string, std::int64_t> live_delta;  ///< kHygieneCounters name -> change in live objects
-  bool overlapped_warm_up = false;     ///< CUDA's warm-up ran meanwhile: a difference may be its own
-  std::int64_t pid = 0;                ///< the worker's pid (tells a replaced worker from the one before)
-
-  /// Nothing left open, nothing closed, no live object more or fewer.
-  bool clean() const { return left_open.empty() && closed.empty() && live_delta.empty(); }
-  bool operator==(const Hygiene&) const = default;
-};
 
 /// The live-object counters a worker compares (drivers::live_objects()).
 inline constexpr std::string_view kHygieneCounters[] = {"vk_buffers", "vk_memories", "gl_shared_buffers"};

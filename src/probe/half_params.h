@@ -53,7 +53,7 @@ struct HalfParams {
   /// GL driver to put in place before EGL loads: a fresh child takes phase A's
   /// choice (system, zink, llvmpipe); a warm worker has chosen at its start from
   /// the same request and ignores this (docs/probe.md, "Which GL serves").
-  std::string gl_driver{kDefaultGlDriver};
+  std::string gl_driver{to_string(kDefaultGlDriver)};
   std::uint32_t image_width = kDefaultImageSide, image_height = kDefaultImageSide;  ///< --image-size: the image rows' image, texels
   /// How the fds of the peer socket cross: SCM_RIGHTS, or pidfd_getfd for a row's
   /// "@pidfd" twin (os/ipc.h; both halves get the same one).

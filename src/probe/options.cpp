@@ -115,6 +115,25 @@ const char* to_string(FdTransportChoice transport) noexcept {
   return "unknown";
 }
 
+const char* to_string(GlDriverRequest driver) noexcept {
+  switch (driver) {
+    case GlDriverRequest::automatic: return "auto";
+    case GlDriverRequest::system: return "system";
+    case GlDriverRequest::zink: return "zink";
+    case GlDriverRequest::llvmpipe: return "llvmpipe";
+  }
+  return "unknown";
+}
+
+std::string to_string(const MemoryTypeChoice& choice) {
+  switch (choice.mode) {
+    case MemoryTypeChoice::Mode::automatic: return "auto";
+    case MemoryTypeChoice::Mode::all: return "all";
+    case MemoryTypeChoice::Mode::index: return std::to_string(choice.type_index);
+  }
+  return "unknown";
+}
+
 std::vector<std::string> row_names() {
   std::vector<std::string> out;
   for (const RouteDef& r : route_table()) out.emplace_back(r.row);
@@ -143,9 +162,15 @@ Status parse_option(ProbeOptions& o, std::string_view name, const std::string& t
         !whole_number(text.substr(x + 1), o.image_height))
       return not_accepted(name, text, kImageSizeAccepts);
   } else if (name == "--memory-type") {
-    o.memory_type = text;
+    if (text == "auto") o.memory_type = {};
+    else if (text == "all") o.memory_type = {MemoryTypeChoice::Mode::all, 0};
+    else if (std::uint32_t index = 0; text.size() <= 2 && whole_number(text, index))
+      o.memory_type = {MemoryTypeChoice::Mode::index, index};  // 0..99 here; validate() bounds it
+    else return not_accepted(name, text, kMemoryTypeAccepts);
   } else if (name == "--gl-driver") {
-    o.gl_driver = text;
+    if (!one_of(text, {GlDriverRequest::automatic, GlDriverRequest::system, GlDriverRequest::zink, GlDriverRequest::llvmpipe},
+                o.gl_driver))
+      return not_accepted(name, text, kGlDriverAccepts);
   } else if (name == "--fd-transport") {
     if (!one_of(text, {FdTransportChoice::scm, FdTransportChoice::pidfd, FdTransportChoice::both}, o.fd_transport))
       return not_accepted(name, text, kFdTransportAccepts);
@@ -222,11 +247,10 @@ Status validate(const ProbeOptions& o) {
   if (o.measure_repeats < 1 || o.measure_repeats > 100)
     return usage("--measure-repeats", fmt::format("{} is not accepted: {}", o.measure_repeats, kRepeatsAccepts));
   if (o.jobs > 64) return usage("--jobs", fmt::format("{} is not accepted: {}", o.jobs, kJobsAccepts));
-  if (o.memory_type != "auto" && o.memory_type != "all" &&
-      (o.memory_type.empty() || o.memory_type.size() > 2 || o.memory_type.find_first_not_of("0123456789") != std::string::npos))
-    return usage("--memory-type", fmt::format("\"{}\" is not accepted: {}", o.memory_type, kMemoryTypeAccepts));
-  if (!gl_driver_name_ok(o.gl_driver))
-    return usage("--gl-driver", fmt::format("\"{}\" is not accepted: {}", o.gl_driver, kGlDriverAccepts));
+  if (o.memory_type.mode == MemoryTypeChoice::Mode::index && o.memory_type.type_index > kMaxMemoryTypeIndex)
+    return usage("--memory-type", fmt::format("\"{}\" is not accepted: {}", o.memory_type.type_index, kMemoryTypeAccepts));
+  if (!gl_driver_name_ok(to_string(o.gl_driver)))  // a value cast from outside the enumeration
+    return usage("--gl-driver", fmt::format("{} is not accepted: {}", static_cast<int>(o.gl_driver), kGlDriverAccepts));
   return validate_fleet(o);
 }
 

@@ -10,6 +10,7 @@
 #include "extmem/version.h"
 #include "extmem/probe/health.h"
 #include "extmem/probe/write.h"
+#include "probe/done_codec.h"
 #include "probe/measure_codec.h"
 #include "probe/route_report.h"
 #include "probe/parent/junit.h"
@@ -60,7 +61,12 @@ json row_json(const RowResult& r) {
   if (r.measure) j["measure"] = to_json(*r.measure);
   j["code"] = nullptr;
   if (const FailureCode* c = failure_code(r)) j["code"] = code_json(*c);
-  if (!r.worker_hygiene.is_null()) j["worker_hygiene"] = r.worker_hygiene;
+  if (r.worker_hygiene) {
+    json halves = json::object();
+    if (r.worker_hygiene->server) halves["server"] = hygiene_json(*r.worker_hygiene->server);
+    if (r.worker_hygiene->client) halves["client"] = hygiene_json(*r.worker_hygiene->client);
+    j["worker_hygiene"] = std::move(halves);
+  }
   return j;
 }
 
@@ -87,7 +93,7 @@ std::string json_document(const Findings& f, const ProbeOptions& o, const Health
               {"options",
                {{"size", o.size}, {"regions_at_end", o.regions_at_end}, {"timeout_s", option_seconds(o.timeout)}, {"soak_s", option_seconds(o.soak)},
                 {"device", o.device}, {"only", o.only}, {"groups", o.groups}, {"no_gles", no_gles},
-                {"memory_type", o.memory_type}, {"gl_driver", o.gl_driver}, {"measure", o.measure}, {"measure_size", o.measure_size},
+                {"memory_type", to_string(o.memory_type)}, {"gl_driver", to_string(o.gl_driver)}, {"measure", o.measure}, {"measure_size", o.measure_size},
                 {"measure_repeats", o.measure_repeats}, {"fd_transport", to_string(o.fd_transport)},
                 {"image_size", fmt::format("{}x{}", o.image_width, o.image_height)}}},
               {"rows", jrows},

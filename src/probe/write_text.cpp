@@ -30,7 +30,7 @@ void write_phase_a(std::ostream& out, const PhaseA& a, const ProbeOptions& o) {
                          ? fmt::format(", soak={:g} s", std::chrono::duration<double>(o.soak).count())
                          : std::string(),
                      o.measure ? fmt::format(", measure={} bytes x {}", o.measure_size, o.measure_repeats) : std::string(),
-                     o.memory_type != "auto" ? ", memory-type=" + o.memory_type : std::string());
+                     o.memory_type != kDefaultMemoryType ? ", memory-type=" + to_string(o.memory_type) : std::string());
 }
 
 void write_device_list(std::ostream& out, const PhaseA& a) {

@@ -86,7 +86,8 @@ std::string options_text(const json& o) {
   std::vector<std::string> parts;
   if (o.value("measure", false)) parts.push_back(fmt::format("measure({} MiB)", o.value("measure_size", 0ull) >> 20));
   // What differs from the probe's defaults (extmem/probe/probe.h); an absent field is the default.
-  const std::string default_memory_type(probe::kDefaultMemoryType), default_gl_driver(probe::kDefaultGlDriver);
+  const std::string default_memory_type = probe::to_string(probe::kDefaultMemoryType),
+                    default_gl_driver = probe::to_string(probe::kDefaultGlDriver);
   const std::string default_transport = probe::to_string(probe::FdTransportChoice::scm);
   if (std::string mt = o.value("memory_type", default_memory_type); mt != default_memory_type)
     parts.push_back("memory-type=" + mt);

@@ -11,12 +11,11 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "extmem/core/error.h"
 #include "extmem/core/verdict.h"
 #include "extmem/cuda/enumerate.h"
 #include "extmem/gles/enumerate.h"
+#include "extmem/probe/hygiene.h"
 #include "extmem/probe/measure_figures.h"
 #include "extmem/vulkan/enumerate.h"
 
@@ -100,9 +99,9 @@ struct RowResult {
   /// --measure: the measuring run's figures of the legs that round-tripped in
   /// this (the verdict) run, or why there are none; absent when not measured.
   std::optional<RowMeasure> measure;
-  /// Warm workers only: what each half left in its worker, {"server": ..., "client": ...}
-  /// (the per-route hygiene check); null with --isolate=route and for rows decided in phase A.
-  nlohmann::json worker_hygiene;
+  /// Warm workers only: what each half left in its worker (the per-route hygiene
+  /// check); absent with --isolate=route and for rows decided in phase A.
+  std::optional<WorkerHygiene> worker_hygiene;
 };
 
 /// The whole run.

@@ -41,9 +41,36 @@ enum class FdTransportChoice {
   both,   ///< each such row, then its "@pidfd" twin
 };
 
-/// The option's word for each value ("none", "route"; "scm", "pidfd", "both").
+/// --gl-driver: which GL implementation serves the GLES rows (docs/probe.md, "Which GL serves").
+enum class GlDriverRequest {
+  automatic,  ///< "auto": zink where the selected Vulkan device is Mesa's lavapipe, else the system GL
+  system,     ///< the environment as the probe found it; libEGL chooses
+  zink,       ///< Mesa's GL on the Vulkan driver lavapipe
+  llvmpipe,   ///< Mesa's software GL
+};
+
+/// --memory-type: which memory type the exporting rows allocate from.
+struct MemoryTypeChoice {
+  enum class Mode {
+    automatic,  ///< "auto": each row chooses
+    all,        ///< "all": each exporting row, then one "@mtN" twin per HOST_VISIBLE memory type
+    index,      ///< INDEX: only memory type `type_index` ("@mtN"), which must be HOST_VISIBLE (checked after phase A)
+  };
+  Mode mode = Mode::automatic;
+  std::uint32_t type_index = 0;  ///< memory type index, 0..kMaxMemoryTypeIndex, when mode is index
+  bool operator==(const MemoryTypeChoice&) const = default;
+};
+
+/// The largest memory type index (VK_MAX_MEMORY_TYPES is 32).
+inline constexpr std::uint32_t kMaxMemoryTypeIndex = 31;
+
+/// The option's word for each value ("none", "route"; "scm", "pidfd", "both";
+/// "auto", "system", "zink", "llvmpipe").
 const char* to_string(Isolation isolation) noexcept;
 const char* to_string(FdTransportChoice transport) noexcept;
+const char* to_string(GlDriverRequest driver) noexcept;
+/// "auto", "all", or the memory type index in decimal.
+std::string to_string(const MemoryTypeChoice& choice);
 
 // The options' defaults, each stated here once: ProbeOptions starts from them,
 // and so do the records the run copies them into and the CLI's --help.
@@ -52,8 +79,8 @@ inline constexpr std::chrono::seconds kDefaultTimeout{60};             ///< --ti
 inline constexpr std::size_t kDefaultMeasureSize = std::size_t{64} << 20;  ///< --measure-size, bytes
 inline constexpr unsigned kDefaultMeasureRepeats = 7;                  ///< --measure-repeats, samples per figure
 inline constexpr std::uint32_t kDefaultImageSide = 256;               ///< --image-size, texels a side
-inline constexpr std::string_view kDefaultGlDriver = "auto";           ///< --gl-driver
-inline constexpr std::string_view kDefaultMemoryType = "auto";         ///< --memory-type
+inline constexpr GlDriverRequest kDefaultGlDriver = GlDriverRequest::automatic;  ///< --gl-driver
+inline constexpr MemoryTypeChoice kDefaultMemoryType{};                ///< --memory-type: auto
 
 /// Version of the --json document; bump on any incompatible change (docs/probe-result.schema.json).
 inline constexpr int kJsonSchemaVersion = 1;
@@ -72,13 +99,13 @@ struct ProbeOptions {
   bool measure = false;                ///< --measure: bandwidth/latency figures per round-tripped leg (a second run)
   std::size_t measure_size = kDefaultMeasureSize;  ///< --measure-size: bytes of the measured allocation, 1 MiB..1 GiB, multiple of 4096
   unsigned measure_repeats = kDefaultMeasureRepeats;  ///< --measure-repeats: samples per figure, 1..100 (median and min/max reported)
-  std::string memory_type{kDefaultMemoryType};  ///< --memory-type: "auto", "all" or a memory type INDEX (exporting rows)
+  MemoryTypeChoice memory_type = kDefaultMemoryType;  ///< --memory-type (exporting rows)
   std::string junit_path;             ///< --junit=FILE; empty = none
   std::string output_path;            ///< --output=FILE: what run() prints goes there instead of `out`, as it goes; empty = none
   std::string verdict_path;           ///< --verdict-file=FILE: run() writes the one verdict line there at the end; empty = none
   unsigned jobs = 0;                  ///< --jobs: routes run side by side, 1..64; 0 = the default, 1 lane (default_jobs)
   Isolation isolate = Isolation::none;  ///< --isolate
-  std::string gl_driver{kDefaultGlDriver};  ///< --gl-driver: auto, system, zink or llvmpipe (docs/probe.md, "Which GL serves")
+  GlDriverRequest gl_driver = kDefaultGlDriver;  ///< --gl-driver
   /// The worker executable: the extmem executable find() starts the route halves from
   /// (`extmem probe --worker`, `--child`). Empty: the one installed beside the library
   /// (find_worker(), extmem/probe/findings.h). The extmem command names itself.

@@ -27,7 +27,7 @@ struct WorkerArgs {
   bool phase_a_cuda = false;      ///< phase A includes CUDA (a selected row uses CUDA)
   bool warm_gl = false;           ///< create the EGL context before the first job
   bool warm_cuda = false;         ///< load CUDA and retain the primary context before the first job
-  std::string gl_driver{kDefaultGlDriver};  ///< --gl-driver as the user gave it: auto, system, zink or llvmpipe
+  std::string gl_driver{to_string(kDefaultGlDriver)};  ///< --gl-driver as the user gave it: auto, system, zink or llvmpipe
 };
 
 /// Runs the worker: fd 3 is its control socket (SOCK_SEQPACKET) to the parent.

@@ -33,7 +33,7 @@ Error plan_usage(std::string option, std::string detail) {
 
 // --memory-type as a list of memory type indices to run each exporting row with; -1 = auto (the row itself).
 // Errors: usage, naming the accepted values and the HOST_VISIBLE types of the device.
-Result<std::vector<int>> memory_type_plan(const std::string& value, const vk::DeviceInfo& dev) {
+Result<std::vector<int>> memory_type_plan(const MemoryTypeChoice& choice, const vk::DeviceInfo& dev) {
   std::vector<int> host_visible;
   std::string listed;
   for (const auto& t : dev.types)
@@ -41,18 +41,16 @@ Result<std::vector<int>> memory_type_plan(const std::string& value, const vk::De
       host_visible.push_back(static_cast<int>(t.index));
       listed += fmt::format("{}{} ({})", listed.empty() ? "" : ", ", t.index, t.flag_names);
     }
-  if (value == "auto") return std::vector<int>{-1};
-  if (value == "all") {
+  if (choice.mode == MemoryTypeChoice::Mode::automatic) return std::vector<int>{-1};
+  if (choice.mode == MemoryTypeChoice::Mode::all) {
     std::vector<int> plan{-1};
     plan.insert(plan.end(), host_visible.begin(), host_visible.end());
     return plan;
   }
-  int index = -1;
-  if (!value.empty() && value.size() <= 2 && value.find_first_not_of("0123456789") == std::string::npos)
-    index = std::stoi(value);
-  if (index < 0 || std::find(host_visible.begin(), host_visible.end(), index) == host_visible.end())
+  const int index = static_cast<int>(choice.type_index);
+  if (std::find(host_visible.begin(), host_visible.end(), index) == host_visible.end())
     return plan_usage("--memory-type", fmt::format("\"{}\" is not accepted: auto, all, or the index of a HOST_VISIBLE memory "
-                                              "type of device {}: {}", value, dev.index, listed.empty() ? "none" : listed));
+                                              "type of device {}: {}", index, dev.index, listed.empty() ? "none" : listed));
   return std::vector<int>{index};
 }
 
@@ -191,7 +189,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   engine.measure_repeats = o.measure_repeats;
   engine.jobs = o.measure || o.soak > std::chrono::nanoseconds(0) ? 1 : (o.jobs == 0 ? default_jobs() : std::min(o.jobs, jobs_limit()));
   engine.isolate_route = o.isolate == Isolation::route;
-  engine.base.half.gl_driver = o.gl_driver;  // warm workers each decide what auto means before their EGL starts
+  engine.base.half.gl_driver = to_string(o.gl_driver);  // warm workers each decide what auto means before their EGL starts
   // Warm workers start first and the first one enumerates phase A, so this process
   // loads no driver: driver start-up, not route work, is most of a run's time and memory.
   // Before phase A only the filters decide rows (which drivers the workers open up front).
@@ -216,7 +214,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
     }
   }
   if (!found) {
-    found = settle_phase_a(local_phase_a(o.device, o.gl_driver, uses_gl, uses_cuda));
+    found = settle_phase_a(local_phase_a(o.device, to_string(o.gl_driver), uses_gl, uses_cuda));
     // Fresh children put in place what phase A chose.
     if (*found) engine.base.half.gl_driver = (*found)->gl_driver.served;
   }

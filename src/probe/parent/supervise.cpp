@@ -7,7 +7,6 @@
 #include <optional>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "extmem/os/child.h"
 #include "extmem/os/clock.h"
@@ -32,7 +31,7 @@ struct Half {
   bool* answered = nullptr;  // warm: its worker's WorkerProcess::answered
   std::string last_step = "start";
   std::optional<os::ExitInfo> exit;
-  nlohmann::json hygiene;
+  std::optional<Hygiene> hygiene;  // from its done frame
 };
 
 struct Collected {
@@ -111,7 +110,7 @@ Collected collect(std::array<Half, 2>& halves, RouteDeadline limit) {
         } else {
           h.open = false;
           h.exit = os::ExitInfo{true, done->exit_code, false, 0};
-          h.hygiene = hygiene_json(done->hygiene);
+          h.hygiene = done->hygiene;
         }
       } else {
         c.fatal = fmt::format("unexpected message type {} from {}", static_cast<int>(frame->type), to_string(h.role));
@@ -309,9 +308,8 @@ Result<RowResult> supervise_on_lane(const RouteDef& route, const SuperviseParams
     }
   }
   RowResult r = conclude(route, halves, c, params, still_running, start);
-  r.worker_hygiene = nlohmann::json::object();
-  for (const Half& h : halves)
-    if (!h.hygiene.is_null()) r.worker_hygiene[to_string(h.role)] = h.hygiene;
+  r.worker_hygiene.emplace();
+  for (const Half& h : halves) (h.role == Role::server ? r.worker_hygiene->server : r.worker_hygiene->client) = h.hygiene;
   return r;
 }
 

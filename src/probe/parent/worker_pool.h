@@ -30,7 +30,7 @@ struct WorkerProcess {
 struct WorkerWarmth {
   bool gl = false;    ///< slot A starts EGL (it runs every GL half)
   bool cuda = false;  ///< both slots load CUDA (a CUDA route may use it on both sides)
-  std::string gl_driver{kDefaultGlDriver};  ///< --gl-driver as the user gave it: each worker decides before its EGL starts
+  std::string gl_driver{to_string(kDefaultGlDriver)};  ///< --gl-driver as the user gave it: each worker decides before its EGL starts
 };
 
 enum class Slot { a = 0, b = 1 };

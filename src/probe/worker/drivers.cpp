@@ -36,7 +36,7 @@ Kept<gles::EglContext>& kept_egl() {
 }
 
 struct GlRequest {
-  std::string requested{kDefaultGlDriver};
+  std::string requested{to_string(kDefaultGlDriver)};
   std::uint32_t device_index = 0;
   std::optional<GlDriverChoice> chosen;
   bool applied = false;
