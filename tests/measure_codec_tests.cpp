@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -92,8 +93,30 @@ TEST(MeasureCodec, EveryFieldRoundTripsUnderItsKey) {
 // Every field a half can set is one the document's schema accepts where it goes:
 // the S1 rows' gpu_wake_clock and gpu_clock_fallback were refused there until
 // an H100 run set them (lavapipe's S1 rows are UNSUPPORTED).
+// FillAll with the values the schema enumerates or bounds where a half writes
+// one of a few words or a small count.
+struct FillValid : FillAll {
+  using FillAll::operator();
+  void operator()(const char* key, std::optional<std::string>& s) {
+    static const std::map<std::string, std::string> kWords = {
+        {"gpu_clock", "vk-timestamp"}, {"shader_clock", "wall"}, {"gpu_shared_memory", "host"}, {"image_layout", "GENERAL"}};
+    const auto it = kWords.find(key);
+    s = it != kWords.end() ? it->second : std::string(key) + " text";
+  }
+  void operator()(const char* key, std::optional<std::uint64_t>& u) {
+    u = std::string(key).ends_with("_copies_per_sample") ? 8u : 1000u + next++;
+  }
+};
+
 TEST(MeasureCodec, EveryFieldIsOneTheSchemaAccepts) {
-  const extmem::probe::RowMeasure row{.figures = everything()};
+  extmem::probe::RowMeasure row{.figures = {.size = 64u << 20, .repeats = 7}};
+  Measurement& m = row.figures;
+  FillValid fill;
+  extmem::probe::visit_baseline_fields(fill, m.baseline);
+  extmem::probe::visit_fields(fill, m.legs["gpu"]);
+  extmem::probe::visit_route_fields(fill, m.route);
+  m.pcie_link.emplace();
+  extmem::probe::visit_pcie_fields(fill, *m.pcie_link);
   const std::string path = ::testing::TempDir() + "/measure_everything.json";
   std::ofstream(path) << extmem::probe::to_json(row).dump();
   const auto r = extmem::test::run_shell(

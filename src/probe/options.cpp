@@ -165,7 +165,7 @@ Status parse_option(ProbeOptions& o, std::string_view name, const std::string& t
     if (text == "auto") o.memory_type = {};
     else if (text == "all") o.memory_type = {MemoryTypeChoice::Mode::all, 0};
     else if (std::uint32_t index = 0; text.size() <= 2 && whole_number(text, index))
-      o.memory_type = {MemoryTypeChoice::Mode::index, index};  // 0..99 here; validate() bounds it
+      o.memory_type = {MemoryTypeChoice::Mode::index, index};  // whether it is HOST_VISIBLE: find(), after phase A
     else return not_accepted(name, text, kMemoryTypeAccepts);
   } else if (name == "--gl-driver") {
     if (!one_of(text, {GlDriverRequest::automatic, GlDriverRequest::system, GlDriverRequest::zink, GlDriverRequest::llvmpipe},
@@ -247,8 +247,6 @@ Status validate(const ProbeOptions& o) {
   if (o.measure_repeats < 1 || o.measure_repeats > 100)
     return usage("--measure-repeats", fmt::format("{} is not accepted: {}", o.measure_repeats, kRepeatsAccepts));
   if (o.jobs > 64) return usage("--jobs", fmt::format("{} is not accepted: {}", o.jobs, kJobsAccepts));
-  if (o.memory_type.mode == MemoryTypeChoice::Mode::index && o.memory_type.type_index > kMaxMemoryTypeIndex)
-    return usage("--memory-type", fmt::format("\"{}\" is not accepted: {}", o.memory_type.type_index, kMemoryTypeAccepts));
   if (!gl_driver_name_ok(to_string(o.gl_driver)))  // a value cast from outside the enumeration
     return usage("--gl-driver", fmt::format("{} is not accepted: {}", static_cast<int>(o.gl_driver), kGlDriverAccepts));
   return validate_fleet(o);

@@ -57,12 +57,9 @@ struct MemoryTypeChoice {
     index,      ///< INDEX: only memory type `type_index` ("@mtN"), which must be HOST_VISIBLE (checked after phase A)
   };
   Mode mode = Mode::automatic;
-  std::uint32_t type_index = 0;  ///< memory type index, 0..kMaxMemoryTypeIndex, when mode is index
+  std::uint32_t type_index = 0;  ///< memory type index when mode is index
   bool operator==(const MemoryTypeChoice&) const = default;
 };
-
-/// The largest memory type index (VK_MAX_MEMORY_TYPES is 32).
-inline constexpr std::uint32_t kMaxMemoryTypeIndex = 31;
 
 /// The option's word for each value ("none", "route"; "scm", "pidfd", "both";
 /// "auto", "system", "zink", "llvmpipe").

@@ -50,7 +50,7 @@ Result<std::vector<int>> memory_type_plan(const MemoryTypeChoice& choice, const 
   const int index = static_cast<int>(choice.type_index);
   if (std::find(host_visible.begin(), host_visible.end(), index) == host_visible.end())
     return plan_usage("--memory-type", fmt::format("\"{}\" is not accepted: auto, all, or the index of a HOST_VISIBLE memory "
-                                              "type of device {}: {}", index, dev.index, listed.empty() ? "none" : listed));
+                                              "type of device {}: {}", choice.type_index, dev.index, listed.empty() ? "none" : listed));
   return std::vector<int>{index};
 }
 
