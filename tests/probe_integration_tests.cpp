@@ -1073,6 +1073,10 @@ TEST_F(ProbeIntegration, RouteTimeoutDoesNotBoundPhaseA) {
     EXPECT_NE(result_line(p.out, row), "") << row << "\n" << describe(p);
 }
 
+// What phase A says when XDG_RUNTIME_DIR was unset; group 1 is the private directory.
+const std::regex kPrivateRuntimeDirLine(
+    "\n  XDG_RUNTIME_DIR: unset; the probe's processes use a private (/[^ ]+) \\(0700, removed at exit\\)\n");
+
 // With XDG_RUNTIME_DIR unset (a fresh root shell) the probe's processes get a
 // private one for the run, phase A says so, and afterwards it is gone and the
 // variable unset again.
@@ -1085,18 +1089,23 @@ TEST_F(ProbeIntegration, UnsetRuntimeDirGetsAPrivateOneForTheRun) {
   EXPECT_EQ(extmem::probe::run(o, out, err), 0) << out.str() << err.str();
   std::smatch m;
   const std::string text = out.str();
-  ASSERT_TRUE(std::regex_search(text, m, std::regex("\n  XDG_RUNTIME_DIR: unset; the probe's processes use a private "
-                                                    "(/[^ ]+) \\(0700, removed at exit\\)\n")))
-      << text;
+  ASSERT_TRUE(std::regex_search(text, m, kPrivateRuntimeDirLine)) << text;
   EXPECT_FALSE(std::filesystem::exists(m.str(1))) << m.str(1);
   EXPECT_EQ(std::getenv("XDG_RUNTIME_DIR"), nullptr);
 }
+
+// A row whose worker opens GL: on lavapipe that is zink, whose Vulkan instance loads
+// Mesa's device-select layer, which looks for a Wayland display; libwayland-client
+// then prints "error: XDG_RUNTIME_DIR is invalid or not set in the environment."
+// twice when the variable is unset or not absolute (seen with TMPDIR=/nonexistent,
+// where no private directory can be made). A T3 row opens no GL: no such line either way.
+const char* const kGlRow = "--only=T1-gles-memobj-fd-same-proc";
 
 // One that is not an absolute path to a directory is replaced the same way, and no
 // driver prints "XDG_RUNTIME_DIR is invalid or not set"; a valid one is left alone.
 TEST_F(ProbeIntegration, InvalidRuntimeDirIsReplacedAndValidOneKept) {
   for (const char* value : {"", "relative/dir", "/nonexistent/extmem-runtime"}) {
-    const Proc p = probe({"--only=T3-memfd-sealed"}, {{"XDG_RUNTIME_DIR", value}});
+    const Proc p = probe({kGlRow}, {{"XDG_RUNTIME_DIR", value}});
     EXPECT_EQ(p.code, 0) << describe(p);
     EXPECT_NE(p.out.find(std::string("XDG_RUNTIME_DIR: \"") + value + "\" is not an absolute path to a directory; the "
                          "probe's processes use a private "), std::string::npos) << describe(p);
@@ -1108,6 +1117,64 @@ TEST_F(ProbeIntegration, InvalidRuntimeDirIsReplacedAndValidOneKept) {
   const Proc p = probe({"--only=T3-memfd-sealed"}, {{"XDG_RUNTIME_DIR", valid}});
   EXPECT_EQ(p.code, 0) << describe(p);
   EXPECT_EQ(p.out.find("XDG_RUNTIME_DIR"), std::string::npos) << describe(p);
+}
+
+// Started without XDG_RUNTIME_DIR, as from a fresh root shell: nothing on stderr
+// names it, and the directory phase A names is gone after.
+TEST_F(ProbeIntegration, UnsetRuntimeDirNoDriverErrorAndNoDirectoryLeft) {
+  const Proc p = run_cmd({"env", "-u", "XDG_RUNTIME_DIR", kBinary, "probe", kGlRow});
+  EXPECT_EQ(p.code, 0) << describe(p);
+  EXPECT_EQ(p.err.find("XDG_RUNTIME_DIR"), std::string::npos) << describe(p);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(p.out, m, kPrivateRuntimeDirLine)) << describe(p);
+  EXPECT_FALSE(std::filesystem::exists(m.str(1))) << m.str(1);
+}
+
+// A run ended by SIGINT (^C), SIGTERM or SIGHUP while a route hangs (fault hook)
+// still removes its private directory, and dies of that signal as before. The
+// signal is sent once phase A has named the directory on stdout.
+TEST_F(ProbeIntegration, SignalledRunRemovesItsPrivateRuntimeDir) {
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    SCOPED_TRACE(strsignal(sig));
+    int out[2];
+    ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+    const char* argv[] = {"env", "-u", "XDG_RUNTIME_DIR", "EXTMEM_TEST_FAULT=T3-memfd-cross-process:server:mmap:hang",
+                          kBinary.c_str(), "probe", "--only=T3-memfd-cross-process", nullptr};
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      ::dup2(out[1], 1);
+      ::signal(sig, SIG_DFL);  // as from an interactive shell: a background job's would be ignored
+      ::execvp(argv[0], const_cast<char* const*>(argv));
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    ASSERT_GT(pid, 0);
+    ::setpgid(pid, pid);
+    std::string text;
+    std::smatch m;
+    bool named = false;
+    char buf[4096];
+    while (!named) {
+      const ssize_t n = ::read(out[0], buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      text.append(buf, static_cast<std::size_t>(n));
+      named = std::regex_search(text, m, kPrivateRuntimeDirLine);
+    }
+    if (named) {
+      EXPECT_TRUE(std::filesystem::is_directory(m.str(1))) << text;
+      ::kill(pid, sig);
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    ::kill(-pid, SIGKILL);  // its workers, had any outlived it
+    ::close(out[0]);        // only now: a write to a pipe without a reader would end it by SIGPIPE
+    ASSERT_TRUE(named) << text;
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "status " << status << "\n" << text;
+    EXPECT_FALSE(std::filesystem::exists(m.str(1))) << m.str(1);
+  }
 }
 
 // A crashing and a hanging child (fault hooks) leave no descendant of the CLI either.

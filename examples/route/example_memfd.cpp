@@ -25,13 +25,15 @@ constexpr LegDef kLegs[] = {
     {"mmap", true, "a memfd received over the socket and mapped shares the sender's bytes, every page"},
 };
 
-// The driving half: it waits for the client's setup, fills its leg, and alone reports.
+// The driving half: its one start waits for the client's setup, it fills its leg,
+// and it alone reports, through its one ending (half.finish, after a failed start
+// too: the start has reported the client's failure, and finish adds nothing).
 int server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   Leg mmap_leg = report_leg({kLegs, "mmap"});
   DrivingHalf half(ctx, {&mmap_leg});
-  auto setup = await_setup(ctx, half.rep, "the client's memfd");
-  if (!setup) return 0;  // await_setup has reported the client's failure
+  auto setup = half.start("the client's memfd");
+  if (!setup) return half.finish();
 
   // Every step is announced before it is tried: a hang, a crash or a test fault names it.
   ctx.step("mmap(received memfd)");

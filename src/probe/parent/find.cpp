@@ -1,8 +1,14 @@
 // extmem::probe::find(): phase A, the plan, the rows; nothing printed.
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <climits>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <future>
+#include <iterator>
 #include <optional>
 
 #include <fmt/format.h>
@@ -105,12 +111,31 @@ PhaseAFindings local_phase_a(const std::string& device, const std::string& gl_re
   return f;
 }
 
+// The private runtime directory's path for the signal handler below: a fixed
+// buffer, since a handler may only call async-signal-safe functions (rmdir, getpid).
+char g_runtime_dir[PATH_MAX];
+pid_t g_runtime_dir_owner = 0;
+
+// The signals that end a run from outside (^C, kill, a closed terminal): with
+// their default action the process would die before ~PrivateRuntimeDir runs.
+constexpr int kEndingSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+// Removes the directory (only in the process that made it: a child between fork
+// and exec runs this handler too) and dies of the same signal, as it would have.
+void remove_runtime_dir_and_reraise(int sig) {
+  if (::getpid() == g_runtime_dir_owner) ::rmdir(g_runtime_dir);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);  // delivered when the handler returns: the default action, death by `sig`
+}
+
 // libwayland-client, which the drivers' EGL and Vulkan WSI load, prints "error:
 // XDG_RUNTIME_DIR is invalid or not set in the environment." when the variable is
 // unset or not absolute (a fresh root shell, a service). That is not an error of
-// the probe, so its processes get a private directory for the run: set in this
-// process's environment before any child starts (children inherit it), put back
-// and removed when find() returns, after the workers are reaped.
+// the probe, so its processes get a private directory for the run (mkdtemp: a new
+// name, mode 0700): set in this process's environment before any child starts
+// (children inherit it), put back and removed when find() returns, after the
+// workers are reaped, or when SIGINT, SIGTERM or SIGHUP ends the process first
+// (only where the caller left those at their default action; it is restored after).
 class PrivateRuntimeDir {
  public:
   PrivateRuntimeDir() {
@@ -119,12 +144,15 @@ class PrivateRuntimeDir {
     if (value != nullptr && value[0] == '/' && std::filesystem::is_directory(value, ec)) return;
     if (value != nullptr) was_ = value;
     std::string path = (std::filesystem::temp_directory_path(ec) / "extmem-runtime-XXXXXX").string();
-    if (ec || ::mkdtemp(path.data()) == nullptr) return;  // then the drivers complain as before; nothing depends on it
+    if (ec || path.size() >= sizeof g_runtime_dir) return;  // then the drivers complain as before; nothing depends on it
+    if (::mkdtemp(path.data()) == nullptr) return;
     dir_ = path;
     ::setenv("XDG_RUNTIME_DIR", dir_.c_str(), 1);
+    remove_on_ending_signals();
   }
   ~PrivateRuntimeDir() {
     if (dir_.empty()) return;
+    restore_signals();
     if (was_) ::setenv("XDG_RUNTIME_DIR", was_->c_str(), 1);
     else ::unsetenv("XDG_RUNTIME_DIR");
     std::error_code ec;
@@ -140,8 +168,34 @@ class PrivateRuntimeDir {
   }
 
  private:
+  void remove_on_ending_signals() {
+    std::memcpy(g_runtime_dir, dir_.c_str(), dir_.size() + 1);
+    g_runtime_dir_owner = ::getpid();
+    struct sigaction ours {};
+    ours.sa_handler = remove_runtime_dir_and_reraise;
+    ::sigemptyset(&ours.sa_mask);
+    for (std::size_t i = 0; i < std::size(kEndingSignals); ++i) {
+      struct sigaction before {};
+      if (::sigaction(kEndingSignals[i], nullptr, &before) != 0 || before.sa_handler != SIG_DFL) continue;
+      installed_[i] = ::sigaction(kEndingSignals[i], &ours, nullptr) == 0;
+    }
+  }
+  void restore_signals() {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigemptyset(&dfl.sa_mask);
+    for (std::size_t i = 0; i < std::size(kEndingSignals); ++i) {
+      struct sigaction now {};
+      // Left alone when the caller has set its own since.
+      if (installed_[i] && ::sigaction(kEndingSignals[i], nullptr, &now) == 0 &&
+          now.sa_handler == remove_runtime_dir_and_reraise)
+        ::sigaction(kEndingSignals[i], &dfl, nullptr);
+    }
+  }
+
   std::string dir_;
   std::optional<std::string> was_;
+  bool installed_[std::size(kEndingSignals)] = {};
 };
 
 }  // namespace

@@ -34,30 +34,6 @@ std::string why_of(const Error& error) {
   return s;
 }
 
-std::optional<Setup> await_setup(ChildContext& ctx, RouteReport& rep, const std::string& what) {
-  ctx.step("wait for " + what);
-  auto setup = recv_setup(ctx);
-  if (setup && setup->ok) {
-    if (measure::enabled()) {
-      if (setup->info.measure) measure::merge_peer(*setup->info.measure);
-      ctx.step("measure mmap latency of the received fd");
-      measure::mmap_latency(setup->fd.get(), ctx.layout().size);
-    }
-    return std::move(*setup);
-  }
-  if (!setup) {
-    rep.facts.fatal = fmt::format("{}: {}", to_string(ctx.params().role), why_of(setup.error()));
-  } else {
-    rep.facts = setup->facts;
-  }
-  ctx.report(rep);
-  // The owner set up fine and now serves; only its fd could not be fetched
-  // (--fd-transport pidfd). Tell it the route is over, so it ends as cleanly as
-  // after a full run instead of meeting a closed socket ("exited with code 1").
-  if (setup && ctx.peer().log().refused) (void)peer_done(ctx);
-  return std::nullopt;
-}
-
 Result<std::shared_ptr<vk::Device>> open_device(ChildContext& ctx, const std::vector<std::string>& wanted) {
   // Both steps are told even when the device is kept, so a fault hook or a hang
   // names the same step whether the process is fresh or warm.

@@ -19,13 +19,6 @@ void fail_leg(Leg& leg, const Error& error);
 /// "step -> CODE (detail)" for a why: text.
 std::string why_of(const Error& error);
 
-/// The driving side's wait for the allocating side's setup: reports step
-/// "wait for <what>", and on a failed or broken setup puts its facts in
-/// rep.facts, sends the report and returns nullopt (the route is over).
-/// When the setup failed only because its fd could not be fetched (pidfd
-/// transport), it also sends the serving owner "done".
-std::optional<Setup> await_setup(ChildContext& ctx, RouteReport& rep, const std::string& what);
-
 /// The selected Vulkan device with `wanted` extensions enabled where present (steps
 /// "create Vulkan instance" and "create Vulkan device" reported, also when the
 /// process kept it from an earlier route: drivers::vulkan_device()). Shared: the

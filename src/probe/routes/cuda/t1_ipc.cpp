@@ -390,8 +390,8 @@ int cuda_ipc_client(ChildContext& ctx) {
   Leg order = report_leg({EXTMEM_ROUTE_FILE::kLegs, "ipcevent"});
   DrivingHalf half(ctx, {&ipc, &offv, &order});
   RouteReport& rep = half.rep;
-  auto setup = await_setup(ctx, rep, "the server's IPC handles");
-  if (!setup) return 0;
+  auto setup = half.start("the server's IPC handles");
+  if (!setup) return half.finish();
   const auto size = setup->info.allocation_size.value_or(std::size_t{0});
   const peer::IpcHandles handles = setup->info.ipc.value_or(peer::IpcHandles{});
   auto handle = from_hex<CUipcMemHandle>(handles.mem_handle);

@@ -236,8 +236,8 @@ int cuda_opaque_fd_client(ChildContext& ctx) {
   Leg offv = report_leg({EXTMEM_ROUTE_FILE::kOpaqueFdCudaLegs, "cudaoffset"});
   DrivingHalf half(ctx, {&cu, &hs, &offv});
   RouteReport& rep = half.rep;
-  auto setup = await_setup(ctx, rep, "the server's export");
-  if (!setup) return 0;
+  auto setup = half.start("the server's export");
+  if (!setup) return half.finish();
   const auto alloc_size = setup->info.allocation_size.value_or(std::uint64_t{0});
   const bool dedicated = setup->info.dedicated.value_or(false);
   const std::string uuid = setup->info.device_uuid.value_or(std::string());

@@ -164,8 +164,8 @@ int cuda_vmm_fd_client(ChildContext& ctx) {
   Leg vki = report_leg({EXTMEM_ROUTE_FILE::kVmmLegs, "vkimport"});
   DrivingHalf half(ctx, {&cu, &vki});
   RouteReport& rep = half.rep;
-  auto setup = await_setup(ctx, rep, "the server's CUDA export");
-  if (!setup) return 0;
+  auto setup = half.start("the server's CUDA export");
+  if (!setup) return half.finish();
   const auto size = setup->info.allocation_size.value_or(std::size_t{0});
   const auto granularity = setup->info.granularity.value_or(std::size_t{0});
   rep.detail.push_back(fmt::format("allocation={} granularity={} fd={}", size, granularity,

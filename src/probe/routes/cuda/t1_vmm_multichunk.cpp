@@ -247,8 +247,8 @@ int cuda_vmm_multichunk_client(ChildContext& ctx) {
   Leg bounds = report_leg({EXTMEM_ROUTE_FILE::kLegs, "boundaries"});
   DrivingHalf half(ctx, {&cu, &bounds});
   RouteReport& rep = half.rep;
-  auto setup = await_setup(ctx, rep, "the server's chunks");
-  if (!setup) return 0;
+  auto setup = half.start("the server's chunks");
+  if (!setup) return half.finish();
   const auto granularity = setup->info.granularity.value_or(std::size_t{0});
   const peer::ChunkList announced = setup->info.chunks.value_or(peer::ChunkList{});
   const std::vector<std::size_t> sizes(announced.sizes.begin(), announced.sizes.end());

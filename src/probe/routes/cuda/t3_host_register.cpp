@@ -53,8 +53,8 @@ int cuda_host_register_server(ChildContext& ctx) {
   Leg host = report_leg({EXTMEM_ROUTE_FILE::kHostRegisterLegs, "cudahost"});
   DrivingHalf half(ctx, {&mmap_leg, &host});
   RouteReport& rep = half.rep;
-  auto setup = await_setup(ctx, rep, "the client's memfd");
-  if (!setup) return 0;
+  auto setup = half.start("the client's memfd");
+  if (!setup) return half.finish();
   ctx.step("read the selected Vulkan device's deviceUUID");
   auto uuid = selected_vulkan_uuid(ctx);
   if (!uuid) {

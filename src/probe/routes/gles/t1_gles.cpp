@@ -148,30 +148,36 @@ void run_gl_legs(ChildContext& ctx, int fd, const peer::SetupInfo& info, Region 
   }
 }
 
-// --soak through the GL buffer: the GL GPU reads what the exporter wrote and writes `gpu_region`;
-// the persistent mapping joins in only where the driver gave one that round-tripped.
-void soak_gl(ChildContext& ctx, RouteReport& rep, GlSharedBuffer* shared, gles::EglContext* egl, const Leg& glmap,
-             Region gpu_region, const OtherSide& other) {
-  if (shared == nullptr || egl == nullptr) return;
+// The GL rows' ending, the shared soak tail: with --soak the GL GPU reads what the
+// exporter wrote and writes `gpu_region`, the persistent mapping joining in only where
+// the driver gave one that round-tripped; then the GL objects go, the buffer before its
+// context and both before the report.
+int finish_gl(ChildContext& ctx, DrivingHalf& half, std::unique_ptr<GlSharedBuffer>& shared,
+              std::shared_ptr<gles::EglContext>& egl, const Leg& glmap, Region gpu_region, const OtherSide& other) {
+  auto release = [&] {
+    shared.reset();
+    egl.reset();
+  };
+  if (!shared || !egl) return half.finish(release);
   const Layout& layout = ctx.layout();
   GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {
     return gl_gpu_round(*egl, shared->buffer, layout, read, read_seed, write, write_seed);
   };
   std::span<std::byte> local;
   if (shared->map != nullptr && glmap.read_ok && glmap.write_ok) local = std::span<std::byte>(shared->map, layout.size);
-  maybe_soak(ctx, rep, SoakPlan{0, local, Region::C, Region::B, gpu_region, &round}, other);
+  return half.finish(SoakPlan{0, local, Region::C, Region::B, gpu_region, &round}, other, release);
 }
 
 int same_proc(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
-  RouteReport rep;
   Leg glmap = map_leg();
   Leg glgpu = report_leg({kGlLegs, "glgpu"});
+  DrivingHalf half(ctx, {&glmap, &glgpu}, Peer::none);
+  RouteReport& rep = half.rep;
   auto exported = export_allocation(ctx, kOpaqueFd);
   if (auto* facts = std::get_if<RouteFacts>(&exported)) {
     rep.facts = *facts;
-    ctx.report(rep);
-    return 0;
+    return half.stop_before_start();
   }
   Exported& ex = std::get<Exported>(exported);
   std::span<std::byte> vk_view(ex.buffer.mapped, layout.size);
@@ -189,32 +195,22 @@ int same_proc(ChildContext& ctx) {
       glmap.note += (glmap.note.empty() ? "" : " ") + *failure;
     }
   }
-  rep.legs = {glmap, glgpu};
-  return end_half(ctx, rep, [&] {
-    soak_gl(ctx, rep, shared.get(), egl.get(), glmap, Region::F, local_side(vk_view, layout));
-    shared.reset();  // GL objects go before the context, and both before the report
-    egl.reset();
-  }, Peer::none);
+  return finish_gl(ctx, half, shared, egl, glmap, Region::F, local_side(vk_view, layout));
 }
 
 int cross_proc_client(ChildContext& ctx) {
-  RouteReport rep;
   Leg glmap = map_leg();
   Leg glgpu = report_leg({kGlLegs, "glgpu"});
-  auto setup = await_setup(ctx, rep, "the server's export");
-  if (!setup) return 0;
+  DrivingHalf half(ctx, {&glmap, &glgpu});
+  auto setup = half.start("the server's export");
+  if (!setup) return half.finish();
   Checker remote{[&](Region r, Leg& leg, std::optional<std::uint64_t> seed) { confirm_remote(ctx, r, leg, seed); },
                  peer_far(ctx, ctx.layout().size)};
   std::shared_ptr<gles::EglContext> egl;
   std::unique_ptr<GlSharedBuffer> shared;
-  run_gl_legs(ctx, setup->fd.get(), setup->info, Region::D, remote, rep, glmap, glgpu, shared, egl);
+  run_gl_legs(ctx, setup->fd.get(), setup->info, Region::D, remote, half.rep, glmap, glgpu, shared, egl);
   if (shared && shared->map != nullptr) alias_leg(ctx, std::span<std::byte>(shared->map, ctx.layout().size), glmap);
-  rep.legs = {glmap, glgpu};
-  return end_half(ctx, rep, [&] {
-    soak_gl(ctx, rep, shared.get(), egl.get(), glmap, Region::D, peer_side(ctx));
-    shared.reset();
-    egl.reset();
-  });
+  return finish_gl(ctx, half, shared, egl, glmap, Region::D, peer_side(ctx));
 }
 
 // The GL sweep's copies reach a private GL buffer from the middle of the allocation on: not OK.

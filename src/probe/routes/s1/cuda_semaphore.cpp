@@ -393,8 +393,8 @@ int cuda_client(ChildContext& ctx) {
   auto side = open_cuda(ctx, rep.facts, *uuid, kRegionSize);
   if (!side) return half.finish();
   const cuda::Api& api = *side->api;
-  auto setup = await_setup(ctx, rep, "the Vulkan side's allocation");
-  if (!setup) return 0;
+  auto setup = half.start("the Vulkan side's allocation");
+  if (!setup) return half.finish();
   const auto alloc_size = setup->info.allocation_size.value_or(std::uint64_t{0});
   if (alloc_size < layout.size) {
     rep.facts.fatal = fmt::format("server announced allocation {} < size {}", alloc_size, layout.size);

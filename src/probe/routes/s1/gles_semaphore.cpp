@@ -425,8 +425,8 @@ int gl_client(ChildContext& ctx) {
   Leg glsignal = report_leg({kLegs, "glsignal"});
   DrivingHalf half(ctx, {&glwait, &glsignal});
   RouteReport& rep = half.rep;
-  auto setup = await_setup(ctx, rep, "the Vulkan side's allocation");
-  if (!setup) return 0;
+  auto setup = half.start("the Vulkan side's allocation");
+  if (!setup) return half.finish();
   auto egl = drivers::egl_context();
   if (!egl) {
     stop_row(rep.facts, egl.error().kind, "client: " + why_of(egl.error()));

@@ -255,8 +255,8 @@ int consumer(ChildContext& ctx, const SemaphoreKind& kind) {
   DrivingHalf half(ctx, {&order});
   RouteReport& rep = half.rep;
   if (sync_fd) half.also_report(pollfd_leg);
-  auto setup = await_setup(ctx, rep, "the producer's allocation");
-  if (!setup) return 0;
+  auto setup = half.start("the producer's allocation");
+  if (!setup) return half.finish();
   auto dev = open_device(ctx, vksync::wanted_extensions());
   if (!dev) {
     stop_row(rep.facts, dev.error().kind, "client: " + why_of(dev.error()));

@@ -152,8 +152,8 @@ int client(ChildContext& ctx, const HandleKind& h) {
   RouteReport& rep = half.rep;
   if (reexports) half.also_report(reexp);
 
-  auto setup = await_setup(ctx, rep, "the server's export");
-  if (!setup) return 0;
+  auto setup = half.start("the server's export");
+  if (!setup) return half.finish();
   const auto alloc_size = setup->info.allocation_size.value_or(std::uint64_t{0});
   const auto type_index = setup->info.memory_type_index.value_or(0u);
   const bool dedicated = setup->info.dedicated.value_or(false);

@@ -30,8 +30,8 @@ int server(ChildContext& ctx) {
   Leg host = report_leg({kLegs, "hostimport"});
   DrivingHalf half(ctx, {&mmap_leg, &host});
   RouteReport& rep = half.rep;
-  auto setup = await_setup(ctx, rep, "the client's memfd");
-  if (!setup) return 0;
+  auto setup = half.start("the client's memfd");
+  if (!setup) return half.finish();
   std::shared_ptr<vk::Device> dev = open_host_import_device(ctx, rep);
   if (!dev) return half.finish();
   const std::size_t align = host_import_alignment(*dev);

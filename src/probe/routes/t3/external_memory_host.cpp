@@ -32,16 +32,14 @@ constexpr LegDef kLegs[] = {
 
 int server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
-  RouteReport rep;
   Leg mmap_leg = report_leg({kLegs, "mmap"});
   Leg host = report_leg({kLegs, "hostimport"});
-  auto stop_before_setup = [&] {
-    (void)send_setup_failure(ctx, rep.facts);
-    ctx.report(rep);
-    return 0;
-  };
+  Leg anon = report_leg({kLegs, "hostanon"});
+  Leg file = report_leg({kLegs, "hostfile"});
+  DrivingHalf half(ctx, {&mmap_leg, &host, &anon, &file});
+  RouteReport& rep = half.rep;
   std::shared_ptr<vk::Device> dev = open_host_import_device(ctx, rep);
-  if (!dev) return stop_before_setup();
+  if (!dev) return half.stop_before_start();
   const std::size_t align = host_import_alignment(*dev);
   const std::size_t bytes = (layout.size + align - 1) / align * align;
 
@@ -50,13 +48,13 @@ int server(ChildContext& ctx) {
   if (!fd) {
     rep.facts.fatal = "server: " + why_of(fd.error());
     rep.facts.stop_kind = fd.error().kind;
-    return stop_before_setup();
+    return half.stop_before_start();
   }
   auto map = os::Mapping::map_aligned(fd->get(), bytes, align);
   if (!map) {
     rep.facts.fatal = "server: " + why_of(map.error());
     rep.facts.stop_kind = map.error().kind;
-    return stop_before_setup();
+    return half.stop_before_start();
   }
   std::span<std::byte> view = map->bytes().subspan(0, layout.size);
   ctx.step("write region A");
@@ -66,12 +64,7 @@ int server(ChildContext& ctx) {
   std::optional<vk::Buffer> buf = import_host_pointer(*dev, map->data(), bytes, layout.size, host, rep);
 
   ctx.step("send the memfd");
-  if (auto s = send_setup(ctx, peer::SetupInfo{.allocation_size = bytes}, fd->get()); !s) {
-    rep.facts.fatal = "server: " + why_of(s.error());
-    rep.facts.stop_kind = s.error().kind;
-    ctx.report(rep);
-    return 0;
-  }
+  if (!half.start(peer::SetupInfo{.allocation_size = bytes}, fd->get())) return half.finish();
   ctx.step("client reads region A");
   read_remote(ctx, Region::A, mmap_leg);
   ctx.step("client writes region B");
@@ -87,17 +80,15 @@ int server(ChildContext& ctx) {
     }
   }
   alias_leg(ctx, view, mmap_leg);
-  rep.legs = {mmap_leg, host};
-  probe_extra_backings(ctx, *dev, align, rep);
+  probe_extra_backings(ctx, *dev, align, anon, file, rep);
   // Last, so a driver that crashes on invalid input has every leg above already measured.
   host_size_matrix(ctx, *dev, align, rep);
   host_invalid_pointers(ctx, *dev, align, rep);
+  if (!buf) return half.finish();
   GpuRound round = [&](Region read, std::uint64_t read_seed, Region write, std::uint64_t write_seed) {
     return gpu_round(*dev, buf->buffer, layout, read, read_seed, write, write_seed);
   };
-  std::function<void()> soak;
-  if (buf) soak = [&] { maybe_soak(ctx, rep, SoakPlan{0, view, Region::A, Region::B, Region::E, &round}, peer_side(ctx)); };
-  return end_half(ctx, rep, soak);
+  return half.finish(SoakPlan{0, view, Region::A, Region::B, Region::E, &round});
 }
 
 const RouteDef kT3ExternalMemoryHost{

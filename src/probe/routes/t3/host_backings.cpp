@@ -49,11 +49,11 @@ void round_trip(ChildContext& ctx, const vk::Device& device, std::span<std::byte
 using namespace EXTMEM_ROUTE_FILE;
 }  // namespace
 
-void probe_extra_backings(ChildContext& ctx, const vk::Device& device, std::size_t alignment, RouteReport& rep) {
+void probe_extra_backings(ChildContext& ctx, const vk::Device& device, std::size_t alignment, Leg& anon, Leg& file,
+                          RouteReport& rep) {
   const std::size_t bytes = (ctx.layout().size + alignment - 1) / alignment * alignment;
   std::vector<std::string> refused;
 
-  Leg anon = route_leg(ctx, "hostanon");
   ctx.step("anonymous private backing");
   if (auto map = os::Mapping::map_aligned(-1, bytes, alignment); !map) {
     fail_leg(anon, map.error());
@@ -61,7 +61,6 @@ void probe_extra_backings(ChildContext& ctx, const vk::Device& device, std::size
     round_trip(ctx, device, map->bytes(), bytes, anon, rep, refused);
   }
 
-  Leg file = route_leg(ctx, "hostfile");
   ctx.step("shared tmpfs file backing");
   std::string where;
   if (auto fd = tmpfs_file(bytes, "extmem-backing", where); !fd) {
@@ -73,8 +72,6 @@ void probe_extra_backings(ChildContext& ctx, const vk::Device& device, std::size
     round_trip(ctx, device, map->bytes(), bytes, file, rep, refused);
   }
   if (!refused.empty()) rep.detail.push_back(fmt::format("refused backings: {}", fmt::join(refused, ", ")));
-  rep.legs.push_back(anon);
-  rep.legs.push_back(file);
 }
 
 }  // namespace extmem::probe

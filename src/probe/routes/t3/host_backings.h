@@ -11,12 +11,13 @@
 
 namespace extmem::probe {
 
-/// Adds legs "hostanon" and "hostfile" to rep.legs: each backing of
+/// Fills legs `anon` ("hostanon") and `file` ("hostfile"): each backing of
 /// layout.size bytes (rounded up to `alignment`) gets region A written by the
 /// CPU, a host-pointer import, a GPU copy-out of A and a GPU write of E read
 /// back by the CPU. A backing the driver refuses becomes an informational leg
 /// and is listed in "refused backings: …" with its VkResult; an accepted one is
 /// decisive, so the row is OK only if every accepted backing round-trips.
-void probe_extra_backings(ChildContext& ctx, const vk::Device& device, std::size_t alignment, RouteReport& rep);
+void probe_extra_backings(ChildContext& ctx, const vk::Device& device, std::size_t alignment, Leg& anon, Leg& file,
+                          RouteReport& rep);
 
 }  // namespace extmem::probe

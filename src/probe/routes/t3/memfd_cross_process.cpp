@@ -23,8 +23,8 @@ int server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   Leg mmap_leg = report_leg({kLegs, "mmap"});
   DrivingHalf half(ctx, {&mmap_leg});
-  auto setup = await_setup(ctx, half.rep, "the client's memfd");
-  if (!setup) return 0;
+  auto setup = half.start("the client's memfd");
+  if (!setup) return half.finish();
   ctx.step("mmap(received memfd)");
   mmap_leg.attempted = true;
   auto map = os::Mapping::map(setup->fd.get(), layout.size, MAP_SHARED);

@@ -124,8 +124,8 @@ int server(ChildContext& ctx) {
   Leg wsealed = report_leg({kLegs, "wsealed"});  // read-only by construction: the write seal forbids the write direction
   DrivingHalf half(ctx, {&sealed, &wsealed});
   RouteReport& rep = half.rep;
-  auto first = await_setup(ctx, rep, "the sealed memfds");
-  if (!first) return 0;
+  auto first = half.start("the sealed memfds");
+  if (!first) return half.finish();
   auto second = recv_setup(ctx);
   if (!second || !second->ok) {
     rep.facts.fatal = "server: second sealed memfd did not arrive";

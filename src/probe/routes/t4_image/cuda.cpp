@@ -236,7 +236,7 @@ int cuda_image_importer(ChildContext& ctx) {
   Leg cu = report_leg({kCudaImageLegs, "cudaimage"});
   DrivingHalf half(ctx, {&cu});
   RouteReport& rep = half.rep;
-  auto in = image::await_image(ctx, rep);
+  auto in = image::await_image(ctx, half);
   if (!in) return half.finish();
   const auto& info = in->setup.info;
   const std::uint32_t w = in->shape.width, h = in->shape.height;

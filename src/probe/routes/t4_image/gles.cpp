@@ -402,7 +402,7 @@ int cross_proc(ChildContext& ctx) {
   Leg leg = report_leg({kGlImageLegs, "glimage"});
   DrivingHalf half(ctx, {&leg});
   RouteReport& rep = half.rep;
-  auto in = image::await_image(ctx, rep);
+  auto in = image::await_image(ctx, half);
   if (!in) return half.finish();
   Owner owner{image::remote_owner(ctx),
               [&](VkImageLayout gl_layout) { return image::owner_semaphores(ctx, gl_layout); }};

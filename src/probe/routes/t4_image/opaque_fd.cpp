@@ -214,7 +214,7 @@ int importer(ChildContext& ctx, VkImageTiling tiling) {
   DrivingHalf half(ctx, {&vki});
   RouteReport& rep = half.rep;
   if (linear) half.also_report(cpu);
-  auto in = image::await_image(ctx, rep);
+  auto in = image::await_image(ctx, half);
   if (!in) return half.finish();
   const auto& info = in->setup.info;
   const auto type_index = info.memory_type_index.value_or(0u);

@@ -107,17 +107,18 @@ std::string rounds_detail(std::uint32_t width, std::uint32_t height) {
 
 void add_note(Leg& leg, const std::string& note) { leg.note += (leg.note.empty() ? "" : "; ") + note; }
 
-std::optional<ImportedSetup> await_image(ChildContext& ctx, RouteReport& rep) {
-  auto setup = await_setup(ctx, rep, "the owner's exported image");
+std::optional<ImportedSetup> await_image(ChildContext& ctx, DrivingHalf& half) {
+  auto setup = half.start("the owner's exported image");
   if (!setup) return std::nullopt;
+  RouteFacts& facts = half.rep.facts;
   auto shape = shape_from_info(setup->info);
   if (!shape) {
-    rep.facts.fatal = why_of(shape.error());
-    rep.facts.stop_kind = shape.error().kind;
+    facts.fatal = why_of(shape.error());
+    facts.stop_kind = shape.error().kind;
     return std::nullopt;
   }
   if (shape->width != ctx.params().image_width || shape->height != ctx.params().image_height) {
-    stop_row(rep.facts, ErrorKind::protocol,
+    stop_row(facts, ErrorKind::protocol,
              fmt::format("owner announced a {}x{} image, --image-size is {}x{}", shape->width, shape->height,
                          ctx.params().image_width, ctx.params().image_height));
     return std::nullopt;

@@ -16,6 +16,7 @@
 #include "probe/route_report.h"
 #include "probe/routes/t4_image/vk_share.h"
 #include "probe/worker/child_context.h"
+#include "probe/worker/half_end.h"
 #include "probe/worker/route_util.h"
 #include "probe/routes.h"
 
@@ -73,14 +74,15 @@ std::string rounds_detail(std::uint32_t width, std::uint32_t height);
 /// Appends `note` to the leg's notes ("; " between two).
 void add_note(Leg& leg, const std::string& note);
 
-/// The importer's start, the same for every importer: waits for the owner's
-/// setup, reads the image's shape from it and checks that it is the
-/// --image-size the run asked for. On failure the row's facts are set in `rep`
-/// and nullopt is returned (the half should end).
+/// The importer's start, the same for every importer: the half's start
+/// (DrivingHalf::start, waiting for the owner's setup), then the image's shape
+/// read from it and checked to be the --image-size the run asked for. On failure
+/// the row's facts are set in half.rep and nullopt is returned: the half ends,
+/// `return half.finish();`.
 struct ImportedSetup {
   Setup setup;
   vk::ImageShape shape;
 };
-std::optional<ImportedSetup> await_image(ChildContext& ctx, RouteReport& rep);
+std::optional<ImportedSetup> await_image(ChildContext& ctx, DrivingHalf& half);
 
 }  // namespace extmem::probe::image
