@@ -31,6 +31,8 @@ constexpr const char* kPathAccepts = "a file path in an existing, writable direc
 constexpr const char* kDeviceAccepts = "INDEX, deviceUUID (32 hex digits) or NAME-SUBSTRING";
 constexpr const char* kFdTransportAccepts =
     "scm (SCM_RIGHTS, the default), pidfd (pidfd_getfd: rows that pass an fd run as ROW@pidfd) or both";
+constexpr const char* kExpectTransportAccepts =
+    "shm (any shared-memory transport of UCX: posix, sysv, cma, knem, xpmem; the default), posix, sysv, cma or tcp";
 constexpr const char* kImageSizeAccepts = "WxH in texels, e.g. 256x256, each side from 1 to the device's maxImageDimension2D";
 
 Error usage(std::string option, std::string detail) {
@@ -146,6 +148,8 @@ Status parse_option(ProbeOptions& o, std::string_view name, const std::string& t
     o.memory_type = text;
   } else if (name == "--gl-driver") {
     o.gl_driver = text;
+  } else if (name == "--expect-transport") {
+    o.expect_transport = text;
   } else if (name == "--fd-transport") {
     if (!one_of(text, {FdTransportChoice::scm, FdTransportChoice::pidfd, FdTransportChoice::both}, o.fd_transport))
       return not_accepted(name, text, kFdTransportAccepts);
@@ -225,6 +229,10 @@ Status validate(const ProbeOptions& o) {
   if (o.memory_type != "auto" && o.memory_type != "all" &&
       (o.memory_type.empty() || o.memory_type.size() > 2 || o.memory_type.find_first_not_of("0123456789") != std::string::npos))
     return usage("--memory-type", fmt::format("\"{}\" is not accepted: {}", o.memory_type, kMemoryTypeAccepts));
+  if (o.expect_transport != "shm" && o.expect_transport != "posix" && o.expect_transport != "sysv" &&
+      o.expect_transport != "cma" && o.expect_transport != "tcp")
+    return usage("--expect-transport",
+                 fmt::format("\"{}\" is not accepted: {}", o.expect_transport, kExpectTransportAccepts));
   if (!gl_driver_name_ok(o.gl_driver))
     return usage("--gl-driver", fmt::format("\"{}\" is not accepted: {}", o.gl_driver, kGlDriverAccepts));
   return validate_fleet(o);
