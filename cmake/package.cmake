@@ -6,7 +6,9 @@
 # libraries extmem dlopen()s at run time, which dpkg-shlibdeps cannot see:
 # the Vulkan loader, EGL and GLES dispatch (libvulkan1, libegl1, libgles2).
 # Recommends: Mesa's CPU drivers, so that `extmem probe` has a device on a
-# machine without a GPU driver (lavapipe, llvmpipe, zink). Suggests: the
+# machine without a GPU driver (lavapipe, llvmpipe, zink), and UCX's libraries
+# (libucx0: libucp.so.0 is dlopen()ed by the T5-ucx-* rows, which SKIP without
+# it). Suggests: the
 # development packages a consumer of the CMake package needs (fmt's CMake
 # config comes with libfmt-dev). libcuda.so.1 is NVIDIA's, outside Debian
 # main: nothing is declared for it.
@@ -26,7 +28,7 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libvulkan1, libegl1, libgles2")
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "mesa-vulkan-drivers, libegl-mesa0, libgl1-mesa-dri")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "mesa-vulkan-drivers, libegl-mesa0, libgl1-mesa-dri, libucx0")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libfmt-dev, cmake, pkg-config")
 # libextmem.so.0 in /usr/lib: a shlibs file, and ldconfig run by postinst/postrm.
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)

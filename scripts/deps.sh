@@ -5,6 +5,8 @@
 # sanitizer runtime of the release's default clang (14 on bookworm, 19 on trixie).
 # lld: the "fuzz" preset (CI) links its instrumented executables with it.
 # libdrm-dev (only with --tests): its drm.h is what tests/memtools_ioctl_drm_header_tests.cpp checks the built-in DRM ioctl names against (headers only; nothing links it).
+# libucx-dev: UCX's headers (the T5-ucx-* rows; libucp.so.0 itself, from libucx0, is dlopen()ed at run time,
+#   so the binary starts without it and the rows SKIP "no UCX"). 1.13.1 on bookworm; trixie has it too.
 # file: CPack's DEB generator reads the shared-library dependencies with it (package.deb test; missing on a minbase bookworm, found there).
 # python3-torch (only with --tests, so the main job's first run does not wait for it): the pytorch.*
 #   tests run examples/pytorch_alias.py on CPU tensors (torch 1.13.1, CPU only); without recommends
@@ -19,6 +21,7 @@ packages=(
   libvulkan-dev libvulkan1 mesa-vulkan-drivers glslang-tools
   libegl-dev libgles-dev libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri
   libcli11-dev nlohmann-json3-dev libfmt-dev
+  libucx-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jsonschema
   libxml2-utils

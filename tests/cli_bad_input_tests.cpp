@@ -295,6 +295,9 @@ const std::vector<Case> kCases = {
     {{"probe", "--fd-transport=foo"}, {"--fd-transport", "\"foo\"", "scm", "pidfd", "both"}},
     {{"probe", "--fd-transport=SCM"}, {"--fd-transport", "\"SCM\"", "scm", "pidfd", "both"}},
     {{"probe", "--fd-transport="}, {"--fd-transport", "empty", "accepted: scm, pidfd, both"}},
+    {{"probe", "--expect-transport=udp"}, {"--expect-transport", "\"udp\"", "shm", "posix", "sysv", "cma", "tcp"}},
+    {{"probe", "--expect-transport=TCP"}, {"--expect-transport", "\"TCP\"", "shm", "tcp"}},
+    {{"probe", "--expect-transport="}, {"--expect-transport", "empty", "shm"}},
     {{"probe", "--list-routes=yaml"}, {"--list-routes", "json, markdown, faults or row-pattern"}},
     // The table's other options are checked as a run's are.
     {{"probe", "--list-routes=json", "--fd-transport=bogus"}, {"--fd-transport", "\"bogus\"", "scm", "pidfd", "both"}},

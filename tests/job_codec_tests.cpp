@@ -33,6 +33,7 @@ HalfParams sample() {
   p.image_width = 640;
   p.image_height = 48;
   p.fd_transport = extmem::os::FdTransport::pidfd;
+  p.expect_transport = "tcp";
   return p;
 }
 
@@ -78,7 +79,8 @@ TEST(JobCodec, RefusesAPayloadOverTheBound) {
 }
 
 TEST(JobCodec, RefusesAMissingFieldByName) {
-  for (const char* field : {"row", "role", "size", "soak_s", "measure", "gl_driver", "fd_transport"}) {
+  for (const char* field : {"row", "role", "size", "soak_s", "measure", "gl_driver", "fd_transport",
+                            "expect_transport"}) {
     json j = sample_json();
     j.erase(field);
     EXPECT_EQ(refused_field(j), std::string("job.") + field);
@@ -111,7 +113,8 @@ TEST(JobCodec, RefusesValuesOutOfRange) {
       {"memory_type", 32},       {"image_width", 0},       {"image_height", 65537},
       {"device_index", 1024},    {"device_index", 1ull << 63}, {"row", ""},
       {"row", "two words"},      {"row", std::string(129, 'R')}, {"role", "observer"},
-      {"gl_driver", "mesa"},     {"fd_transport", "udp"}};
+      {"gl_driver", "mesa"},     {"fd_transport", "udp"},  {"expect_transport", ""},
+      {"expect_transport", std::string(17, 't')}};
   for (const auto& [field, value] : cases) {
     json j = sample_json();
     j[field] = value;

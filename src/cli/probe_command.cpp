@@ -155,6 +155,10 @@ void define_run_options(ProbeOptionAdder& add, const probe::ProbeOptions& defaul
              "How rows that pass an fd pass it: scm (SCM_RIGHTS), pidfd (pidfd_getfd; those rows print as ROW@pidfd), "
              "both (each such row, then its ROW@pidfd twin)",
              probe::to_string(defaults.fd_transport));
+  add.valued("--expect-transport", "shm|posix|sysv|cma|tcp",
+             "The UCX rows' expected path: shm (any shared-memory transport, the default) or one transport; bytes on "
+             "another (UCX fell back to tcp) FAIL the row",
+             probe::to_string(defaults.expect_transport));
   add.valued("--require", "ROW[,ROW...]", "Rows that must be OK: the exit follows them; a name matching no row fails (docs/fleet.md)", "");
   add.valued("--require-group", "GROUP[,GROUP...]", "Groups whose every row must be OK (as --require)", "");
   add.valued("--expect", "FILE", "Baseline of expected statuses per row (and device or driver); differences fail", "");

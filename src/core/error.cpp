@@ -38,13 +38,14 @@ const char* to_string(CodeSpace space) noexcept {
     case CodeSpace::gl_enum: return "gl_enum";
     case CodeSpace::egl_error: return "egl_error";
     case CodeSpace::extmem: return "extmem";
+    case CodeSpace::ucs_status: return "ucs_status";
   }
   return "unknown";
 }
 
 std::optional<CodeSpace> code_space_from_string(std::string_view name) noexcept {
   for (CodeSpace s : {CodeSpace::none, CodeSpace::errno_value, CodeSpace::vk_result, CodeSpace::cu_result,
-                      CodeSpace::gl_enum, CodeSpace::egl_error, CodeSpace::extmem})
+                      CodeSpace::gl_enum, CodeSpace::egl_error, CodeSpace::extmem, CodeSpace::ucs_status})
     if (name == to_string(s)) return s;
   return std::nullopt;
 }

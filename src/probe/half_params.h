@@ -58,6 +58,8 @@ struct HalfParams {
   /// How the fds of the peer socket cross: SCM_RIGHTS, or pidfd_getfd for a row's
   /// "@pidfd" twin (os/ipc.h; both halves get the same one).
   os::FdTransport fd_transport = os::FdTransport::scm;
+  /// --expect-transport: the path the UCX rows expect ("shm", "posix", "sysv", "cma", "tcp").
+  std::string expect_transport{to_string(kDefaultExpectTransport)};
 
   bool operator==(const HalfParams&) const = default;
 };
@@ -80,6 +82,7 @@ void visit_fields(P& p, Visit&& visit) {
   visit("image_width", p.image_width, WholeRange{1, kMaxImageSide});
   visit("image_height", p.image_height, WholeRange{1, kMaxImageSide});
   visit("fd_transport", p.fd_transport);
+  visit("expect_transport", p.expect_transport, TextLimit{16});
 }
 
 }  // namespace extmem::probe

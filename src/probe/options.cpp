@@ -31,6 +31,8 @@ constexpr const char* kPathAccepts = "a file path in an existing, writable direc
 constexpr const char* kDeviceAccepts = "INDEX, deviceUUID (32 hex digits) or NAME-SUBSTRING";
 constexpr const char* kFdTransportAccepts =
     "scm (SCM_RIGHTS, the default), pidfd (pidfd_getfd: rows that pass an fd run as ROW@pidfd) or both";
+constexpr const char* kExpectTransportAccepts =
+    "shm (any shared-memory transport of UCX: posix, sysv, cma, knem, xpmem; the default), posix, sysv, cma or tcp";
 constexpr const char* kImageSizeAccepts = "WxH in texels, e.g. 256x256, each side from 1 to the device's maxImageDimension2D";
 
 Error usage(std::string option, std::string detail) {
@@ -125,6 +127,17 @@ const char* to_string(GlDriverRequest driver) noexcept {
   return "unknown";
 }
 
+const char* to_string(ExpectedTransport transport) noexcept {
+  switch (transport) {
+    case ExpectedTransport::shm: return "shm";
+    case ExpectedTransport::posix: return "posix";
+    case ExpectedTransport::sysv: return "sysv";
+    case ExpectedTransport::cma: return "cma";
+    case ExpectedTransport::tcp: return "tcp";
+  }
+  return "unknown";
+}
+
 std::string to_string(const MemoryTypeChoice& choice) {
   switch (choice.mode) {
     case MemoryTypeChoice::Mode::automatic: return "auto";
@@ -171,6 +184,11 @@ Status parse_option(ProbeOptions& o, std::string_view name, const std::string& t
     if (!one_of(text, {GlDriverRequest::automatic, GlDriverRequest::system, GlDriverRequest::zink, GlDriverRequest::llvmpipe},
                 o.gl_driver))
       return not_accepted(name, text, kGlDriverAccepts);
+  } else if (name == "--expect-transport") {
+    if (!one_of(text, {ExpectedTransport::shm, ExpectedTransport::posix, ExpectedTransport::sysv, ExpectedTransport::cma,
+                       ExpectedTransport::tcp},
+                o.expect_transport))
+      return not_accepted(name, text, kExpectTransportAccepts);
   } else if (name == "--fd-transport") {
     if (!one_of(text, {FdTransportChoice::scm, FdTransportChoice::pidfd, FdTransportChoice::both}, o.fd_transport))
       return not_accepted(name, text, kFdTransportAccepts);

@@ -12,6 +12,7 @@ constexpr RouteGroup kGroups[] = {
     {"t4", "the T4 (image) rows", false},
     {"gles", "the GLES rows", true},
     {"s1", "the S1 (GPU sync across processes) rows", false},
+    {"t5", "the T5 (transport library: UCX) rows", false},
 };
 }  // namespace
 

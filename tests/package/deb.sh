@@ -45,7 +45,7 @@ for d in libc6 libstdc++6 "$fmt_package" libvulkan1 libegl1 libgles2; do
   names "$depends" | grep -qxF "$d" || fail "Depends lacks $d: $depends"
 done
 recommends=$(field Recommends)
-for d in mesa-vulkan-drivers libegl-mesa0 libgl1-mesa-dri; do
+for d in mesa-vulkan-drivers libegl-mesa0 libgl1-mesa-dri libucx0; do
   names "$recommends" | grep -qxF "$d" || fail "Recommends lacks $d: $recommends"
 done
 # ldconfig runs when the shared library is installed or removed.

@@ -21,6 +21,7 @@ inline const std::vector<std::string> kRowNames = {
     "T4-gles-image-cross-proc",    "T4-image-dma-buf-modifier",   "T4-image-cuda",
     "S1-semaphore-opaque-fd",      "S1-timeline-opaque-fd",       "S1-sync-fd",
     "S1-gles-semaphore",           "S1-cuda-semaphore",
+    "T5-ucx-rkey-ptr",             "T5-ucx-rma",
 };
 
 }  // namespace extmem::test

@@ -58,6 +58,7 @@ enum class CodeSpace : std::uint8_t {
   gl_enum,      ///< GLenum from glGetError
   egl_error,    ///< EGLint from eglGetError
   extmem,       ///< a code of ours, numbered by the module that defines it (memtools::WordCode)
+  ucs_status,   ///< ucs_status_t from UCX (ucx::ucs_error): code "UCS_ERR_UNREACHABLE", native -6
 };
 
 /// Stable lower-case name of a CodeSpace, its enumerator's ("errno_value", "vk_result", ...).

@@ -85,6 +85,11 @@ struct LegFigures {
   std::optional<Figure> import_us, map_us;  ///< import (and map) of a fresh handle
   std::optional<std::string> import_error, map_error;
   ImageFigures image;
+  /// UCX RMA (T5-ucx-rma): ucp_put_nbx (+ flush) and ucp_get_nbx of the whole allocation, GB/s,
+  /// beside memcpy of the same bytes between two private buffers in the same process.
+  std::optional<Figure> rma_put_gbps, rma_get_gbps, memcpy_gbps;
+  std::optional<double> rma_put_ratio, rma_get_ratio;  ///< rma median / memcpy median
+  std::optional<std::string> rma_error;                ///< "<step> -> <code>" of the call that ended the sampling
   bool operator==(const LegFigures&) const = default;
 };
 
@@ -192,6 +197,12 @@ void visit_fields(Visit&& visit, L&... f) {
   visit("import_us", f.import_us...);
   visit("map_error", f.map_error...);
   visit("map_us", f.map_us...);
+  visit("memcpy_gbps", f.memcpy_gbps...);
+  visit("rma_error", f.rma_error...);
+  visit("rma_get_gbps", f.rma_get_gbps...);
+  visit("rma_get_ratio", f.rma_get_ratio...);
+  visit("rma_put_gbps", f.rma_put_gbps...);
+  visit("rma_put_ratio", f.rma_put_ratio...);
   visit("shader_baseline_gbps", f.shader.baseline_gbps...);
   visit("shader_clock", f.shader.clock...);
   visit("shader_copies_per_sample", f.shader.copies_per_sample...);

@@ -82,6 +82,18 @@ inline constexpr MemoryTypeChoice kDefaultMemoryType{};                ///< --me
 /// Version of the --json document; bump on any incompatible change (docs/probe-result.schema.json).
 inline constexpr int kJsonSchemaVersion = 1;
 
+/// --expect-transport: the path the UCX rows (T5-ucx-*) must find their bytes on
+/// (docs/probe.md, "T5"); bytes on another transport FAIL the row.
+enum class ExpectedTransport {
+  shm,    ///< any shared-memory transport of UCX: posix, sysv, cma, knem, xpmem (the default)
+  posix,  ///< UCX's posix shared memory only
+  sysv,   ///< UCX's System V shared memory only
+  cma,    ///< cross-memory attach only
+  tcp,    ///< tcp: the run means the copying path
+};
+const char* to_string(ExpectedTransport transport) noexcept;
+inline constexpr ExpectedTransport kDefaultExpectTransport = ExpectedTransport::shm;  ///< --expect-transport
+
 struct ProbeOptions {
   std::size_t size = kDefaultSize;    ///< shared allocation, bytes: multiple of 4096, >= 32768, fits the heap
   bool regions_at_end = false;        ///< region window in the last 8 x 4 KiB
@@ -111,6 +123,7 @@ struct ProbeOptions {
   /// most the device's maxImageDimension2D (checked after phase A).
   std::uint32_t image_width = kDefaultImageSide, image_height = kDefaultImageSide;
   FdTransportChoice fd_transport = FdTransportChoice::scm;  ///< --fd-transport
+  ExpectedTransport expect_transport = kDefaultExpectTransport;  ///< --expect-transport
   // Fleet options (docs/fleet.md).
   std::vector<std::string> require;         ///< --require: row or run names that must be OK; the exit then follows them
   std::vector<std::string> require_groups;  ///< --require-group: groups (route_groups()) whose rows must be OK
@@ -135,7 +148,7 @@ std::vector<std::string> row_names();
 
 /// Sets the option `name` ("--size", "--timeout", "--soak", "--measure-size",
 /// "--measure-repeats", "--jobs", "--isolate", "--memory-type", "--json",
-/// "--junit", "--output", "--verdict-file", "--device", "--gl-driver", "--fd-transport") of `options` from its
+/// "--junit", "--output", "--verdict-file", "--device", "--gl-driver", "--fd-transport", "--expect-transport") of `options` from its
 /// command-line `text`: numbers must be plain decimal (a sign or a suffix is
 /// refused), --timeout and --soak are durations (extmem/core/duration.h, within
 /// kTimeoutRange / kSoakRange, refused in parse_duration's words), --isolate and

@@ -243,6 +243,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   engine.measure_repeats = o.measure_repeats;
   engine.jobs = o.measure || o.soak > std::chrono::nanoseconds(0) ? 1 : (o.jobs == 0 ? default_jobs() : std::min(o.jobs, jobs_limit()));
   engine.isolate_route = o.isolate == Isolation::route;
+  engine.base.half.expect_transport = to_string(o.expect_transport);
   engine.base.half.gl_driver = to_string(o.gl_driver);  // warm workers each decide what auto means before their EGL starts
   // Warm workers start first and the first one enumerates phase A, so this process
   // loads no driver: driver start-up, not route work, is most of a run's time and memory.

@@ -24,8 +24,8 @@ std::string with_clock(std::string v, const std::optional<Figure>& f) {
 // The figures of one leg, in the line's order.
 std::vector<std::string> leg_parts(const LegFigures& e, const CpuBaseline& base, const std::optional<PcieLink>& link) {
   std::vector<std::string> f;
-  auto ratio_of = [](const std::optional<double>& ratio, const std::optional<Figure>& of) {
-    return ratio ? fmt::format(" (x{:.2f} of private {})", *ratio, fig(of, " GB/s")) : std::string();
+  auto ratio_of = [](const std::optional<double>& ratio, const std::optional<Figure>& of, const char* what = "private") {
+    return ratio ? fmt::format(" (x{:.2f} of {} {})", *ratio, what, fig(of, " GB/s")) : std::string();
   };
   auto cpu = [&](const std::optional<Figure>& fig_, const std::optional<double>& ratio,
                  const std::optional<Figure>& base_fig, const char* label) {
@@ -65,12 +65,19 @@ std::vector<std::string> leg_parts(const LegFigures& e, const CpuBaseline& base,
     std::string v = with_clock(fig(*shared, " GB/s"), *shared);
     if (!v.empty()) f.push_back(fmt::format("{}={}{}", label, v, ratio_of(*ratio, *priv)));
   }
+  // UCX RMA of the whole allocation (T5-ucx-rma), each beside memcpy of the same bytes.
+  for (auto [rma, ratio, label] : {std::tuple{&e.rma_put_gbps, &e.rma_put_ratio, "ucx-put"},
+                                   std::tuple{&e.rma_get_gbps, &e.rma_get_ratio, "ucx-get"}}) {
+    std::string v = fig(*rma, " GB/s");
+    if (!v.empty()) f.push_back(fmt::format("{}={}{}", label, v, ratio_of(*ratio, e.memcpy_gbps, "memcpy")));
+  }
   if (im.copies_per_sample)
     f.push_back(fmt::format("image={} copies-per-sample={}", im.extent.value_or("?"), *im.copies_per_sample));
   for (auto [key, err] : {std::pair{"gpu_error", &e.gpu.error}, std::pair{"shader_error", &e.shader.error},
                           std::pair{"import_error", &e.import_error}, std::pair{"map_error", &e.map_error},
                           std::pair{"gpu_clock_fallback", &e.gpu_clock_fallback}, std::pair{"image_error", &im.error},
-                          std::pair{"image_restore_error", &im.restore_error}})
+                          std::pair{"image_restore_error", &im.restore_error},
+                          std::pair{"rma_error", &e.rma_error}})
     if (*err) f.push_back(fmt::format("{}=\"{}\"", key, **err));
   if (f.empty()) f.push_back("no figures");
   return f;

@@ -103,6 +103,9 @@ void disable() { log() = Log{}; }
 unsigned repeats() { return static_cast<unsigned>(log().m.repeats); }
 LegFigures* leg(const std::string& leg) { return log().enabled ? &log().m.legs[leg] : nullptr; }
 RouteFigures* route() { return log().enabled ? &log().m.route : nullptr; }
+void measured_bytes(std::size_t bytes) {
+  if (log().enabled) log().m.size = std::max<std::uint64_t>(log().m.size, bytes);
+}
 
 Figure figure(std::vector<double> s) {
   if (s.empty()) return {};

@@ -40,6 +40,9 @@ Figure figure(std::vector<double> samples);
 LegFigures* leg(const std::string& leg);
 /// The route-level figures; nullptr unless enabled().
 RouteFigures* route();
+/// Records that a figure moved `bytes` at a time (Measurement::size keeps the
+/// largest), for a route that sets its figures itself. Does nothing unless enabled().
+void measured_bytes(std::size_t bytes);
 
 /// CPU write (memset) and read (64-bit loads) bandwidth through `view`, in
 /// GB/s (1e9 bytes/s), as leg `leg`'s cpu_write_gbps / cpu_read_gbps, and the
