@@ -117,8 +117,8 @@ int server(ChildContext& ctx) {
   const Layout& layout = ctx.layout();
   Leg leg = report_leg({kLegs, "rma"});
   DrivingHalf half(ctx, {&leg});
-  auto setup = await_setup(ctx, half.rep, "the owner's UCX memory");
-  if (!setup) return 0;
+  auto setup = half.start("the owner's UCX memory");
+  if (!setup) return half.finish();
   auto c = t5::connect_owner(ctx);
   if (!c) {
     stop_row(half.rep.facts, c.error().kind,
