@@ -44,9 +44,11 @@ class DrivingHalf {
   void also_report(const Leg& leg) { legs_.push_back(&leg); }
 
   /// The start of a half whose peer sets up first (it allocates or exports, this
-  /// half drives): await_setup, step "wait for <what>". On a failed or broken
-  /// setup the report (the setup's facts, no legs) is sent and nullopt returned;
-  /// the half is over.
+  /// half drives): step "wait for <what>", then the setup (with --measure the
+  /// peer's figures are merged and the received fd's mmap latency measured). On
+  /// a failed or broken setup the report (the setup's facts, no legs) is sent and
+  /// nullopt returned; the half is over. When only the fd could not be fetched
+  /// (--fd-transport pidfd), the serving peer is also sent peer_done.
   std::optional<Setup> start(const std::string& what);
   /// The start of a half that sets up itself and drives (it allocates, the peer
   /// maps what it receives): sends `info` and `fd` (borrowed) to the peer. A
