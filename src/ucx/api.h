@@ -2,14 +2,15 @@
 // libucp.so.0 (and, through it, libucs.so.0): the binary never links UCX, so
 // it starts, and runs every other row, on a machine without it (issue #32).
 // The types come from libucx-dev's headers; a build without them compiles the
-// same API, and load() then says UCX was not built in (the rows SKIP).
+// same API, and load() then says UCX was not built in (the rows SKIP);
+// -DEXTMEM_NO_UCX makes that build on a machine that has them.
 #pragma once
 
 #include <string>
 
 #include "extmem/core/error.h"
 
-#if __has_include(<ucp/api/ucp.h>)
+#if __has_include(<ucp/api/ucp.h>) && !defined(EXTMEM_NO_UCX)
 #include <ucp/api/ucp.h>
 #define EXTMEM_HAVE_UCX_HEADERS 1
 #endif
