@@ -34,6 +34,12 @@
 
 extern char** environ;
 
+// The suite builds this fixture with its sanitizers. LeakSanitizer's scan at exit
+// grows the process's RSS by megabytes in its last moments (here 7152 KiB to
+// 16340 KiB in the last sample, a slope of 950 KiB/s where 200 are grown), which the watch samples and the slope
+// tests then read as growth. The grower is a fixture, not code under test.
+extern "C" const char* __asan_default_options() { return "detect_leaks=0"; }
+
 namespace {
 
 long number(const char* arg, const char* prefix) { return std::strtol(arg + std::strlen(prefix), nullptr, 10); }
