@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "extmem/probe/probe.h"
+
 namespace extmem::probe {
 namespace {
 
@@ -40,7 +42,9 @@ std::string GlDriverChoice::env_text() const {
 }
 
 bool gl_driver_name_ok(std::string_view name) {
-  return name == "auto" || name == "system" || name == "zink" || name == "llvmpipe";
+  for (GlDriverRequest r : {GlDriverRequest::automatic, GlDriverRequest::system, GlDriverRequest::zink, GlDriverRequest::llvmpipe})
+    if (name == to_string(r)) return true;
+  return false;
 }
 
 bool is_lavapipe(const VulkanDriverFacts& device) {

@@ -5,7 +5,6 @@
 #include "extmem/os/pidfd.h"
 #include "probe/error_codec.h"
 #include "probe/gl_driver.h"
-#include "probe/parent/fd_check.h"
 #include "probe/worker/fd_fetch_failure.h"
 
 namespace extmem::probe {
@@ -110,7 +109,7 @@ json fd_transport_json(const FdTransportFinding& f) {
   json refused = nullptr;
   if (f.refused) {
     refused = error_json(*f.refused);
-    refused["text"] = fd_check_refusal_text(*f.refused);
+    refused["text"] = fd_fetch_failure_text(*f.refused);
   }
   const bool limit = f.attempted && f.refused && fd_fetch_hit_resource_limit(*f.refused);
   return {{"pidfd_getfd", f.permitted ? "permitted" : limit ? "could not try" : f.attempted ? "refused" : "not checked"},

@@ -21,13 +21,6 @@ constexpr int kAnswerTimeoutMs = 5000;
 
 }  // namespace
 
-std::string fd_check_refusal_text(const Error& e) {
-  std::string s = e.step;
-  if (!e.code.empty()) s += " -> " + e.code;
-  if (!e.detail.empty()) s += " (" + e.detail + ")";
-  return s;
-}
-
 FdTransportFinding check_fd_transport(const std::string& exe) {
   FdTransportFinding f;
   f.ptrace_scope = os::yama_ptrace_scope();
@@ -89,12 +82,12 @@ void print_fd_transport(std::ostream& out, const FdTransportFinding& f) {
   if (f.permitted)
     verdict = "pidfd_getfd permitted: " + f.how + " got the same file";
   else if (f.attempted && f.refused && fd_fetch_hit_resource_limit(*f.refused))
-    verdict = "pidfd_getfd could not be tried: " + fd_check_refusal_text(*f.refused) + ", a resource limit, not a refusal (" + f.how +
+    verdict = "pidfd_getfd could not be tried: " + fd_fetch_failure_text(*f.refused) + ", a resource limit, not a refusal (" + f.how +
               "); rows run @pidfd that meet it FAIL";
   else if (f.attempted && f.refused)
-    verdict = "pidfd_getfd refused: " + fd_check_refusal_text(*f.refused) + ", " + f.how + "; rows run @pidfd are UNSUPPORTED";
+    verdict = "pidfd_getfd refused: " + fd_fetch_failure_text(*f.refused) + ", " + f.how + "; rows run @pidfd are UNSUPPORTED";
   else
-    verdict = "pidfd_getfd not checked: " + (f.refused ? fd_check_refusal_text(*f.refused) : std::string("no attempt"));
+    verdict = "pidfd_getfd not checked: " + (f.refused ? fd_fetch_failure_text(*f.refused) : std::string("no attempt"));
   out << fmt::format("== phase A: fd transport: {}; Yama ptrace_scope {}; the probe relaxes nothing (no PR_SET_PTRACER)\n",
                      verdict, os::describe_ptrace_scope(f.ptrace_scope));
 }

@@ -20,8 +20,5 @@ FdTransportFinding check_fd_transport(const std::string& exe);
 /// "== phase A: fd transport: pidfd_getfd permitted|refused|not checked: …; Yama ptrace_scope …".
 void print_fd_transport(std::ostream& out, const FdTransportFinding& finding);
 
-/// "step -> code (detail)" of a refused or failed fetch, with empty parts left out:
-/// how phase A's text and the document's fd_transport.refused.text say it.
-std::string fd_check_refusal_text(const Error& refused);
 
 }  // namespace extmem::probe

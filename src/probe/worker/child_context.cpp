@@ -25,12 +25,14 @@ ChildContext::ChildContext(HalfParams params, os::Channel peer, os::Channel pare
   peer_.set_fd_transport(params_.fd_transport);
 }
 
-std::string fd_refusal_reason(const Error& refused) {
-  std::string why = "fd transport pidfd: " + refused.step;
-  if (!refused.code.empty()) why += " -> " + refused.code;
-  if (!refused.detail.empty()) why += " (" + refused.detail + ")";
-  return why;
+std::string fd_fetch_failure_text(const Error& failed) {
+  std::string s = failed.step;
+  if (!failed.code.empty()) s += " -> " + failed.code;
+  if (!failed.detail.empty()) s += " (" + failed.detail + ")";
+  return s;
 }
+
+std::string fd_refusal_reason(const Error& refused) { return "fd transport pidfd: " + fd_fetch_failure_text(refused); }
 
 bool fd_fetch_hit_resource_limit(const Error& failed) {
   return failed.is_errno(EMFILE) || failed.is_errno(ENFILE) || failed.is_errno(ENOMEM);
@@ -40,9 +42,9 @@ RouteFacts fd_fetch_failure_facts(const Error& failed) {
   // The kernel's refusal is an os error the deployment's permissions decide (failure code: permission).
   if (!fd_fetch_hit_resource_limit(failed))
     return RouteFacts{.unsupported = fd_refusal_reason(failed), .stop_kind = ErrorKind::os};
-  std::string why = "fd transport pidfd could not be tried: " + failed.step + " -> " + failed.code;
-  if (!failed.detail.empty()) why += " (" + failed.detail + ")";
-  return RouteFacts{.fatal = why + ": a resource limit, not a refusal", .stop_kind = ErrorKind::os};
+  return RouteFacts{.fatal = "fd transport pidfd could not be tried: " + fd_fetch_failure_text(failed) +
+                             ": a resource limit, not a refusal",
+                    .stop_kind = ErrorKind::os};
 }
 
 void ChildContext::step(std::string_view name) {
