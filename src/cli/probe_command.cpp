@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/probe_serve.h"
 #include "extmem/core/duration.h"
 #include "extmem/probe/args_file.h"
 #include "extmem/probe/failure_codes.h"
@@ -165,6 +166,8 @@ void define_run_options(ProbeOptionAdder& add, const probe::ProbeOptions& defaul
   add.flag("--npd", o.npd, "node-problem-detector plugin: one line on stdout, exit 0 OK, 1 problem, 2 unknown");
   add.valued("--prometheus", "FILE", "Write a Prometheus textfile (node_exporter) of the row statuses and figures", "");
   add.valued("--ctrf", "FILE", "Write a CTRF JSON report, one test per row", "");
+  add.valued("--peer", "ENDPOINT",
+             "Run one half of every route in `extmem probe serve` listening at ENDPOINT (a socket path or @NAME)", "");
   st.args_file_opt = cmd->add_option("--args-file", st.args_file,
                                      "Read options from FILE: shell-like words, # comments; the command line wins")
                          ->type_name("FILE");
@@ -384,8 +387,11 @@ Runner add_probe(CLI::App& app) {
   auto state = std::make_shared<State>();
   CLI::App* cmd = app.add_subcommand("probe", "Which memory-sharing routes work on this device, and do they really alias?");
   define_options(cmd, *state);
+  CLI::App* serve = nullptr;
+  auto run_serve = add_probe_serve(cmd, &serve);
 
-  return [state]() -> int {
+  return [state, serve, run_serve]() -> int {
+    if (serve->parsed()) return run_serve();
     probe::ProbeOptions& opts = state->options;
     // This command is the worker executable (--worker, --child below): its halves are its own processes.
     opts.worker = "/proc/self/exe";

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "extmem/core/duration.h"
+#include "extmem/os/endpoint.h"
 #include "extmem/os/file.h"
 #include "extmem/probe/probe.h"
 #include "probe/fleet_options.h"
@@ -200,6 +201,9 @@ Status parse_option(ProbeOptions& o, std::string_view name, const std::string& t
     // Empty would read as "not given" and silently pick the default device.
     if (text.empty()) return usage("--device", fmt::format("the device is empty; accepted: {}", kDeviceAccepts));
     o.device = text;
+  } else if (name == "--peer") {
+    if (auto e = os::parse_endpoint(text); !e) return usage("--peer", fmt::format("\"{}\": {}", text, e.error().detail));
+    o.peer = text;
   } else if (auto fleet = parse_fleet_option(o, name, text)) {
     return *fleet;
   } else {
@@ -265,6 +269,13 @@ Status validate(const ProbeOptions& o) {
   if (o.measure_repeats < 1 || o.measure_repeats > 100)
     return usage("--measure-repeats", fmt::format("{} is not accepted: {}", o.measure_repeats, kRepeatsAccepts));
   if (o.jobs > 64) return usage("--jobs", fmt::format("{} is not accepted: {}", o.jobs, kJobsAccepts));
+  if (!o.peer.empty()) {
+    if (auto e = os::parse_endpoint(o.peer); !e) return usage("--peer", fmt::format("\"{}\": {}", o.peer, e.error().detail));
+    // The serving side keeps its workers warm; fresh processes per route there are not built.
+    if (o.isolate == Isolation::route)
+      return usage("--isolate", "route is not accepted with --peer: the serving side runs its halves on warm workers; "
+                                "accepted: none (the default)");
+  }
   if (!gl_driver_name_ok(to_string(o.gl_driver)))  // a value cast from outside the enumeration
     return usage("--gl-driver", fmt::format("{} is not accepted: {}", static_cast<int>(o.gl_driver), kGlDriverAccepts));
   return validate_fleet(o);

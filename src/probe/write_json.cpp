@@ -15,6 +15,7 @@
 #include "probe/route_report.h"
 #include "probe/parent/junit.h"
 #include "probe/phase_a_codec.h"
+#include "probe/serve/session_codec.h"
 
 namespace extmem::probe {
 namespace {
@@ -100,6 +101,11 @@ std::string json_document(const Findings& f, const ProbeOptions& o, const Health
               {"health", health != nullptr ? health_json(*health, o, !o.expect_path.empty()) : health_json(assess(f, o, nullptr), o, false)},
               {"exit_code", f.exit_code()}};
   doc.update(phase_a_json(f.phase_a));  // context, vulkan, gl_driver, gles, cuda, fd_transport
+  if (const auto& p = f.phase_a.peer)
+    doc["peer"] = {{"endpoint", p->endpoint}, {"run_id", p->run_id},
+                   {"peer_build", p->peer_build}, {"served_role", p->served_role},
+                   {"here", side_context_json(p->here)}, {"peer", side_context_json(p->peer)},
+                   {"boundary", boundary_json(p->boundary)}};
   return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

@@ -16,7 +16,7 @@
 
 namespace extmem::probe {
 
-void write_phase_a(std::ostream& out, const PhaseA& a, const ProbeOptions& o) {
+void write_found(std::ostream& out, const PhaseA& a) {
   const vk::DeviceInfo& dev = a.device();
   print_context(out, a.context);
   print_vulkan(out, a.vulkan, static_cast<int>(a.selected), false);
@@ -24,6 +24,28 @@ void write_phase_a(std::ostream& out, const PhaseA& a, const ProbeOptions& o) {
   print_gles(out, a.gles, dev);
   print_cuda(out, a.cuda, dev.device_uuid);
   print_fd_transport(out, a.fd_transport);
+}
+
+void write_side(std::ostream& out, const char* which, const SideContext& c) {
+  std::string ns;
+  for (const auto& [kind, id] : c.namespaces) ns += fmt::format(" {}", id);
+  out << fmt::format("  {}: uid={} gid={} pid={} hostname={} label={} /dev/shm={}\n    cgroup={}\n    ns:{}\n", which,
+                     c.uid, c.gid, c.pid, c.hostname, c.security_label, c.dev_shm, c.cgroup, ns);
+}
+
+void write_peer(std::ostream& out, const PeerFinding& p) {
+  out << fmt::format("== peer: the serving side at {} (extmem {}) runs the {} halves; run id {}\n", p.endpoint,
+                     p.peer_build, p.served_role, p.run_id);
+  write_side(out, "here", p.here);
+  write_side(out, "peer", p.peer);
+  if (p.boundary.empty())
+    out << "  boundary: none (same uid, gid, namespaces, cgroup, security label, /dev/shm and hostname)\n";
+  for (const BoundaryFact& f : p.boundary) out << fmt::format("  boundary: {} [{}]\n", f.text, f.fact);
+}
+
+void write_phase_a(std::ostream& out, const PhaseA& a, const ProbeOptions& o) {
+  write_found(out, a);
+  if (a.peer) write_peer(out, *a.peer);
   out << fmt::format("== routes (size={} bytes, regions at {}, timeout={:g} s{}{}{})\n", o.size,
                      o.regions_at_end ? "end" : "start", std::chrono::duration<double>(o.timeout).count(),
                      o.soak > std::chrono::nanoseconds(0)

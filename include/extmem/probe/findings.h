@@ -15,6 +15,7 @@
 #include "extmem/core/verdict.h"
 #include "extmem/cuda/enumerate.h"
 #include "extmem/gles/enumerate.h"
+#include "extmem/probe/boundary.h"
 #include "extmem/probe/hygiene.h"
 #include "extmem/probe/measure_figures.h"
 #include "extmem/vulkan/enumerate.h"
@@ -82,6 +83,9 @@ struct PhaseA {
   Result<cuda::Enumeration> cuda = Error{"CUDA", ErrorKind::unsupported, {}, "not enumerated"};
   /// Whether pidfd_getfd is permitted here (--fd-transport); checked on every run.
   FdTransportFinding fd_transport;
+  /// --peer: the serving side, its context and the boundary between the two sides
+  /// (not part of phase A's own JSON form: the document's "peer" member).
+  std::optional<PeerFinding> peer;
 
   const vk::DeviceInfo& device() const { return vulkan.devices.at(selected); }
 };

@@ -124,6 +124,9 @@ struct ProbeOptions {
   std::uint32_t image_width = kDefaultImageSide, image_height = kDefaultImageSide;
   FdTransportChoice fd_transport = FdTransportChoice::scm;  ///< --fd-transport
   ExpectedTransport expect_transport = kDefaultExpectTransport;  ///< --expect-transport
+  /// --peer=ENDPOINT: run one half of every route in `extmem probe serve` listening
+  /// there (a socket path or @NAME; extmem/os/endpoint.h, docs/serve.md); empty = none.
+  std::string peer;
   // Fleet options (docs/fleet.md).
   std::vector<std::string> require;         ///< --require: row or run names that must be OK; the exit then follows them
   std::vector<std::string> require_groups;  ///< --require-group: groups (route_groups()) whose rows must be OK
@@ -148,7 +151,8 @@ std::vector<std::string> row_names();
 
 /// Sets the option `name` ("--size", "--timeout", "--soak", "--measure-size",
 /// "--measure-repeats", "--jobs", "--isolate", "--memory-type", "--json",
-/// "--junit", "--output", "--verdict-file", "--device", "--gl-driver", "--fd-transport", "--expect-transport") of `options` from its
+/// "--junit", "--output", "--verdict-file", "--device", "--gl-driver", "--fd-transport", "--expect-transport",
+/// "--peer") of `options` from its
 /// command-line `text`: numbers must be plain decimal (a sign or a suffix is
 /// refused), --timeout and --soak are durations (extmem/core/duration.h, within
 /// kTimeoutRange / kSoakRange, refused in parse_duration's words), --isolate and

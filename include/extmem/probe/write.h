@@ -13,9 +13,19 @@
 
 namespace extmem::probe {
 
-/// Phase A as text: run context, every Vulkan device, EGL/GLES, CUDA, and the
+/// Phase A as text: run context, every Vulkan device, EGL/GLES, CUDA, the peer (--peer), and the
 /// "== routes (...)" header naming the run's size, regions, timeout and options.
 void write_phase_a(std::ostream& out, const PhaseA& phase_a, const ProbeOptions& options);
+
+/// Phase A's parts as text (run context, Vulkan, GL driver, GLES, CUDA, fd
+/// transport) without the routes header: what extmem probe serve prints.
+void write_found(std::ostream& out, const PhaseA& phase_a);
+
+/// One side's context (extmem/probe/boundary.h) as two indented lines, `which` first ("here", "peer").
+void write_side(std::ostream& out, const char* which, const SideContext& context);
+
+/// --peer: the "== peer" section: both sides' contexts and each boundary fact.
+void write_peer(std::ostream& out, const PeerFinding& peer);
 
 /// --list-devices: one line per Vulkan device, the selected one marked.
 void write_device_list(std::ostream& out, const PhaseA& phase_a);

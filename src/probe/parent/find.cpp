@@ -14,15 +14,19 @@
 #include <fmt/format.h>
 
 #include "extmem/os/clock.h"
+#include "extmem/os/endpoint.h"
 #include "extmem/probe/findings.h"
 #include "extmem/probe/probe.h"
 #include "probe/gl_driver.h"
 #include "probe/layout.h"
 #include "probe/phase_a_wire.h"
+#include "probe/serve/session_codec.h"
 #include "probe/parent/fd_check.h"
 #include "probe/parent/phase_a.h"
 #include "extmem/probe/trace.h"
 #include "probe/parent/plan.h"
+#include "probe/parent/remote.h"
+#include "probe/parent/runtime_dir.h"
 #include "probe/parent/schedule.h"
 
 namespace extmem::probe {
@@ -32,6 +36,8 @@ namespace {
 // per-route limit, may be shorter than a slow start (a sanitizer build, a busy
 // machine, --timeout=1), which must not end the run. It still ends a hung start.
 constexpr double kPhaseAMinTimeoutS = 60;
+// The serving side answers a hello from warm workers; its phase A is done already.
+constexpr double kPeerHandshakeTimeoutS = 30;
 
 Error plan_usage(std::string option, std::string detail) {
   return Error{std::move(option), ErrorKind::invalid_argument, {}, std::move(detail)};
@@ -111,92 +117,6 @@ PhaseAFindings local_phase_a(const std::string& device, const std::string& gl_re
   return f;
 }
 
-// The private runtime directory's path for the signal handler below: a fixed
-// buffer, since a handler may only call async-signal-safe functions (rmdir, getpid).
-char g_runtime_dir[PATH_MAX];
-pid_t g_runtime_dir_owner = 0;
-
-// The signals that end a run from outside (^C, kill, a closed terminal): with
-// their default action the process would die before ~PrivateRuntimeDir runs.
-constexpr int kEndingSignals[] = {SIGINT, SIGTERM, SIGHUP};
-
-// Removes the directory (only in the process that made it: a child between fork
-// and exec runs this handler too) and dies of the same signal, as it would have.
-void remove_runtime_dir_and_reraise(int sig) {
-  if (::getpid() == g_runtime_dir_owner) ::rmdir(g_runtime_dir);
-  ::signal(sig, SIG_DFL);
-  ::raise(sig);  // delivered when the handler returns: the default action, death by `sig`
-}
-
-// libwayland-client, which the drivers' EGL and Vulkan WSI load, prints "error:
-// XDG_RUNTIME_DIR is invalid or not set in the environment." when the variable is
-// unset or not absolute (a fresh root shell, a service). That is not an error of
-// the probe, so its processes get a private directory for the run (mkdtemp: a new
-// name, mode 0700): set in this process's environment before any child starts
-// (children inherit it), put back and removed when find() returns, after the
-// workers are reaped, or when SIGINT, SIGTERM or SIGHUP ends the process first
-// (only where the caller left those at their default action; it is restored after).
-class PrivateRuntimeDir {
- public:
-  PrivateRuntimeDir() {
-    const char* value = std::getenv("XDG_RUNTIME_DIR");
-    std::error_code ec;
-    if (value != nullptr && value[0] == '/' && std::filesystem::is_directory(value, ec)) return;
-    if (value != nullptr) was_ = value;
-    std::string path = (std::filesystem::temp_directory_path(ec) / "extmem-runtime-XXXXXX").string();
-    if (ec || path.size() >= sizeof g_runtime_dir) return;  // then the drivers complain as before; nothing depends on it
-    if (::mkdtemp(path.data()) == nullptr) return;
-    dir_ = path;
-    ::setenv("XDG_RUNTIME_DIR", dir_.c_str(), 1);
-    remove_on_ending_signals();
-  }
-  ~PrivateRuntimeDir() {
-    if (dir_.empty()) return;
-    restore_signals();
-    if (was_) ::setenv("XDG_RUNTIME_DIR", was_->c_str(), 1);
-    else ::unsetenv("XDG_RUNTIME_DIR");
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  PrivateRuntimeDir(const PrivateRuntimeDir&) = delete;
-  PrivateRuntimeDir& operator=(const PrivateRuntimeDir&) = delete;
-
-  void describe(RunContext& c) const {
-    if (dir_.empty()) return;
-    c.private_runtime_dir = dir_;
-    c.runtime_dir_was = was_ ? fmt::format("\"{}\" is not an absolute path to a directory", *was_) : "unset";
-  }
-
- private:
-  void remove_on_ending_signals() {
-    std::memcpy(g_runtime_dir, dir_.c_str(), dir_.size() + 1);
-    g_runtime_dir_owner = ::getpid();
-    struct sigaction ours {};
-    ours.sa_handler = remove_runtime_dir_and_reraise;
-    ::sigemptyset(&ours.sa_mask);
-    for (std::size_t i = 0; i < std::size(kEndingSignals); ++i) {
-      struct sigaction before {};
-      if (::sigaction(kEndingSignals[i], nullptr, &before) != 0 || before.sa_handler != SIG_DFL) continue;
-      installed_[i] = ::sigaction(kEndingSignals[i], &ours, nullptr) == 0;
-    }
-  }
-  void restore_signals() {
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    ::sigemptyset(&dfl.sa_mask);
-    for (std::size_t i = 0; i < std::size(kEndingSignals); ++i) {
-      struct sigaction now {};
-      // Left alone when the caller has set its own since.
-      if (installed_[i] && ::sigaction(kEndingSignals[i], nullptr, &now) == 0 &&
-          now.sa_handler == remove_runtime_dir_and_reraise)
-        ::sigaction(kEndingSignals[i], &dfl, nullptr);
-    }
-  }
-
-  std::string dir_;
-  std::optional<std::string> was_;
-  bool installed_[std::size(kEndingSignals)] = {};
-};
 
 }  // namespace
 
@@ -214,6 +134,15 @@ int exit_code_for(const Error& error) {
 Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   const double start = os::monotonic_seconds();
   if (auto v = validate(o); !v) return std::move(v).error();
+  // --peer: the serving side is warm already; its session opens before our workers start.
+  std::optional<RemoteSession> remote;
+  if (!o.peer.empty() && !o.list_devices) {
+    auto session = open_session(*os::parse_endpoint(o.peer), new_run_id(), kPeerHandshakeTimeoutS);
+    if (!session)
+      return Error{"cannot run", ErrorKind::unsupported, {},
+                   fmt::format("--peer={}: {}", o.peer, session.error().message())};
+    remote = std::move(*session);
+  }
   // The worker executable first: nothing starts when there is none, and never this program unless named.
   std::string worker;
   if (!o.list_devices) {
@@ -243,6 +172,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   engine.measure_repeats = o.measure_repeats;
   engine.jobs = o.measure || o.soak > std::chrono::nanoseconds(0) ? 1 : (o.jobs == 0 ? default_jobs() : std::min(o.jobs, jobs_limit()));
   engine.isolate_route = o.isolate == Isolation::route;
+  if (remote) engine.remote = &*remote;
   engine.base.half.expect_transport = to_string(o.expect_transport);
   engine.base.half.gl_driver = to_string(o.gl_driver);  // warm workers each decide what auto means before their EGL starts
   // Warm workers start first and the first one enumerates phase A, so this process
@@ -290,11 +220,16 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   f.phase_a.gles = std::move(a.gles);
   f.phase_a.cuda = std::move(a.cuda);
   f.phase_a.fd_transport = fd_check.get();
+  if (remote) {
+    if (auto same = same_device(f.phase_a, remote->peer_phase_a); !same) return std::move(same).error();
+    f.phase_a.peer = remote->finding;
+  }
   if (callbacks.phase_a) callbacks.phase_a(f.phase_a);
 
   // One row per route, and per memory type for the rows whose exporter picks its
   // memory; the rows phase A can answer are decided here and start no process.
-  const std::vector<PlannedRow> planned = plan_rows(o, *memory_types, PhaseAFacts{&dev, &f.phase_a.cuda});
+  std::vector<PlannedRow> planned = plan_rows(o, *memory_types, PhaseAFacts{&dev, &f.phase_a.cuda});
+  if (remote) decide_across(planned, remote->finding.boundary);
   if (!warm) warm.emplace(engine, planned);
   auto executed = warm->execute(planned, [&](const RowResult& r) {
     if (callbacks.row) callbacks.row(r);

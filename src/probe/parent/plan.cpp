@@ -95,3 +95,18 @@ std::vector<PlannedRow> plan_rows(const ProbeOptions& o, const std::vector<int>&
 }
 
 }  // namespace extmem::probe
+
+namespace extmem::probe {
+
+void decide_across(std::vector<PlannedRow>& planned, const std::vector<BoundaryFact>& boundary) {
+  if (!differs(boundary, "ns:pid")) return;
+  for (PlannedRow& r : planned) {
+    if (r.decided || r.fd_transport != os::FdTransport::pidfd) continue;
+    RouteFacts facts;
+    stop_row(facts, ErrorKind::unsupported,
+             "peer in another PID namespace: pidfd_getfd needs the peer's pid, which names no process here");
+    r.decided = decide(facts, {});
+  }
+}
+
+}  // namespace extmem::probe

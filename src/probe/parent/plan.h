@@ -9,6 +9,7 @@
 
 #include "extmem/cuda/enumerate.h"
 #include "extmem/core/verdict.h"
+#include "extmem/probe/boundary.h"
 #include "extmem/probe/probe.h"
 #include "extmem/vulkan/enumerate.h"
 #include "probe/parent/schedule.h"
@@ -50,5 +51,10 @@ void redecide(std::vector<PlannedRow>& planned, const ProbeOptions& options, con
 /// exactly as its row is.
 std::vector<PlannedRow> plan_rows(const ProbeOptions& options, const std::vector<int>& memory_types,
                                   const PhaseAFacts& found);
+
+/// --peer: decides the open rows whose mechanism `boundary` removes. An "@pidfd"
+/// twin across PID namespaces is UNSUPPORTED: the pid its peer announces names
+/// no process here (or another one), so pidfd_open cannot reach the peer.
+void decide_across(std::vector<PlannedRow>& planned, const std::vector<BoundaryFact>& boundary);
 
 }  // namespace extmem::probe

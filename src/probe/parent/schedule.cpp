@@ -41,7 +41,9 @@ struct Engine::State {
   // One verdict run (and with --measure the measuring run) of a planned row.
   Result<RowResult> run_row(const PlannedRow& planned, unsigned lane_index) {
     auto once = [&](const SuperviseParams& p) {
-      return lane.empty() ? supervise(*planned.route, p) : supervise_on_lane(*planned.route, p, *lane[lane_index]);
+      if (lane.empty()) return supervise(*planned.route, p);
+      if (options.remote != nullptr) return supervise_across(*planned.route, p, *lane[lane_index], *options.remote);
+      return supervise_on_lane(*planned.route, p, *lane[lane_index]);
     };
     SuperviseParams p = options.base;
     p.half.memory_type = planned.memory_type;
@@ -79,7 +81,7 @@ Engine::Engine(const EngineOptions& options, const std::vector<PlannedRow>& may_
     gl = gl || r.route->needs.gl;
     cuda = cuda || r.route->needs.cuda;
   }
-  s.lanes = static_cast<unsigned>(std::clamp<std::size_t>(runnable, 1, std::max(options.jobs, 1u)));
+  s.lanes = options.remote != nullptr ? 1u : static_cast<unsigned>(std::clamp<std::size_t>(runnable, 1, std::max(options.jobs, 1u)));
   if (options.isolate_route || runnable == 0) return;
   for (unsigned i = 0; i < s.lanes; ++i) {
     WorkerWarmth warmth{gl && i == 0, cuda && i == (s.lanes > 1 ? 1u : 0u), options.base.half.gl_driver};
@@ -90,7 +92,8 @@ Engine::Engine(const EngineOptions& options, const std::vector<PlannedRow>& may_
       if (i == 0) device_args.push_back(fmt::format("--phase-a=vulkan{}{}", gl ? ",gl" : "", cuda ? ",cuda" : ""));
     }
     s.lane.push_back(std::make_unique<Lane>(options.base.exe, device_args, warmth));
-    if (auto st = s.lane.back()->start(client); !st && s.started) s.started = std::move(st);
+    // With --peer only slot A runs this side's halves.
+    if (auto st = s.lane.back()->start(client && options.remote == nullptr); !st && s.started) s.started = std::move(st);
   }
 }
 
@@ -106,34 +109,14 @@ bool Engine::finds_phase_a() const {
 Result<Result<PhaseA>> Engine::phase_a(double timeout_s) {
   State& s = *state_;
   if (!s.started) return s.started.error();
-  WorkerProcess* w = s.lane.empty() ? nullptr : s.lane[0]->existing(Slot::a);
-  if (w == nullptr) return Error{"phase A", ErrorKind::invalid_argument, {}, "no worker started to enumerate"};
-  const double deadline = os::monotonic_seconds() + timeout_s;
-  for (;;) {
-    const double left = deadline - os::monotonic_seconds();
-    if (left <= 0)
-      return Error{"phase A", ErrorKind::timeout, {}, fmt::format("no findings from the worker within {:g} s", timeout_s)};
-    auto frame = w->control.recv(static_cast<int>(left * 1000) + 1);
-    if (!frame) {
-      if (frame.error().kind == ErrorKind::timeout) continue;
-      if (frame.error().kind == ErrorKind::peer_closed) {
-        auto info = w->child.wait(2000);
-        const std::string how = info ? info->describe() : "no exit seen";
-        s.lane[0]->drop(Slot::a);
-        return Error{"phase A in the worker", ErrorKind::driver, how, "the worker ended before it sent phase A"};
-      }
-      return std::move(frame).error();
-    }
-    if (frame->type == os::MsgType::step) continue;
-    if (frame->type != os::MsgType::findings)
-      return Error{"phase A", ErrorKind::protocol, {}, fmt::format("unexpected message type {}", static_cast<int>(frame->type))};
-    auto found = decode_phase_a(frame->payload);
-    if (found && *found) {
-      s.options.base.half.device_index = (*found)->selected;
-      for (auto& l : s.lane) l->set_device_index((*found)->selected);
-    }
-    return found;
+  if (s.lane.empty() || s.lane[0]->existing(Slot::a) == nullptr)
+    return Error{"phase A", ErrorKind::invalid_argument, {}, "no worker started to enumerate"};
+  auto found = receive_phase_a(*s.lane[0], timeout_s);
+  if (found && *found) {
+    s.options.base.half.device_index = (*found)->selected;
+    for (auto& l : s.lane) l->set_device_index((*found)->selected);
   }
+  return found;
 }
 
 Result<std::vector<RowResult>> Engine::execute(const std::vector<PlannedRow>& plan, const RowSink& sink) {

@@ -38,6 +38,9 @@ struct EngineOptions {
   /// vk::select_device(…, *select_device) and lane 0's first worker enumerates phase A
   /// for the parent (Engine::phase_a), so the parent loads no driver itself.
   std::optional<std::string> select_device;
+  /// --peer: the session with the serving side, which runs one half of every route
+  /// (supervise_across); one lane, whose slot A runs this side's half. Borrowed.
+  RemoteSession* remote = nullptr;
 };
 
 /// The default --jobs: one lane. Measured (bench/probe_ab.py, docs/probe-engine.md):

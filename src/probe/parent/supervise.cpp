@@ -16,6 +16,8 @@
 #include "probe/parent/route_deadline.h"
 #include "probe/parent/worker_pool.h"
 #include "probe/route_report.h"
+#include "probe/parent/remote.h"
+#include "probe/serve/session_codec.h"
 
 namespace extmem::probe {
 namespace {
@@ -27,6 +29,7 @@ struct Half {
   bool open = true;     // still running the route
   bool spawned = false;
   bool warm = false;    // a worker: `done` ends the half, EOF means the worker died
+  bool remote = false;  // on the serving side of --peer: its `reply` frames say how the half ended
   bool died = false;    // warm: the control socket closed mid-route
   bool* answered = nullptr;  // warm: its worker's WorkerProcess::answered
   std::string last_step = "start";
@@ -46,6 +49,23 @@ bool starting(const std::array<Half, 2>& halves) {
   for (const Half& h : halves)
     if (h.open && h.answered != nullptr && !*h.answered) return true;
   return false;
+}
+
+// A serving side's word on its half: it ended without a done frame, or the job was refused.
+void remote_event(Half& h, Collected& c, const std::string& payload) {
+  auto event = decode_event(payload);
+  if (!event) {
+    c.fatal = fmt::format("malformed message from the serving side after step \"{}\": {}", h.last_step,
+                          event.error().message());
+  } else if (event->refused) {
+    c.fatal = fmt::format("the serving side refused the {} half: {}: {}", to_string(h.role),
+                          to_string(event->refused->reason), event->refused->detail);
+  } else if (event->half_ended) {
+    h.open = false;
+    h.exit = *event->half_ended;
+  } else {
+    c.fatal = "the serving side sent an abandon, which only the driving side sends";
+  }
 }
 
 // Reads frames from the open halves until both have ended, the deadline passes or a
@@ -112,6 +132,8 @@ Collected collect(std::array<Half, 2>& halves, RouteDeadline limit) {
           h.exit = os::ExitInfo{true, done->exit_code, false, 0};
           h.hygiene = done->hygiene;
         }
+      } else if (frame->type == os::MsgType::reply && h.remote) {
+        remote_event(h, c, frame->payload);
       } else {
         c.fatal = fmt::format("unexpected message type {} from {}", static_cast<int>(frame->type), to_string(h.role));
       }
@@ -310,6 +332,120 @@ Result<RowResult> supervise_on_lane(const RouteDef& route, const SuperviseParams
   RowResult r = conclude(route, halves, c, params, still_running, start);
   r.worker_hygiene.emplace();
   for (const Half& h : halves) (h.role == Role::server ? r.worker_hygiene->server : r.worker_hygiene->client) = h.hygiene;
+  return r;
+}
+
+}  // namespace extmem::probe
+
+namespace extmem::probe {
+namespace {
+
+// Asks the serving side to end its half and reads until it says the half ended,
+// dropping the relayed frames of the route left behind. The session is unusable
+// (broken) when no answer comes within 10 s.
+void abandon_remote(RemoteSession& remote) {
+  if (!remote.channel.send(os::MsgType::request, encode_event(SessionEvent{.abandon = true}))) {
+    remote.broken = "the session closed while its half was abandoned";
+    return;
+  }
+  const double until = os::monotonic_seconds() + 10;
+  while (os::monotonic_seconds() < until) {
+    auto frame = remote.channel.recv(static_cast<int>((until - os::monotonic_seconds()) * 1000) + 1);
+    if (!frame) {
+      if (frame.error().kind == ErrorKind::timeout) continue;
+      remote.broken = "the session closed while its half was abandoned: " + frame.error().message();
+      return;
+    }
+    if (frame->type != os::MsgType::reply) continue;  // the abandoned route's steps, report, done
+    auto event = decode_event(frame->payload);
+    if (event && event->half_ended) return;
+  }
+  remote.broken = "the serving side did not end its half within 10 s of being asked";
+}
+
+RowResult broken_session_row(const RouteDef& route, const RemoteSession& remote) {
+  RowResult r;
+  r.row = std::string(route.row);
+  RouteFacts facts;
+  stop_row(facts, ErrorKind::peer_closed, fmt::format("the session with the serving side ({}) is over: {}",
+                                                      remote.finding.endpoint, remote.broken));
+  r.verdict = decide(facts, {});
+  return r;
+}
+
+}  // namespace
+
+Result<RowResult> supervise_across(const RouteDef& route, const SuperviseParams& params, Lane& lane,
+                                   RemoteSession& remote) {
+  if (!remote.broken.empty()) return broken_session_row(route, remote);
+  const double start = os::monotonic_seconds();
+  std::array<Half, 2> halves = two_halves(route);
+  auto peer = os::Channel::pair();
+  if (!peer) return std::move(peer).error();
+  WorkerProcess* local = nullptr;
+  for (Half& h : halves) {
+    if (!h.open) continue;
+    const int peer_end = h.role == Role::server ? peer->first.fd() : peer->second.fd();
+    const std::string job = half_job(route, h.role, params);
+    if (h.role == remote.served_role) {
+      if (auto sent = remote.channel.send(os::MsgType::job, job, peer_end); !sent) {
+        remote.broken = "sending a job failed: " + sent.error().message();
+        return broken_session_row(route, remote);
+      }
+      h.remote = true;
+      h.channel = &remote.channel;
+      h.answered = &remote.answered;
+    } else {
+      // This side's half runs on slot A, the worker that keeps EGL, whichever half it is.
+      for (int attempt = 0; attempt < 2 && local == nullptr; ++attempt) {
+        auto w = lane.worker(Slot::a);
+        if (!w) return std::move(w).error();
+        if ((*w)->control.send(os::MsgType::job, job, peer_end).ok()) local = *w;
+        else lane.drop(Slot::a);
+      }
+      if (local == nullptr) return os_error("send the job to a new worker", EPIPE);
+      h.channel = &local->control;
+      h.answered = &local->answered;
+    }
+    h.spawned = true;
+    h.warm = true;
+  }
+  peer->first.owned_fd().reset();
+  peer->second.owned_fd().reset();
+
+  Collected c = collect(halves, RouteDeadline{start, params.timeout_s + params.half.soak_s});
+
+  std::string still_running;
+  for (Half& h : halves) {
+    if (!h.spawned) continue;
+    if (h.remote) {
+      if (h.died) {
+        remote.broken = fmt::format("the serving side closed the session during its {} half's step \"{}\"",
+                                    to_string(h.role), h.last_step);
+        if (!c.fatal && !c.timed_out) c.fatal = remote.broken;
+      } else if (h.open) {
+        note_running(still_running, h);
+        abandon_remote(remote);
+      }
+    } else if (h.died) {
+      auto info = local->child.wait(2000);
+      h.exit = info ? *info : local->child.kill_and_reap();
+      lane.drop(Slot::a);
+    } else if (c.timed_out || c.fatal) {
+      if (h.open) note_running(still_running, h);
+      lane.drop(Slot::a);
+    } else if (route.retires_worker) {
+      lane.retire(Slot::a);
+    }
+  }
+  RowResult r = conclude(route, halves, c, params, still_running, start);
+  r.worker_hygiene.emplace();
+  for (const Half& h : halves) (h.role == Role::server ? r.worker_hygiene->server : r.worker_hygiene->client) = h.hygiene;
+  if (!remote.finding.boundary.empty()) {
+    std::string facts;
+    for (const BoundaryFact& f : remote.finding.boundary) facts += (facts.empty() ? "" : "; ") + f.text;
+    r.detail.push_back("boundary: " + facts);
+  }
   return r;
 }
 

@@ -14,6 +14,7 @@
 namespace extmem::probe {
 
 class Lane;
+struct RemoteSession;
 
 struct SuperviseParams {
   std::string exe;              ///< binary to re-execute
@@ -38,5 +39,17 @@ Result<RowResult> supervise(const RouteDef& route, const SuperviseParams& params
 /// RowResult::worker_hygiene holds what each half left in its worker.
 /// Errors: a worker cannot be started (os_error("posix_spawn"), os_error("socketpair")).
 Result<RowResult> supervise_on_lane(const RouteDef& route, const SuperviseParams& params, Lane& lane);
+
+/// --peer: the half the serving side runs (RemoteSession::served_role) goes to it
+/// as a job over the session, with its end of a fresh peer socket; the other half
+/// runs on `lane`'s slot A. The serving side relays its worker's frames, so both
+/// halves are read as on a lane; a half the serving side says ended without a
+/// done frame reads as a worker that died. When the route times out or fails
+/// with the serving half still running, it is abandoned (the serving side kills
+/// it); a session that closes or does not answer is marked broken, and every
+/// later row FAILs naming why. A row's detail names the boundary facts that differ.
+/// Errors: a local worker cannot be started (os_error("posix_spawn"), os_error("socketpair")).
+Result<RowResult> supervise_across(const RouteDef& route, const SuperviseParams& params, Lane& lane,
+                                   RemoteSession& remote);
 
 }  // namespace extmem::probe

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "extmem/os/clock.h"
 #include "extmem/probe/trace.h"
+#include "probe/phase_a_wire.h"
 
 namespace extmem::probe {
 
@@ -69,6 +71,32 @@ Status Lane::start(bool both) {
     if (auto c = worker(Slot::b); !c) return std::move(c).error();
   }
   return {};
+}
+
+Result<Result<PhaseA>> receive_phase_a(Lane& lane, double timeout_s) {
+  WorkerProcess* w = lane.existing(Slot::a);
+  if (w == nullptr) return Error{"phase A", ErrorKind::invalid_argument, {}, "no worker started to enumerate"};
+  const double deadline = os::monotonic_seconds() + timeout_s;
+  for (;;) {
+    const double left = deadline - os::monotonic_seconds();
+    if (left <= 0)
+      return Error{"phase A", ErrorKind::timeout, {}, fmt::format("no findings from the worker within {:g} s", timeout_s)};
+    auto frame = w->control.recv(static_cast<int>(left * 1000) + 1);
+    if (!frame) {
+      if (frame.error().kind == ErrorKind::timeout) continue;
+      if (frame.error().kind == ErrorKind::peer_closed) {
+        auto info = w->child.wait(2000);
+        const std::string how = info ? info->describe() : "no exit seen";
+        lane.drop(Slot::a);
+        return Error{"phase A in the worker", ErrorKind::driver, how, "the worker ended before it sent phase A"};
+      }
+      return std::move(frame).error();
+    }
+    if (frame->type == os::MsgType::step) continue;
+    if (frame->type != os::MsgType::findings)
+      return Error{"phase A", ErrorKind::protocol, {}, fmt::format("unexpected message type {}", static_cast<int>(frame->type))};
+    return decode_phase_a(frame->payload);
+  }
 }
 
 }  // namespace extmem::probe

@@ -12,6 +12,7 @@
 #include "extmem/core/error.h"
 #include "extmem/os/child.h"
 #include "extmem/os/ipc.h"
+#include "extmem/probe/findings.h"
 #include "extmem/probe/probe.h"
 #include "probe/worker/child_context.h"
 
@@ -72,5 +73,12 @@ class Lane {
   std::optional<WorkerProcess> workers_[2];
   std::vector<WorkerProcess> retired_;  ///< exiting, reaped by the destructor
 };
+
+/// Waits at most `timeout_s` for the phase A that `lane`'s slot A worker (started
+/// with --phase-a) sends, as the worker settled it (settle_phase_a()). Errors: no
+/// worker in slot A (invalid_argument); it ended first (driver, its exit named;
+/// the slot is dropped); no findings in time (timeout); a frame of another type
+/// (protocol); recv's errors.
+Result<Result<PhaseA>> receive_phase_a(Lane& lane, double timeout_s);
 
 }  // namespace extmem::probe

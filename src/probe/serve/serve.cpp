@@ -1,0 +1,471 @@
+// extmem probe serve: the serving side of a probe run across a boundary
+// (docs/serve.md). One lane's slot A worker runs every half a session sends.
+#include "extmem/probe/serve.h"
+
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <future>
+#include <ostream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "extmem/os/clock.h"
+#include "extmem/os/endpoint.h"
+#include "extmem/os/file.h"
+#include "extmem/probe/write.h"
+#include "extmem/version.h"
+#include "probe/job_codec.h"
+#include "probe/layout.h"
+#include "probe/parent/fd_check.h"
+#include "probe/parent/phase_a.h"
+#include "probe/parent/route_deadline.h"
+#include "probe/parent/runtime_dir.h"
+#include "probe/parent/worker_pool.h"
+#include "probe/phase_a_codec.h"
+#include "probe/phase_a_wire.h"
+#include "probe/routes.h"
+#include "probe/serve/session_codec.h"
+
+namespace extmem::probe {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kPhaseATimeoutS = 120;
+
+Error serve_usage(std::string option, std::string detail) {
+  return Error{std::move(option), ErrorKind::invalid_argument, {}, std::move(detail)};
+}
+
+// The group --allow-group names: a group name, or a gid in decimal.
+Result<gid_t> group_of(const std::string& text) {
+  gid_t gid = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), gid);
+  if (ec == std::errc() && end == text.data() + text.size()) return gid;
+  if (const group* g = ::getgrnam(text.c_str())) return g->gr_gid;
+  return serve_usage("--allow-group", fmt::format("\"{}\" names no group; accepted: a group name or a gid", text));
+}
+
+// kDefaultMaxSizeFraction of MemAvailable, rounded down to a page; 0 when /proc/meminfo says nothing.
+std::uint64_t default_max_size() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") return static_cast<std::uint64_t>(kib * 1024 * kDefaultMaxSizeFraction) / 4096 * 4096;
+    meminfo.ignore(256, '\n');
+  }
+  return 0;
+}
+
+double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
+
+// One half this server ran, for its line and its document.
+struct ServedHalf {
+  std::string row, role, ended;
+  double seconds = 0;
+};
+
+// One session, or one refused connection (then `refused` is set and nothing ran).
+struct SessionLog {
+  unsigned number = 0;
+  os::PeerCredentials credentials;
+  std::string run_id;
+  std::optional<SideContext> peer;
+  std::vector<BoundaryFact> boundary;
+  std::vector<ServedHalf> halves;
+  std::optional<SessionRefusal> refused;
+  std::string ended;
+};
+
+class Server {
+ public:
+  Server(const ServeOptions& o, os::Listener listener, Lane& lane, PhaseA phase_a, std::ostream& out)
+      : o_(o), listener_(std::move(listener)), lane_(lane), phase_a_(std::move(phase_a)), out_(out) {
+    role_ = o.role == ServeRole::server ? Role::server : Role::client;
+    max_size_ = o.max_size != 0 ? o.max_size : default_max_size();
+    allowed_ = o.allow_uids.empty() ? std::vector<std::uint32_t>{static_cast<std::uint32_t>(::getuid())} : o.allow_uids;
+    here_ = read_side_context();
+  }
+
+  std::uint64_t max_size() const { return max_size_; }
+  const std::vector<std::uint32_t>& allowed() const { return allowed_; }
+
+  // Serves until o_.sessions sessions ran (0: forever). Returns the exit code.
+  int run() {
+    for (unsigned served = 0; o_.sessions == 0 || served < o_.sessions;) {
+      auto conn = listener_.accept(-1);
+      if (!conn) {
+        if (conn.error().is_errno(EINTR)) continue;
+        out_ << fmt::format("serve: {}\n", conn.error().message());
+        return kExitCannotRun;
+      }
+      SessionLog log;
+      log.credentials = conn->second;
+      if (std::find(allowed_.begin(), allowed_.end(), conn->second.uid) == allowed_.end()) {
+        refuse(conn->first, log, Refusal::not_allowed,
+               fmt::format("uid {} may not use this server; it serves uid {} (--allow-uid)", conn->second.uid,
+                           fmt::join(allowed_, ",")));
+      } else {
+        log.number = served + 1;
+        if (session(conn->first, log)) ++served;
+        else log.number = 0;  // refused at its hello: not a session
+      }
+      print(log);
+      logs_.push_back(std::move(log));
+      if (!o_.json_path.empty()) (void)os::write_file_atomically(o_.json_path, document());
+    }
+    return kExitOk;
+  }
+
+ private:
+  // Tells the peer why and ends its session; the server goes on.
+  void refuse(const os::Channel& c, SessionLog& log, Refusal reason, std::string detail) {
+    log.refused = SessionRefusal{reason, std::move(detail)};
+    (void)c.send(os::MsgType::reply, encode_event(SessionEvent{.refused = log.refused}));
+  }
+
+  // A peer that connects while a session runs is told the server is busy.
+  void refuse_waiting_peer() {
+    auto conn = listener_.accept(0);
+    if (!conn) return;
+    SessionLog log;
+    log.credentials = conn->second;
+    refuse(conn->first, log, Refusal::busy, "another driving peer's session is running; one is served at a time");
+    print(log);
+    logs_.push_back(std::move(log));
+  }
+
+  // Waits at most `timeout_ms` for a frame on `c`, refusing peers that connect meanwhile.
+  Result<os::Frame> next_frame(const os::Channel& c, int timeout_ms) {
+    const double until = os::monotonic_seconds() + timeout_ms / 1000.0;
+    for (;;) {
+      const double left = until - os::monotonic_seconds();
+      if (left <= 0) return Error{"session", ErrorKind::timeout, {}, "nothing came"};
+      pollfd p[2] = {{c.fd(), POLLIN, 0}, {listener_.fd(), POLLIN, 0}};
+      const int r = ::poll(p, 2, static_cast<int>(left * 1000) + 1);
+      if (r < 0 && errno != EINTR) return os_error("poll", errno);
+      if (r > 0 && (p[1].revents & POLLIN)) refuse_waiting_peer();
+      if (r > 0 && p[0].revents != 0) return c.recv(0);
+    }
+  }
+
+  // The handshake, then one job after another until the peer closes. Returns whether
+  // the session counts (its hello was accepted).
+  bool session(const os::Channel& c, SessionLog& log) {
+    const int idle_ms = static_cast<int>(seconds(o_.idle_timeout) * 1000);
+    auto first = next_frame(c, idle_ms);
+    if (!first) {
+      if (first.error().kind == ErrorKind::timeout)
+        refuse(c, log, Refusal::idle, fmt::format("no hello within --idle-timeout={:g} s", seconds(o_.idle_timeout)));
+      else
+        log.refused = SessionRefusal{Refusal::malformed, first.error().message()};
+      return false;
+    }
+    auto hello = first->type == os::MsgType::request ? decode_hello(first->payload)
+                                                     : Result<Hello>(Error{"decode hello", ErrorKind::protocol, {},
+                                                                           "the first frame is a hello (a request)"});
+    if (!hello) {
+      refuse(c, log, Refusal::malformed, hello.error().message());
+      return false;
+    }
+    if (hello->protocol != kServeProtocol) {
+      refuse(c, log, Refusal::protocol_version,
+             fmt::format("protocol {} is not spoken here; accepted: {} (extmem {})", hello->protocol, kServeProtocol,
+                         kVersion));
+      return false;
+    }
+    log.run_id = hello->run_id;
+    log.peer = hello->context;
+    log.boundary = compare_sides(here_, hello->context);
+    const Welcome welcome{kServeProtocol, kVersion, role_, max_size_, here_};
+    if (!c.send(os::MsgType::reply, encode_welcome(welcome)) ||
+        !c.send(os::MsgType::findings, encode_phase_a(phase_a_))) {
+      log.ended = "the driving side went away during the handshake";
+      return true;
+    }
+    for (;;) {
+      auto frame = next_frame(c, idle_ms);
+      if (!frame) {
+        if (frame.error().kind == ErrorKind::timeout) {
+          refuse(c, log, Refusal::idle, fmt::format("nothing came within --idle-timeout={:g} s", seconds(o_.idle_timeout)));
+          log.ended = "idle";
+        } else {
+          log.ended = frame.error().kind == ErrorKind::peer_closed ? "the driving side closed the session"
+                                                                     : frame.error().message();
+        }
+        return true;
+      }
+      if (frame->type == os::MsgType::request) {
+        auto event = decode_event(frame->payload);
+        if (!event || !event->abandon) {
+          refuse(c, log, Refusal::malformed, event ? "only an abandon may come between jobs" : event.error().message());
+          return true;
+        }
+        // The half it abandons has ended already (its done crossed the abandon): say so.
+        (void)c.send(os::MsgType::reply, encode_event(SessionEvent{.half_ended = os::ExitInfo{true, 0, false, 0}}));
+        continue;
+      }
+      if (frame->type != os::MsgType::job) {
+        refuse(c, log, Refusal::malformed,
+               fmt::format("message type {} is not accepted here: a job or an abandon", static_cast<int>(frame->type)));
+        return true;
+      }
+      if (!job(c, std::move(*frame), log)) return true;
+    }
+  }
+
+  // Checks and runs one job, relaying its half's frames. Returns false when the session is over.
+  bool job(const os::Channel& c, os::Frame frame, SessionLog& log) {
+    auto params = decode_job(frame.payload);
+    if (!params) {
+      refuse(c, log, Refusal::malformed, params.error().message());
+      return false;
+    }
+    if (!frame.fd.valid()) {
+      refuse(c, log, Refusal::malformed, "a job frame carries the serving half's end of the route's peer socket as its fd");
+      return false;
+    }
+    if (params->role != role_) {
+      refuse(c, log, Refusal::wrong_role,
+             fmt::format("this server runs the {} halves (--serve-role); the job is for a {} half", to_string(role_),
+                         to_string(params->role)));
+      return false;
+    }
+    if (static_cast<std::uint64_t>(params->layout.size) > max_size_) {
+      refuse(c, log, Refusal::too_large,
+             fmt::format("{} bytes is above this server's --max-size={} bytes; accepted: a size up to that",
+                         params->layout.size, max_size_));
+      return false;
+    }
+    const RouteDef* route = find_route(params->row);
+    if ((role_ == Role::server ? route->server.main : route->client.main) == nullptr) {
+      refuse(c, log, Refusal::malformed, fmt::format("row {} has no {} half", params->row, to_string(role_)));
+      return false;
+    }
+    const double start = os::monotonic_seconds();
+    WorkerProcess* w = nullptr;
+    const std::string payload = encode_job(*params);
+    for (int attempt = 0; attempt < 2 && w == nullptr; ++attempt) {
+      auto got = lane_.worker(Slot::a);
+      if (!got) break;
+      if ((*got)->control.send(os::MsgType::job, payload, frame.fd.get()).ok()) w = *got;
+      else lane_.drop(Slot::a);
+    }
+    frame.fd.reset();  // the worker has its own copy now
+    if (w == nullptr) {
+      refuse(c, log, Refusal::server_error, "the serving side could not start a worker for the half");
+      return false;
+    }
+    ServedHalf half{params->row, to_string(role_), {}, 0};
+    const bool session_on = relay(c, *w, RouteDeadline{start, seconds(o_.timeout) + params->soak_s}, half);
+    if (session_on && route->retires_worker) lane_.retire(Slot::a);
+    half.seconds = os::monotonic_seconds() - start;
+    log.halves.push_back(std::move(half));
+    return session_on;
+  }
+
+  // Passes the worker's step, report and done frames on until its half ends. A
+  // worker that dies, hangs past the deadline or breaks the protocol, and a half
+  // the peer abandons, are killed, and the peer is told how the half ended.
+  bool relay(const os::Channel& c, WorkerProcess& w, RouteDeadline limit, ServedHalf& half) {
+    auto ended = [&](const os::ExitInfo& info, std::string why) {
+      half.ended = std::move(why);
+      return c.send(os::MsgType::reply, encode_event(SessionEvent{.half_ended = info})).ok();
+    };
+    auto kill = [&] {
+      const os::ExitInfo info = w.child.kill_and_reap();
+      lane_.drop(Slot::a);
+      return info;
+    };
+    for (;;) {
+      const double left = limit.at(!w.answered) - os::monotonic_seconds();
+      if (left <= 0) return ended(kill(), "killed: past its deadline");
+      pollfd p[3] = {{w.control.fd(), POLLIN, 0}, {c.fd(), POLLIN, 0}, {listener_.fd(), POLLIN, 0}};
+      const int r = ::poll(p, 3, static_cast<int>(left * 1000) + 1);
+      if (r < 0 && errno != EINTR) return ended(kill(), "killed: poll failed");
+      if (r <= 0) continue;
+      if (p[2].revents & POLLIN) refuse_waiting_peer();
+      if (p[1].revents != 0) {
+        auto frame = c.recv(0);
+        if (!frame) {
+          if (frame.error().kind == ErrorKind::timeout) continue;
+          kill();
+          half.ended = "killed: the driving side closed the session mid-route";
+          return false;
+        }
+        auto event = frame->type == os::MsgType::request ? decode_event(frame->payload) : Result<SessionEvent>(Error{});
+        if (!event || !event->abandon) {
+          kill();
+          half.ended = "killed: the driving side broke the protocol mid-route";
+          (void)c.send(os::MsgType::reply,
+                       encode_event(SessionEvent{.refused = SessionRefusal{Refusal::malformed, "only an abandon may come while a half runs"}}));
+          return false;
+        }
+        return ended(kill(), "killed: abandoned by the driving side");
+      }
+      if (p[0].revents == 0) continue;
+      auto frame = w.control.recv(0);
+      if (frame && !w.answered) {
+        w.answered = true;
+        limit.first_frame(os::monotonic_seconds());
+      }
+      if (!frame) {
+        if (frame.error().kind == ErrorKind::timeout) continue;
+        auto info = w.child.wait(2000);
+        const os::ExitInfo how = info ? *info : w.child.kill_and_reap();
+        lane_.drop(Slot::a);
+        return ended(how, "its worker ended: " + how.describe());
+      }
+      if (frame->type != os::MsgType::step && frame->type != os::MsgType::report && frame->type != os::MsgType::done)
+        return ended(kill(), fmt::format("killed: its worker sent message type {}", static_cast<int>(frame->type)));
+      if (!c.send(frame->type, frame->payload)) {
+        kill();
+        half.ended = "killed: the driving side went away";
+        return false;
+      }
+      if (frame->type == os::MsgType::done) {
+        half.ended = "done";
+        return true;
+      }
+    }
+  }
+
+  void print(const SessionLog& l) {
+    if (l.refused && l.number == 0) {
+      out_ << fmt::format("refused: uid {} pid {}: {}: {}\n", l.credentials.uid, l.credentials.pid,
+                          to_string(l.refused->reason), l.refused->detail);
+      return;
+    }
+    out_ << fmt::format("session {}: uid {} pid {} run {}: {} halves{}{}\n", l.number, l.credentials.uid,
+                        l.credentials.pid, l.run_id.empty() ? "-" : l.run_id, l.halves.size(),
+                        l.refused ? fmt::format(", refused: {}: {}", to_string(l.refused->reason), l.refused->detail) : "",
+                        l.ended.empty() ? "" : ", ended: " + l.ended);
+    for (const BoundaryFact& f : l.boundary) out_ << fmt::format("  boundary: {} [{}]\n", f.text, f.fact);
+    out_.flush();
+  }
+
+  std::string document() const {
+    json sessions = json::array(), refused = json::array();
+    for (const SessionLog& l : logs_) {
+      json who = {{"uid", l.credentials.uid}, {"pid", l.credentials.pid}};
+      json why = l.refused ? json{{"reason", to_string(l.refused->reason)}, {"detail", l.refused->detail}} : json(nullptr);
+      if (l.number == 0) {
+        refused.push_back({{"peer", who}, {"refused", why}});
+        continue;
+      }
+      json halves = json::array();
+      for (const ServedHalf& h : l.halves)
+        halves.push_back({{"row", h.row}, {"role", h.role}, {"ended", h.ended}, {"seconds", h.seconds}});
+      sessions.push_back({{"session", l.number}, {"run_id", l.run_id}, {"peer", who},
+                          {"peer_context", l.peer ? side_context_json(*l.peer) : json(nullptr)},
+                          {"boundary", boundary_json(l.boundary)}, {"halves", halves}, {"refused", why}, {"ended", l.ended}});
+    }
+    json doc = {{"schema", "extmem-serve-result"}, {"tool_version", kVersion}, {"endpoint", listener_.endpoint().text()},
+                {"serve_role", to_string(role_)}, {"max_size", max_size_}, {"allow_uids", allowed_},
+                {"side_context", side_context_json(here_)}, {"sessions", sessions}, {"refused", refused}};
+    doc.update(phase_a_json(phase_a_));
+    return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  }
+
+  const ServeOptions& o_;
+  os::Listener listener_;
+  Lane& lane_;
+  PhaseA phase_a_;
+  std::ostream& out_;
+  Role role_ = Role::server;
+  std::uint64_t max_size_ = 0;
+  std::vector<std::uint32_t> allowed_;
+  SideContext here_;
+  std::vector<SessionLog> logs_;
+};
+
+}  // namespace
+
+const char* to_string(ServeRole role) noexcept { return role == ServeRole::server ? "server" : "client"; }
+
+Status validate(const ServeOptions& o) {
+  if (o.endpoint.empty())
+    return serve_usage("--endpoint", "is required; accepted: a socket path or @NAME (an abstract socket)");
+  if (auto e = os::parse_endpoint(o.endpoint); !e)
+    return serve_usage("--endpoint", fmt::format("\"{}\": {}", o.endpoint, e.error().detail));
+  if (o.idle_timeout < kIdleTimeoutRange.min || o.idle_timeout > kIdleTimeoutRange.max)
+    return serve_usage("--idle-timeout", fmt::format("{:g} s is not accepted: {}", seconds(o.idle_timeout),
+                                                     describe_duration(kIdleTimeoutRange)));
+  if (o.timeout < kTimeoutRange.min || o.timeout > kTimeoutRange.max)
+    return serve_usage("--timeout", fmt::format("{:g} s is not accepted: {}", seconds(o.timeout), describe_duration(kTimeoutRange)));
+  if (o.max_size != 0 && (o.max_size % 4096 != 0 || o.max_size < kMinSize || o.max_size > static_cast<std::uint64_t>(kMaxJobSize)))
+    return serve_usage("--max-size", fmt::format("{} bytes is not accepted: a multiple of 4096 from {} to {}", o.max_size,
+                                                 kMinSize, kMaxJobSize));
+  if (!o.allow_group.empty())
+    if (auto g = group_of(o.allow_group); !g) return std::move(g).error();
+  if (!o.json_path.empty())
+    if (std::string problem = os::creatable_problem(o.json_path); !problem.empty()) return serve_usage("--json", problem);
+  return {};
+}
+
+int serve(const ServeOptions& o, std::ostream& out, std::ostream& err) {
+  auto say = [&](const Error& e) {
+    err << "extmem probe serve: " << (e.step.empty() ? "" : e.step + ": ") << e.detail
+        << (e.code.empty() ? "" : " (" + e.code + ")") << "\n";
+  };
+  if (auto v = validate(o); !v) {
+    say(v.error());
+    return kExitUsage;
+  }
+  ProbeOptions po;
+  po.worker = o.worker;
+  auto exe = find_worker(po);
+  if (!exe) {
+    say(exe.error());
+    return kExitCannotRun;
+  }
+  std::optional<gid_t> group;
+  if (!o.allow_group.empty()) group = *group_of(o.allow_group);
+  // First, so a second server on the same endpoint ends at once, before any driver starts.
+  auto listener = os::Listener::listen(*os::parse_endpoint(o.endpoint), group);
+  if (!listener) {
+    say(listener.error());
+    return kExitCannotRun;
+  }
+  // A peer that vanishes mid-send must not end the server.
+  ::signal(SIGPIPE, SIG_IGN);
+  const PrivateRuntimeDir runtime_dir;
+  std::future<FdTransportFinding> fd_check = std::async(std::launch::async, [w = *exe] { return check_fd_transport(w); });
+  // The server does not know which rows a peer will ask for: every driver starts.
+  std::vector<std::string> device_args = {"--worker-select", "--phase-a=vulkan,gl,cuda"};
+  if (!o.device.empty()) device_args.push_back("--worker-device=" + o.device);
+  Lane lane(*exe, device_args, WorkerWarmth{true, true, to_string(o.gl_driver)});
+  if (auto started = lane.start(false); !started) {
+    say(started.error());
+    return kExitCannotRun;
+  }
+  auto found = receive_phase_a(lane, kPhaseATimeoutS);
+  if (!found || !*found) {
+    const Error& e = !found ? found.error() : found->error();
+    say(e);
+    return e.kind == ErrorKind::invalid_argument ? kExitUsage : kExitCannotRun;
+  }
+  PhaseA a = std::move(**found);
+  lane.set_device_index(a.selected);
+  a.context = read_run_context();
+  runtime_dir.describe(a.context);
+  a.fd_transport = fd_check.get();
+  write_found(out, a);
+  Server server(o, std::move(*listener), lane, std::move(a), out);
+  out << fmt::format("== serving on {}: the {} halves, {} session(s), --max-size={} bytes, uids {}\n", o.endpoint,
+                     to_string(o.role), o.sessions == 0 ? std::string("unlimited") : std::to_string(o.sessions),
+                     server.max_size(), fmt::join(server.allowed(), ","));
+  out.flush();
+  return server.run();
+}
+
+}  // namespace extmem::probe
