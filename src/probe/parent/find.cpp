@@ -222,6 +222,11 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   f.phase_a.fd_transport = fd_check.get();
   if (remote) {
     if (auto same = same_device(f.phase_a, remote->peer_phase_a); !same) return std::move(same).error();
+    const std::size_t largest = o.measure ? std::max(o.size, o.measure_size) : o.size;
+    if (largest > remote->max_size)
+      return plan_usage(largest == o.size ? "--size" : "--measure-size",
+                        fmt::format("{} bytes is above the serving side's --max-size={} bytes; accepted: a size up to that",
+                                    largest, remote->max_size));
     f.phase_a.peer = remote->finding;
   }
   if (callbacks.phase_a) callbacks.phase_a(f.phase_a);

@@ -445,6 +445,8 @@ Result<RowResult> supervise_across(const RouteDef& route, const SuperviseParams&
     std::string facts;
     for (const BoundaryFact& f : remote.finding.boundary) facts += (facts.empty() ? "" : "; ") + f.text;
     r.detail.push_back("boundary: " + facts);
+    // What differed may be what broke it: a row that did not pass says so where its reason is read.
+    if (r.verdict.status != RowStatus::ok) r.verdict.why += " (across the boundary: " + facts + ")";
   }
   return r;
 }

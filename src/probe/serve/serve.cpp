@@ -32,6 +32,7 @@
 #include "probe/phase_a_codec.h"
 #include "probe/phase_a_wire.h"
 #include "probe/routes.h"
+#include "probe/serve/serve_read.h"
 #include "probe/serve/session_codec.h"
 
 namespace extmem::probe {
@@ -166,23 +167,18 @@ class Server {
     if (!first) {
       if (first.error().kind == ErrorKind::timeout)
         refuse(c, log, Refusal::idle, fmt::format("no hello within --idle-timeout={:g} s", seconds(o_.idle_timeout)));
+      else if (first.error().kind == ErrorKind::peer_closed)
+        log.ended = "closed before its hello";
       else
-        log.refused = SessionRefusal{Refusal::malformed, first.error().message()};
+        refuse(c, log, Refusal::malformed, first.error().message());
       return false;
     }
-    auto hello = first->type == os::MsgType::request ? decode_hello(first->payload)
-                                                     : Result<Hello>(Error{"decode hello", ErrorKind::protocol, {},
-                                                                           "the first frame is a hello (a request)"});
-    if (!hello) {
-      refuse(c, log, Refusal::malformed, hello.error().message());
+    auto read = read_hello(*first);
+    if (auto* no = std::get_if<SessionRefusal>(&read)) {
+      refuse(c, log, no->reason, no->detail);
       return false;
     }
-    if (hello->protocol != kServeProtocol) {
-      refuse(c, log, Refusal::protocol_version,
-             fmt::format("protocol {} is not spoken here; accepted: {} (extmem {})", hello->protocol, kServeProtocol,
-                         kVersion));
-      return false;
-    }
+    const Hello* hello = std::get_if<Hello>(&read);
     log.run_id = hello->run_id;
     log.peer = hello->context;
     log.boundary = compare_sides(here_, hello->context);
@@ -198,75 +194,48 @@ class Server {
         if (frame.error().kind == ErrorKind::timeout) {
           refuse(c, log, Refusal::idle, fmt::format("nothing came within --idle-timeout={:g} s", seconds(o_.idle_timeout)));
           log.ended = "idle";
+        } else if (frame.error().kind == ErrorKind::peer_closed) {
+          log.ended = "the driving side closed the session";
         } else {
-          log.ended = frame.error().kind == ErrorKind::peer_closed ? "the driving side closed the session"
-                                                                     : frame.error().message();
+          refuse(c, log, Refusal::malformed, frame.error().message());
         }
         return true;
       }
-      if (frame->type == os::MsgType::request) {
-        auto event = decode_event(frame->payload);
-        if (!event || !event->abandon) {
-          refuse(c, log, Refusal::malformed, event ? "only an abandon may come between jobs" : event.error().message());
-          return true;
-        }
+      auto incoming = read_between_jobs(*frame, role_, max_size_);
+      if (auto* no = std::get_if<SessionRefusal>(&incoming)) {
+        refuse(c, log, no->reason, no->detail);
+        return true;
+      }
+      auto& in = std::get<Incoming>(incoming);
+      if (in.abandon) {
         // The half it abandons has ended already (its done crossed the abandon): say so.
         (void)c.send(os::MsgType::reply, encode_event(SessionEvent{.half_ended = os::ExitInfo{true, 0, false, 0}}));
         continue;
       }
-      if (frame->type != os::MsgType::job) {
-        refuse(c, log, Refusal::malformed,
-               fmt::format("message type {} is not accepted here: a job or an abandon", static_cast<int>(frame->type)));
-        return true;
-      }
-      if (!job(c, std::move(*frame), log)) return true;
+      if (!job(c, *in.job, std::move(frame->fd), log)) return true;
     }
   }
 
-  // Checks and runs one job, relaying its half's frames. Returns false when the session is over.
-  bool job(const os::Channel& c, os::Frame frame, SessionLog& log) {
-    auto params = decode_job(frame.payload);
-    if (!params) {
-      refuse(c, log, Refusal::malformed, params.error().message());
-      return false;
-    }
-    if (!frame.fd.valid()) {
-      refuse(c, log, Refusal::malformed, "a job frame carries the serving half's end of the route's peer socket as its fd");
-      return false;
-    }
-    if (params->role != role_) {
-      refuse(c, log, Refusal::wrong_role,
-             fmt::format("this server runs the {} halves (--serve-role); the job is for a {} half", to_string(role_),
-                         to_string(params->role)));
-      return false;
-    }
-    if (static_cast<std::uint64_t>(params->layout.size) > max_size_) {
-      refuse(c, log, Refusal::too_large,
-             fmt::format("{} bytes is above this server's --max-size={} bytes; accepted: a size up to that",
-                         params->layout.size, max_size_));
-      return false;
-    }
-    const RouteDef* route = find_route(params->row);
-    if ((role_ == Role::server ? route->server.main : route->client.main) == nullptr) {
-      refuse(c, log, Refusal::malformed, fmt::format("row {} has no {} half", params->row, to_string(role_)));
-      return false;
-    }
+  // Runs one job read_between_jobs() accepted, relaying its half's frames;
+  // `peer_end` is the half's end of the route's peer socket. Returns false when the session is over.
+  bool job(const os::Channel& c, const HalfParams& params, os::UniqueFd peer_end, SessionLog& log) {
+    const RouteDef* route = find_route(params.row);
     const double start = os::monotonic_seconds();
     WorkerProcess* w = nullptr;
-    const std::string payload = encode_job(*params);
+    const std::string payload = encode_job(params);
     for (int attempt = 0; attempt < 2 && w == nullptr; ++attempt) {
       auto got = lane_.worker(Slot::a);
       if (!got) break;
-      if ((*got)->control.send(os::MsgType::job, payload, frame.fd.get()).ok()) w = *got;
+      if ((*got)->control.send(os::MsgType::job, payload, peer_end.get()).ok()) w = *got;
       else lane_.drop(Slot::a);
     }
-    frame.fd.reset();  // the worker has its own copy now
+    peer_end.reset();  // the worker has its own copy now
     if (w == nullptr) {
       refuse(c, log, Refusal::server_error, "the serving side could not start a worker for the half");
       return false;
     }
-    ServedHalf half{params->row, to_string(role_), {}, 0};
-    const bool session_on = relay(c, *w, RouteDeadline{start, seconds(o_.timeout) + params->soak_s}, half);
+    ServedHalf half{params.row, to_string(role_), {}, 0};
+    const bool session_on = relay(c, *w, RouteDeadline{start, seconds(o_.timeout) + params.soak_s}, half);
     if (session_on && route->retires_worker) lane_.retire(Slot::a);
     half.seconds = os::monotonic_seconds() - start;
     log.halves.push_back(std::move(half));
@@ -302,12 +271,10 @@ class Server {
           half.ended = "killed: the driving side closed the session mid-route";
           return false;
         }
-        auto event = frame->type == os::MsgType::request ? decode_event(frame->payload) : Result<SessionEvent>(Error{});
-        if (!event || !event->abandon) {
+        if (auto no = read_mid_route(*frame)) {
           kill();
           half.ended = "killed: the driving side broke the protocol mid-route";
-          (void)c.send(os::MsgType::reply,
-                       encode_event(SessionEvent{.refused = SessionRefusal{Refusal::malformed, "only an abandon may come while a half runs"}}));
+          (void)c.send(os::MsgType::reply, encode_event(SessionEvent{.refused = no}));
           return false;
         }
         return ended(kill(), "killed: abandoned by the driving side");

@@ -66,9 +66,9 @@ std::vector<BoundaryFact> compare_sides(const SideContext& here, const SideConte
   std::vector<BoundaryFact> out;
   if (here.uid != peer.uid) out.push_back({"uid", fmt::format("peer runs as uid {} (here {})", peer.uid, here.uid)});
   if (here.gid != peer.gid) out.push_back({"gid", fmt::format("peer runs as gid {} (here {})", peer.gid, here.gid)});
-  for (const auto& [kind, id] : here.namespaces) {
-    auto it = std::find_if(peer.namespaces.begin(), peer.namespaces.end(), [&](const auto& p) { return p.first == kind; });
-    if (it != peer.namespaces.end() && it->second != id) out.push_back({"ns:" + kind, namespace_text(kind)});
+  for (const auto& ns : here.namespaces) {
+    auto it = std::find_if(peer.namespaces.begin(), peer.namespaces.end(), [&](const auto& p) { return p.first == ns.first; });
+    if (it != peer.namespaces.end() && it->second != ns.second) out.push_back({"ns:" + ns.first, namespace_text(ns.first)});
   }
   if (here.cgroup != peer.cgroup) out.push_back({"cgroup", "peer in another cgroup"});
   if (here.security_label != peer.security_label)

@@ -1,0 +1,286 @@
+// extmem probe serve and --peer on lavapipe, real processes (docs/serve.md):
+// the same verdicts across a path endpoint as in one tree, peers the server must
+// refuse (each in its own words, the server serving on), halves that die or
+// peers that vanish mid-route, and no fd growth over twenty sessions.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "extmem/os/endpoint.h"
+#include "extmem/os/ipc.h"
+#include "extmem/probe/boundary.h"
+#include "probe/job_codec.h"
+#include "probe/serve/session_codec.h"
+#include "support/run_shell.h"
+#include "support/serve_process.h"
+#include "support/shared_run.h"
+#include "support/temp_files.h"
+
+namespace {
+
+using nlohmann::json;
+namespace probe = extmem::probe;
+namespace os = extmem::os;
+using extmem::test::run_extmem;
+using extmem::test::ServeProcess;
+using extmem::test::ShellRun;
+
+// Row -> status of a --json document.
+std::map<std::string, std::string> statuses(const std::string& path) {
+  std::map<std::string, std::string> out;
+  const json doc = json::parse(extmem::test::slurp(path), nullptr, false);
+  if (doc.is_discarded()) return out;
+  for (const json& r : doc["rows"]) out[r["row"].get<std::string>()] = r["status"].get<std::string>();
+  return out;
+}
+
+// The RESULT line of `row` in a run's text, or "".
+std::string result_line(const std::string& out, const std::string& row) {
+  const std::string head = "RESULT " + row + " ";
+  const std::size_t at = out.find(head);
+  return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+}
+
+// Files under /proc/PID/fd.
+std::size_t open_fds(pid_t pid) {
+  std::size_t n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++n;
+  return n;
+}
+
+// A raw peer: connects, sends what a test makes, reads the one reply.
+struct RawPeer {
+  os::Channel c;
+  explicit RawPeer(const std::string& endpoint) {
+    auto ch = os::connect_endpoint(*os::parse_endpoint(endpoint));
+    if (ch) c = std::move(*ch);
+  }
+  // The refusal the server answers with, or nullopt (it answered something else or closed).
+  std::optional<probe::SessionRefusal> refusal() {
+    for (;;) {
+      auto f = c.recv(60000);
+      if (!f) return std::nullopt;
+      if (f->type != os::MsgType::reply) continue;
+      auto e = probe::decode_event(f->payload);
+      if (e && e->refused) return e->refused;
+      if (!e) continue;  // the welcome
+    }
+  }
+  bool hello() {
+    const probe::Hello h{probe::kServeProtocol, "0.0.0", probe::new_run_id(), probe::read_side_context()};
+    if (!c.send(os::MsgType::request, probe::encode_hello(h))) return false;
+    auto welcome = c.recv(60000);
+    auto phase_a = c.recv(60000);
+    return welcome && welcome->type == os::MsgType::reply && phase_a && phase_a->type == os::MsgType::findings;
+  }
+};
+
+// --- cell (b): serve and --peer launched separately, same uid -------------------
+
+TEST(ServeRun, EveryRowAcrossAPathEndpointAnswersAsInOneTree) {
+  const std::string single = extmem::test::shared_run_dir("serve-single-tree", [](const std::string& dir) {
+    (void)run_extmem("probe --json=" + dir + "/r.json");
+  });
+  ServeProcess server;
+  ASSERT_TRUE(server.start("--sessions=1 --json=" + server.dir.file("serve.json"))) << server.output();
+  const ShellRun peer = run_extmem("probe --peer=" + server.endpoint() + " --json=" + server.dir.file("peer.json"));
+  EXPECT_EQ(peer.code, 0) << peer.out;
+  const auto here = statuses(single + "/r.json"), across = statuses(server.dir.file("peer.json"));
+  ASSERT_FALSE(here.empty());
+  EXPECT_EQ(across, here) << peer.out;
+  EXPECT_EQ(server.finish(60).code, 0) << server.output();
+  // Both documents carry the run id; the driving side's names the (empty) boundary.
+  const json doc = json::parse(extmem::test::slurp(server.dir.file("peer.json")));
+  const json served = json::parse(extmem::test::slurp(server.dir.file("serve.json")));
+  EXPECT_EQ(doc["peer"]["run_id"], served["sessions"][0]["run_id"]);
+  EXPECT_TRUE(doc["peer"]["boundary"].empty()) << doc["peer"].dump();
+  EXPECT_EQ(served["sessions"][0]["peer"]["uid"], ::getuid());
+  EXPECT_NE(peer.out.find("boundary: none"), std::string::npos) << peer.out;
+}
+
+// --- a service safe to leave running ---------------------------------------
+
+TEST(ServeRun, RefusedPeersEachGetTheirReasonAndTheServerServesOn) {
+  ServeProcess server;
+  ASSERT_TRUE(server.start("--sessions=3 --max-size=65536 --allow-group=65534")) << server.output();
+  {  // garbage: not a frame at all
+    RawPeer p(server.endpoint());
+    const char junk[] = "GET / HTTP/1.0\r\n\r\n";
+    ASSERT_EQ(::send(p.c.fd(), junk, sizeof junk, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof junk));
+    auto r = p.refusal();
+    ASSERT_TRUE(r) << server.output();
+    EXPECT_EQ(r->reason, probe::Refusal::malformed);
+    EXPECT_NE(r->detail.find("decode frame"), std::string::npos) << r->detail;
+  }
+  {  // a frame larger than any the protocol allows
+    RawPeer p(server.endpoint());
+    std::string big(os::kFrameHeaderSize + os::kMaxPayload + 100, 'x');
+    ASSERT_GT(::send(p.c.fd(), big.data(), big.size(), MSG_NOSIGNAL), 0);
+    auto r = p.refusal();
+    ASSERT_TRUE(r) << server.output();
+    EXPECT_EQ(r->reason, probe::Refusal::malformed);
+  }
+  {  // another protocol version
+    RawPeer p(server.endpoint());
+    json hello = json::parse(probe::encode_hello({probe::kServeProtocol, "9.9.9", probe::new_run_id(), probe::read_side_context()}));
+    hello["protocol"] = probe::kServeProtocol + 1;
+    ASSERT_TRUE(p.c.send(os::MsgType::request, hello.dump()));
+    auto r = p.refusal();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->reason, probe::Refusal::protocol_version);
+    EXPECT_NE(r->detail.find("accepted: 1"), std::string::npos) << r->detail;
+  }
+  {  // a job above --max-size (a session: its hello was good)
+    RawPeer p(server.endpoint());
+    ASSERT_TRUE(p.hello());
+    probe::HalfParams job;
+    job.row = "T3-memfd-cross-process";
+    job.layout.size = 131072;
+    auto pair = os::Channel::pair();
+    ASSERT_TRUE(p.c.send(os::MsgType::job, probe::encode_job(job), pair->first.fd()));
+    auto r = p.refusal();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->reason, probe::Refusal::too_large);
+    EXPECT_NE(r->detail.find("--max-size=65536"), std::string::npos) << r->detail;
+  }
+  {  // a job for the half this server does not run
+    RawPeer p(server.endpoint());
+    ASSERT_TRUE(p.hello());
+    probe::HalfParams job;
+    job.row = "T3-memfd-cross-process";
+    job.role = probe::Role::client;
+    auto pair = os::Channel::pair();
+    ASSERT_TRUE(p.c.send(os::MsgType::job, probe::encode_job(job), pair->first.fd()));
+    auto r = p.refusal();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->reason, probe::Refusal::wrong_role);
+  }
+  if (::geteuid() == 0) {  // a uid the server does not serve: the socket is reachable (group 65534), the uid is not allowed
+    const pid_t child = ::fork();
+    if (child == 0) {
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+      RawPeer p(server.endpoint());
+      auto r = p.refusal();
+      ::_exit(r && r->reason == probe::Refusal::not_allowed && r->detail.find("uid 65534") != std::string::npos ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << "\n" << server.output();
+  }
+  // And then a real peer is served, as the third session.
+  const ShellRun peer = run_extmem("probe --only=T3-memfd-cross-process --peer=" + server.endpoint());
+  EXPECT_EQ(peer.code, 0) << peer.out;
+  EXPECT_NE(result_line(peer.out, "T3-memfd-cross-process").find(" OK "), std::string::npos) << peer.out;
+  EXPECT_EQ(server.finish(60).code, 0) << server.output();
+  const std::string log = server.output();
+  for (const char* said : {"refused: uid", "malformed", "protocol_version", "too_large", "wrong_role", "session 3:"})
+    EXPECT_NE(log.find(said), std::string::npos) << said << "\n" << log;
+  if (::geteuid() == 0) EXPECT_NE(log.find("not_allowed"), std::string::npos) << log;
+}
+
+TEST(ServeRun, ASecondServerOnTheSameEndpointIsRefused) {
+  ServeProcess server;
+  ASSERT_TRUE(server.start("--sessions=1")) << server.output();
+  const ShellRun second = run_extmem("probe serve --endpoint=" + server.endpoint());
+  EXPECT_EQ(second.code, 3) << second.out;
+  EXPECT_NE(second.out.find("EADDRINUSE"), std::string::npos) << second.out;
+}
+
+TEST(ServeRun, BadOptionsAreUsageErrors) {
+  for (const std::string& args : {std::string("probe serve"), std::string("probe serve --endpoint=tcp:127.0.0.1:9"),
+                                  std::string("probe serve --endpoint=@x --max-size=1000"),
+                                  std::string("probe serve --endpoint=@x --allow-group=no-such-group-here"),
+                                  std::string("probe --peer=@"), std::string("probe --peer=@x --isolate=route")}) {
+    const ShellRun r = run_extmem(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+  }
+  const ShellRun nobody = run_extmem("probe --peer=/nonexistent/extmem.sock");
+  EXPECT_EQ(nobody.code, 3) << nobody.out;
+  EXPECT_NE(nobody.out.find("ENOENT"), std::string::npos) << nobody.out;
+}
+
+// --- a half or a peer that goes away mid-route ------------------------------------
+
+TEST(ServeRun, AServingHalfThatDiesFailsItsRowAndTheSessionGoesOn) {
+  ServeProcess server;
+  ASSERT_TRUE(server.start("--sessions=1", "EXTMEM_TEST_FAULT=T3-memfd-cross-process:server:mmap:segv")) << server.output();
+  const ShellRun peer = run_extmem("probe --only=T3-memfd-cross-process,T3-memfd-sealed --peer=" + server.endpoint());
+  EXPECT_EQ(peer.code, 1) << peer.out;
+  const std::string died = result_line(peer.out, "T3-memfd-cross-process");
+  EXPECT_NE(died.find(" FAIL "), std::string::npos) << peer.out;
+  EXPECT_NE(died.find("SIGSEGV in server"), std::string::npos) << died;
+  EXPECT_NE(result_line(peer.out, "T3-memfd-sealed").find(" OK "), std::string::npos) << peer.out;
+  EXPECT_EQ(server.finish(60).code, 0) << server.output();
+}
+
+TEST(ServeRun, ADrivingPeerKilledMidRouteEndsItsSessionAndTheNextIsServed) {
+  ServeProcess server;
+  ASSERT_TRUE(server.start("--sessions=2")) << server.output();
+  // The driving side's half hangs; its whole process group is killed while the serving half waits on it.
+  extmem::test::TempDir dir;
+  const std::string cmd = "setsid env EXTMEM_TEST_FAULT=T3-memfd-cross-process:client:mmap:hang " +
+                          std::string(EXTMEM_BINARY) + " probe --only=T3-memfd-cross-process --peer=" +
+                          server.endpoint() + " >" + dir.file("peer.out") + " 2>&1 & echo $!";
+  const ShellRun started = extmem::test::run_shell(cmd);
+  const pid_t pgid = std::stoi(started.out);
+  for (int i = 0; i < 600 && extmem::test::slurp(dir.path / "peer.out").find("== routes") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_EQ(::kill(-pgid, SIGKILL), 0);
+  ASSERT_TRUE(server.wait_for("session 1:", 60)) << server.output();
+  EXPECT_NE(server.output().find("ended: the driving side closed the session"), std::string::npos) << server.output();
+  const ShellRun next = run_extmem("probe --only=T3-memfd-cross-process --peer=" + server.endpoint());
+  EXPECT_EQ(next.code, 0) << next.out;
+  EXPECT_EQ(server.finish(60).code, 0) << server.output();
+}
+
+TEST(ServeRun, AServerKilledMidRouteFailsThatRowNamingTheDisconnect) {
+  ServeProcess server;
+  ASSERT_TRUE(server.start("--sessions=1", "EXTMEM_TEST_FAULT=T3-memfd-cross-process:server:mmap:hang")) << server.output();
+  const pid_t serve_pid = server.child.pid();
+  std::thread killer([serve_pid] {
+    // Mid-route: the server's worker runs the serving half (named extmem-server), which hangs in its mmap step.
+    const std::string find = "pgrep -x -P " + std::to_string(serve_pid) + " extmem-server";
+    ShellRun worker;
+    for (int i = 0; i < 600 && (worker = extmem::test::run_shell(find)).code != 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ::kill(serve_pid, SIGKILL);
+    if (worker.code == 0) ::kill(std::stoi(worker.out), SIGKILL);  // hung in the fault: it would outlive its server
+  });
+  const ShellRun peer = run_extmem("probe --only=T3-memfd-cross-process,T3-memfd-sealed --peer=" + server.endpoint());
+  killer.join();
+  EXPECT_EQ(peer.code, 1) << peer.out;
+  EXPECT_NE(result_line(peer.out, "T3-memfd-cross-process").find("closed the session"), std::string::npos) << peer.out;
+  EXPECT_NE(result_line(peer.out, "T3-memfd-sealed").find("is over"), std::string::npos) << peer.out;
+}
+
+// --- nothing grows from session to session ---------------------------------------
+
+TEST(ServeRun, TwentySessionsLeaveTheServersFdsAsTheFirstDid) {
+  ServeProcess server;
+  ASSERT_TRUE(server.start("--sessions=21")) << server.output();
+  // The serve process itself: the shell exec()ed it.
+  std::size_t after_first = 0;
+  for (int s = 1; s <= 20; ++s) {
+    const ShellRun peer = run_extmem("probe --only=T3-memfd-cross-process --peer=" + server.endpoint());
+    ASSERT_EQ(peer.code, 0) << "session " << s << "\n" << peer.out;
+    ASSERT_TRUE(server.wait_for("session " + std::to_string(s) + ":", 30)) << server.output();
+    if (s == 1) after_first = open_fds(server.child.pid());
+  }
+  EXPECT_EQ(open_fds(server.child.pid()), after_first) << server.output();
+}
+
+}  // namespace
