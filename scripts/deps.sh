@@ -12,6 +12,8 @@
 #   tests run examples/pytorch_alias.py on CPU tensors (torch 1.13.1, CPU only); without recommends
 #   176 packages, 48 MB, ~42 s to install here (with them 230 packages, 77 MB).
 # universal-ctags (only with --tests): lint.function_lengths reads each function's first and last line with it.
+# bubblewrap (only with --tests): cell (i) of the boundary matrix (tests/serve_tests.cpp, scripts/boundary-matrix.sh)
+#   runs the driving side in a bubblewrap container; unshare and setpriv (cells c-h) are util-linux's, always there.
 # prometheus, prometheus-node-exporter (only with --tests): the probe.prometheus test checks the
 #   --prometheus file with promtool and reads it back through a real node_exporter (docs/fleet.md).
 set -euo pipefail
@@ -28,7 +30,7 @@ packages=(
   dpkg-dev file
 )
 case "${1-}" in
-  --tests) packages+=(python3-torch libdrm-dev prometheus prometheus-node-exporter universal-ctags) ;;
+  --tests) packages+=(python3-torch libdrm-dev prometheus prometheus-node-exporter universal-ctags bubblewrap) ;;
   "") ;;
   *) echo "extmem: scripts/deps.sh: unknown argument '$1' (accepted: --tests, or nothing)" >&2; exit 2 ;;
 esac

@@ -6,6 +6,7 @@
 
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -282,5 +283,104 @@ TEST(ServeRun, TwentySessionsLeaveTheServersFdsAsTheFirstDid) {
   }
   EXPECT_EQ(open_fds(server.child.pid()), after_first) << server.output();
 }
+
+// --- the boundary matrix (docs/serve.md): the driving side in each cell ------------
+
+namespace matrix {
+
+struct Cell {
+  const char* name;
+  std::string wrapper;    // words before the extmem command; "@OUT" is the cell's output directory
+  const char* fact;       // a boundary fact the handshake must find
+  const char* pidfd_why;  // what T1-opaque-fd@pidfd's why must hold, or nullptr: it must be OK
+};
+
+std::string bwrap_words(const std::string& sock_dir) {
+  const std::string bin_dir = std::filesystem::path(EXTMEM_BINARY).parent_path().string();
+  return "bwrap --ro-bind /usr /usr --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/bin /bin "
+         "--symlink usr/sbin /sbin --ro-bind /etc /etc --tmpfs /tmp --ro-bind " + bin_dir + " " + bin_dir +
+         " --bind " + sock_dir + " " + sock_dir + " --bind @OUT @OUT --dev /dev --proc /proc --unshare-all --die-with-parent";
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (std::size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
+  return s;
+}
+
+class ServeMatrix : public ::testing::TestWithParam<Cell> {};
+
+TEST_P(ServeMatrix, TheDrivingSideInTheCellNamesItsBoundary) {
+  const Cell& cell = GetParam();
+  if (::geteuid() != 0) GTEST_SKIP() << "the cells change uid and namespaces: run as root";
+  ServeProcess server;
+  ASSERT_TRUE(server.start("--sessions=1 --allow-uid=0,65534 --allow-group=65534")) << server.output();
+  extmem::test::TempDir out;
+  ::chmod(out.path.c_str(), 0777);  // uid 65534 writes its document there
+  const std::string wrapper = replace_all(std::string(cell.wrapper) == "bwrap" ? bwrap_words(server.dir.path.string())
+                                                                                : cell.wrapper,
+                                          "@OUT", out.path.string());
+  // A cell the kernel or the machine refuses (no unprivileged namespaces in a container, no
+  // bubblewrap) is skipped on its own, saying why.
+  const ShellRun can = extmem::test::run_shell(wrapper + " " + EXTMEM_BINARY + " --version");
+  if (can.code != 0) GTEST_SKIP() << "cell " << cell.name << " cannot start here: " << wrapper << ": " << can.out;
+  const std::string doc_path = out.file("cell.json");
+  const ShellRun peer = extmem::test::run_shell(wrapper + " " + EXTMEM_BINARY +
+                                                " probe --only=T1-opaque-fd,T3-memfd-cross-process,T5-ucx-rma "
+                                                "--fd-transport=both --json=" + doc_path + " --peer=" + server.endpoint());
+  const json doc = json::parse(extmem::test::slurp(doc_path), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << peer.out;
+  bool found = false;
+  for (const json& f : doc["peer"]["boundary"]) found = found || f["fact"] == cell.fact;
+  EXPECT_TRUE(found) << cell.fact << " not in " << doc["peer"]["boundary"].dump();
+  const auto rows = statuses(doc_path);
+  EXPECT_EQ(rows.at("T1-opaque-fd"), "OK") << peer.out;
+  EXPECT_EQ(rows.at("T3-memfd-cross-process"), "OK") << peer.out;
+  const std::string twin = result_line(peer.out, "T1-opaque-fd@pidfd");
+  if (cell.pidfd_why == nullptr) {
+    EXPECT_EQ(rows.at("T1-opaque-fd@pidfd"), "OK") << twin;
+  } else {
+    EXPECT_EQ(rows.at("T1-opaque-fd@pidfd"), "UNSUPPORTED") << twin;
+    EXPECT_NE(twin.find(cell.pidfd_why), std::string::npos) << twin;
+  }
+  // UCX loses its shared-memory path without a shared IPC namespace and does not say so: the row does.
+  if (std::string(cell.name) == "e_ipc" && rows.at("T5-ucx-rma") != "SKIP")
+    EXPECT_NE(result_line(peer.out, "T5-ucx-rma").find("FAIL"), std::string::npos) << result_line(peer.out, "T5-ucx-rma");
+  EXPECT_EQ(server.finish(60).code, 0) << server.output();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cells, ServeMatrix,
+    ::testing::Values(Cell{"c_uid", "setpriv --reuid=65534 --regid=65534 --clear-groups", "uid", "EPERM"},
+                      Cell{"d_pid", "unshare --pid --fork", "ns:pid", "another PID namespace"},
+                      Cell{"e_ipc", "unshare --ipc", "ns:ipc", nullptr},
+                      Cell{"f_dev_shm", "unshare --mount sh -c 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec \"$@\"' cell",
+                           "dev_shm", nullptr},
+                      Cell{"g_net", "unshare --net", "ns:net", nullptr},
+                      Cell{"h_user", "unshare --user --map-root-user", "ns:user", "EPERM"},
+                      Cell{"i_bwrap", "bwrap", "ns:pid", "another PID namespace"}),
+    [](const ::testing::TestParamInfo<Cell>& info) { return std::string(info.param.name); });
+
+TEST(ServeMatrix, AnAbstractEndpointIsNotReachableFromAnotherNetworkNamespace) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a network namespace";
+  if (extmem::test::run_shell("unshare --net true").code != 0) GTEST_SKIP() << "unshare --net is refused here";
+  const std::string name = "@extmem-test-" + std::to_string(::getpid());
+  ServeProcess server;
+  server.dir.path.clear();  // no socket file: the endpoint is abstract
+  const std::string cmd = "exec " + std::string(EXTMEM_BINARY) + " probe serve --endpoint=" + name + " --sessions=1";
+  extmem::test::TempDir logs;
+  auto c = os::ChildProcess::spawn("/bin/sh", {"sh", "-c", cmd + " >" + logs.file("out") + " 2>&1"}, {});
+  ASSERT_TRUE(c);
+  server.child = std::move(*c);
+  for (int i = 0; i < 1800 && extmem::test::slurp(logs.path / "out").find("== serving on") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const ShellRun away = extmem::test::run_shell("unshare --net " + std::string(EXTMEM_BINARY) +
+                                                " probe --only=T3-memfd-cross-process --peer=" + name);
+  EXPECT_EQ(away.code, 3) << away.out;
+  EXPECT_NE(away.out.find("ECONNREFUSED"), std::string::npos) << away.out;
+  const ShellRun same = run_extmem("probe --only=T3-memfd-cross-process --peer=" + name);
+  EXPECT_EQ(same.code, 0) << same.out;
+}
+
+}  // namespace matrix
 
 }  // namespace

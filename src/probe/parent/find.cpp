@@ -134,15 +134,14 @@ int exit_code_for(const Error& error) {
 Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   const double start = os::monotonic_seconds();
   if (auto v = validate(o); !v) return std::move(v).error();
-  // --peer: the serving side is warm already; its session opens before our workers start.
-  std::optional<RemoteSession> remote;
-  if (!o.peer.empty() && !o.list_devices) {
-    auto session = open_session(*os::parse_endpoint(o.peer), new_run_id(), kPeerHandshakeTimeoutS);
-    if (!session)
-      return Error{"cannot run", ErrorKind::unsupported, {},
-                   fmt::format("--peer={}: {}", o.peer, session.error().message())};
-    remote = std::move(*session);
-  }
+  // --peer: the session opens while this side's workers start (the handshake waits for
+  // the serving side's phase A when it is starting too); the rows need it after phase A.
+  std::future<Result<RemoteSession>> opening;
+  RemoteSession remote;  // the session once open; the engine reads it only when rows run
+  if (!o.peer.empty() && !o.list_devices)
+    opening = std::async(std::launch::async, [endpoint = *os::parse_endpoint(o.peer)] {
+      return open_session(endpoint, new_run_id(), kPeerHandshakeTimeoutS);
+    });
   // The worker executable first: nothing starts when there is none, and never this program unless named.
   std::string worker;
   if (!o.list_devices) {
@@ -172,7 +171,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   engine.measure_repeats = o.measure_repeats;
   engine.jobs = o.measure || o.soak > std::chrono::nanoseconds(0) ? 1 : (o.jobs == 0 ? default_jobs() : std::min(o.jobs, jobs_limit()));
   engine.isolate_route = o.isolate == Isolation::route;
-  if (remote) engine.remote = &*remote;
+  if (opening.valid()) engine.remote = &remote;
   engine.base.half.expect_transport = to_string(o.expect_transport);
   engine.base.half.gl_driver = to_string(o.gl_driver);  // warm workers each decide what auto means before their EGL starts
   // Warm workers start first and the first one enumerates phase A, so this process
@@ -220,21 +219,25 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   f.phase_a.gles = std::move(a.gles);
   f.phase_a.cuda = std::move(a.cuda);
   f.phase_a.fd_transport = fd_check.get();
-  if (remote) {
-    if (auto same = same_device(f.phase_a, remote->peer_phase_a); !same) return std::move(same).error();
+  if (opening.valid()) {
+    auto session = opening.get();
+    if (!session)
+      return Error{"cannot run", ErrorKind::unsupported, {}, fmt::format("--peer={}: {}", o.peer, session.error().message())};
+    remote = std::move(*session);
+    if (auto same = same_device(f.phase_a, remote.peer_phase_a); !same) return std::move(same).error();
     const std::size_t largest = o.measure ? std::max(o.size, o.measure_size) : o.size;
-    if (largest > remote->max_size)
+    if (largest > remote.max_size)
       return plan_usage(largest == o.size ? "--size" : "--measure-size",
                         fmt::format("{} bytes is above the serving side's --max-size={} bytes; accepted: a size up to that",
-                                    largest, remote->max_size));
-    f.phase_a.peer = remote->finding;
+                                    largest, remote.max_size));
+    f.phase_a.peer = remote.finding;
   }
   if (callbacks.phase_a) callbacks.phase_a(f.phase_a);
 
   // One row per route, and per memory type for the rows whose exporter picks its
   // memory; the rows phase A can answer are decided here and start no process.
   std::vector<PlannedRow> planned = plan_rows(o, *memory_types, PhaseAFacts{&dev, &f.phase_a.cuda});
-  if (remote) decide_across(planned, remote->finding.boundary);
+  if (engine.remote != nullptr) decide_across(planned, remote.finding.boundary);
   if (!warm) warm.emplace(engine, planned);
   auto executed = warm->execute(planned, [&](const RowResult& r) {
     if (callbacks.row) callbacks.row(r);
