@@ -2,7 +2,7 @@
 # The boundary matrix of docs/serve.md on this machine's driver: one `extmem
 # probe serve` as root in the initial namespaces, and the driving side
 # (`extmem probe --peer`) in each cell: (a) the single tree, no server; (b) a
-# separate process, same uid; (c) uid 65534 (setpriv); (d) another PID namespace;
+# separate process, same uid; (c) uid 65534 (setpriv); (d) another PID namespace with its own /proc;
 # (e) another IPC namespace; (f) another mount namespace with a private /dev/shm;
 # (g) another network namespace (the abstract endpoint refused, the path one
 # used); (h) a user namespace as rootless containers make (unshare --user
@@ -72,7 +72,9 @@ code=0
 echo "cell a: exit $code: $(grep -E '^[0-9]+ OK,' "$out/a.out" | tail -1)"
 cell b env
 cell c setpriv --reuid=65534 --regid=65534 --clear-groups
-cell d unshare --pid --fork
+# Its own /proc, as a container's: CUDA's cuInit fails (CUDA_ERROR_OPERATING_SYSTEM) in a PID namespace
+# that still sees the parent's /proc (measured on an H100, docs/results/boundaries-nvidia-h100.md).
+cell d unshare --pid --fork --mount-proc
 cell e unshare --ipc
 cell f unshare --mount sh -c 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"' private-dev-shm
 cell g unshare --net

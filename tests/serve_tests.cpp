@@ -351,7 +351,7 @@ TEST_P(ServeMatrix, TheDrivingSideInTheCellNamesItsBoundary) {
 INSTANTIATE_TEST_SUITE_P(
     Cells, ServeMatrix,
     ::testing::Values(Cell{"c_uid", "setpriv --reuid=65534 --regid=65534 --clear-groups", "uid", "EPERM"},
-                      Cell{"d_pid", "unshare --pid --fork", "ns:pid", "another PID namespace"},
+                      Cell{"d_pid", "unshare --pid --fork --mount-proc", "ns:pid", "another PID namespace"},
                       Cell{"e_ipc", "unshare --ipc", "ns:ipc", nullptr},
                       Cell{"f_dev_shm", "unshare --mount sh -c 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec \"$@\"' cell",
                            "dev_shm", nullptr},
