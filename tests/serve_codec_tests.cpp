@@ -135,6 +135,20 @@ TEST(Endpoint, ListenerRefusesASecondServerAndReplacesAStaleSocket) {
     EXPECT_EQ(conn->second.pid, ::getpid());
   }
   EXPECT_NE(::access(path.c_str(), F_OK), 0) << "the listener removes its socket file";
+  {  // a socket file nobody listens on (its server died) is replaced
+    auto dead = os::Listener::listen(*os::parse_endpoint(path));
+    ASSERT_TRUE(dead);
+    const int fd = ::dup(dead->fd());
+    ASSERT_GE(fd, 0);
+    std::string name = path + ".kept";
+    ASSERT_EQ(::link(path.c_str(), name.c_str()), 0);  // keep the file past the listener's removal
+    *dead = std::move(*os::Listener::listen(*os::parse_endpoint(std::string(tmpl) + "/other")));
+    ::close(fd);  // nobody listens at `name` now
+    ASSERT_EQ(::rename(name.c_str(), path.c_str()), 0);
+    auto again = os::Listener::listen(*os::parse_endpoint(path));
+    ASSERT_TRUE(again) << again.error().message();
+  }
+  ::unlink(path.c_str());
   ::rmdir(tmpl);
 }
 

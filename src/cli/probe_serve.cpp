@@ -35,7 +35,12 @@ std::function<int()> add_probe_serve(CLI::App* probe, CLI::App** serve) {
   cmd->add_option("--max-size", o->max_size,
                   fmt::format("Largest allocation a job may ask for, bytes (default: {:g} of MemAvailable)",
                               probe::kDefaultMaxSizeFraction))
-      ->type_name("BYTES");
+      ->type_name("BYTES")
+      ->check([](const std::string& v) {  // before CLI11's conversion, which would wrap "-4096" around
+        return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos
+                   ? std::string()
+                   : "\"" + v + "\" is not accepted: a whole number of bytes, a multiple of 4096 from 32768";
+      });
   add_duration_option(*cmd, "--idle-timeout", o->idle_timeout, "A session that sends nothing this long ends",
                       probe::kIdleTimeoutRange);
   add_duration_option(*cmd, "--timeout", o->timeout, "One half's limit; a job's soak is added", probe::kTimeoutRange);

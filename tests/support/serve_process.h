@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "extmem/os/child.h"
-#include "support/temp_files.h"
+#include "temp_files.h"
 
 namespace extmem::test {
 

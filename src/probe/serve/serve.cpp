@@ -41,6 +41,7 @@ namespace {
 using nlohmann::json;
 
 constexpr double kPhaseATimeoutS = 120;
+constexpr std::size_t kKeptLogs = 100;  // sessions and refusals the document lists
 
 Error serve_usage(std::string option, std::string detail) {
   return Error{std::move(option), ErrorKind::invalid_argument, {}, std::move(detail)};
@@ -105,9 +106,17 @@ class Server {
     for (unsigned served = 0; o_.sessions == 0 || served < o_.sessions;) {
       auto conn = listener_.accept(-1);
       if (!conn) {
-        if (conn.error().is_errno(EINTR)) continue;
-        out_ << fmt::format("serve: {}\n", conn.error().message());
-        return kExitCannotRun;
+        // A peer that went away before its accept (ECONNABORTED), or no fd left for it (EMFILE):
+        // that connection is lost, the server is not; a pause keeps a lasting cause from spinning.
+        if (conn.error().is_errno(EBADF) || conn.error().is_errno(EINVAL)) {
+          out_ << fmt::format("serve: {}\n", conn.error().message());
+          return kExitCannotRun;
+        }
+        if (!conn.error().is_errno(EINTR)) {
+          out_ << fmt::format("serve: {}; serving on\n", conn.error().message());
+          ::usleep(100 * 1000);
+        }
+        continue;
       }
       SessionLog log;
       log.credentials = conn->second;
@@ -121,7 +130,7 @@ class Server {
         else log.number = 0;  // refused at its hello: not a session
       }
       print(log);
-      logs_.push_back(std::move(log));
+      keep(std::move(log));
       if (!o_.json_path.empty()) (void)os::write_file_atomically(o_.json_path, document());
     }
     return kExitOk;
@@ -134,6 +143,14 @@ class Server {
     (void)c.send(os::MsgType::reply, encode_event(SessionEvent{.refused = log.refused}));
   }
 
+  // The document lists the last kKeptLogs sessions and refusals: a server left running
+  // for months must not grow with every peer it met.
+  void keep(SessionLog log) {
+    ++logged_;
+    logs_.push_back(std::move(log));
+    if (logs_.size() > kKeptLogs) logs_.erase(logs_.begin());
+  }
+
   // A peer that connects while a session runs is told the server is busy.
   void refuse_waiting_peer() {
     auto conn = listener_.accept(0);
@@ -142,7 +159,7 @@ class Server {
     log.credentials = conn->second;
     refuse(conn->first, log, Refusal::busy, "another driving peer's session is running; one is served at a time");
     print(log);
-    logs_.push_back(std::move(log));
+    keep(std::move(log));
   }
 
   // Waits at most `timeout_ms` for a frame on `c`, refusing peers that connect meanwhile.
@@ -212,7 +229,10 @@ class Server {
         (void)c.send(os::MsgType::reply, encode_event(SessionEvent{.half_ended = os::ExitInfo{true, 0, false, 0}}));
         continue;
       }
-      if (!job(c, *in.job, std::move(frame->fd), log)) return true;
+      if (!job(c, *in.job, std::move(frame->fd), log)) {
+        if (log.ended.empty() && !log.halves.empty()) log.ended = log.halves.back().ended;  // how its half ended it
+        return true;
+      }
     }
   }
 
@@ -338,7 +358,8 @@ class Server {
     }
     json doc = {{"schema", "extmem-serve-result"}, {"tool_version", kVersion}, {"endpoint", listener_.endpoint().text()},
                 {"serve_role", to_string(role_)}, {"max_size", max_size_}, {"allow_uids", allowed_},
-                {"side_context", side_context_json(here_)}, {"sessions", sessions}, {"refused", refused}};
+                {"side_context", side_context_json(here_)}, {"connections", logged_},
+                {"sessions", sessions}, {"refused", refused}};
     doc.update(phase_a_json(phase_a_));
     return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   }
@@ -352,7 +373,8 @@ class Server {
   std::uint64_t max_size_ = 0;
   std::vector<std::uint32_t> allowed_;
   SideContext here_;
-  std::vector<SessionLog> logs_;
+  std::vector<SessionLog> logs_;  // the last kKeptLogs
+  std::uint64_t logged_ = 0;      // sessions and refusals since the start
 };
 
 }  // namespace
