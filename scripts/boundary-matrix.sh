@@ -52,13 +52,14 @@ for _ in $(seq 600); do
 done
 grep -q "== serving on" "$out/serve.out" || { echo "boundary-matrix: the server did not start:" >&2; cat "$out/serve.out" >&2; exit 3; }
 
-# cell NAME WRAPPER...: the driving side under WRAPPER (words before the extmem command).
+# cell NAME WRAPPER...: the driving side under WRAPPER (words before the extmem command), with the
+# options in rows[] and the endpoint in $sock, its files OUT_DIR/NAME.{json,out,skipped}.
 cell() {
   local name=$1
   shift
   rm -f "$out/$name.json" "$out/$name.out" "$out/$name.skipped"
   local code=0
-  "$@" "$extmem" probe "${rows[@]}" --peer="$sock" --json="$out/$name.json" >"$out/$name.out" 2>&1 || code=$?
+  "$@" env "${driver_env[@]}" "$extmem" probe "${rows[@]}" --peer="$sock" --json="$out/$name.json" >"$out/$name.out" 2>&1 || code=$?
   if [[ ! -s $out/$name.json ]]; then
     { echo "exit $code"; tail -3 "$out/$name.out"; } >"$out/$name.skipped"
     echo "cell $name: no document (exit $code): $(tail -1 "$out/$name.out")"
@@ -67,22 +68,46 @@ cell() {
   fi
 }
 
+# Every cell but a, each named PREFIX + its letter.
+cells_b_to_i() {
+  local p=$1
+  cell "${p}b" env
+  cell "${p}c" setpriv --reuid=65534 --regid=65534 --clear-groups
+  # Its own /proc, as a container's: CUDA's cuInit fails (CUDA_ERROR_OPERATING_SYSTEM) in a PID namespace
+  # that still sees the parent's /proc (measured on an H100, docs/results/boundaries-nvidia-h100.md).
+  cell "${p}d" unshare --pid --fork --mount-proc
+  cell "${p}e" unshare --ipc
+  cell "${p}f" unshare --mount sh -c 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"' private-dev-shm
+  cell "${p}g" unshare --net
+  cell "${p}h" unshare --user --map-root-user
+  # Only the socket's directory, the binary and the system's files are shared; every namespace is new.
+  cell "${p}i" bwrap --ro-bind /usr /usr --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/bin /bin \
+    --symlink usr/sbin /sbin --ro-bind /etc /etc --tmpfs /tmp --ro-bind "$(dirname "$extmem")" "$(dirname "$extmem")" \
+    --bind "$run" "$run" --bind "$out" "$out" --dev /dev --proc /proc --unshare-all --die-with-parent
+}
+
+driver_env=(EXTMEM_MATRIX=1)
 code=0
 "$extmem" probe "${rows[@]}" --json="$out/a.json" >"$out/a.out" 2>&1 || code=$?
 echo "cell a: exit $code: $(grep -E '^[0-9]+ OK,' "$out/a.out" | tail -1)"
-cell b env
-cell c setpriv --reuid=65534 --regid=65534 --clear-groups
-# Its own /proc, as a container's: CUDA's cuInit fails (CUDA_ERROR_OPERATING_SYSTEM) in a PID namespace
-# that still sees the parent's /proc (measured on an H100, docs/results/boundaries-nvidia-h100.md).
-cell d unshare --pid --fork --mount-proc
-cell e unshare --ipc
-cell f unshare --mount sh -c 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"' private-dev-shm
-cell g unshare --net
+cells_b_to_i ""
 # The abstract endpoint lives in the server's network namespace only.
 { unshare --net "$extmem" probe --only=T3-memfd-cross-process --peer="$abstract" || echo "exit $?"; } >"$out/g-abstract.out" 2>&1
-cell h unshare --user --map-root-user
-# Only the socket's directory, the binary and the system's files are shared; every namespace is new.
-cell i bwrap --ro-bind /usr /usr --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/bin /bin \
-  --symlink usr/sbin /sbin --ro-bind /etc /etc --tmpfs /tmp --ro-bind "$(dirname "$extmem")" "$(dirname "$extmem")" \
-  --bind "$run" "$run" --bind "$out" "$out" --dev /dev --proc /proc --unshare-all --die-with-parent
+
+# UCX one shared-memory transport at a time (UCX_TLS on both sides, --expect-transport naming it):
+# which boundary takes which path away. cma is no RMA lane of UCX 1.13 (alone it is unreachable,
+# beside tcp UCX's lanes are tcp's), so it is not one of them.
+for t in posix sysv; do
+  sock="$run/sock-$t"
+  env UCX_TLS="$t" "$extmem" probe serve --endpoint="$sock" --sessions=0 --allow-uid=0,65534 --allow-group=65534 \
+    >"$out/serve-ucx-$t.out" 2>&1 &
+  servers+=($!)
+  for _ in $(seq 600); do grep -q "== serving on" "$out/serve-ucx-$t.out" && break; sleep 0.1; done
+  rows=(--only-t5 --expect-transport="$t" "$@")
+  driver_env=(UCX_TLS="$t")
+  code=0
+  env UCX_TLS="$t" "$extmem" probe "${rows[@]}" --json="$out/ucx-$t-a.json" >"$out/ucx-$t-a.out" 2>&1 || code=$?
+  echo "cell ucx-$t-a: exit $code: $(grep -E '^[0-9]+ OK,' "$out/ucx-$t-a.out" | tail -1)"
+  cells_b_to_i "ucx-$t-"
+done
 echo "documents in $out"

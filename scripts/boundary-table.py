@@ -91,7 +91,40 @@ def main() -> int:
             print(f"- **{cell}** `{row}`: {here['status']} → {there['status']}: {why}")
     if not any_difference:
         print("Nothing: every cell answered every row as the single tree did.")
+    print_ucx(out, docs)
     return 0
+
+
+def ucx_path(doc, row):
+    """STATUS and UCX's transport (or the why) of `row` in `doc`, for one table cell."""
+    r = next((r for r in doc["rows"] if r["row"] == row), None)
+    if r is None:
+        return "-"
+    transport = next((d.split("=", 1)[1] for d in r.get("detail", []) if d.startswith("ucx-transport=")), "")
+    if r["status"] == "OK":
+        return f"OK {transport}"
+    why = r.get("why", "")
+    short = "fell back to tcp" if "fell back to tcp" in why or "took tcp" in why else why.split(" (across")[0][:60]
+    return f"{r['status']}: {short}".replace("|", "\\|")
+
+
+def print_ucx(out, docs):
+    """The T5 rows' path per cell: with every transport UCX has, then one shared-memory transport at a time."""
+    print("\n## UCX's path in each cell\n")
+    print("`T5-ucx-rma` (status and the transports of UCX's RMA lanes, or why not) with UCX's default transports "
+          "(the cells above), then with `UCX_TLS` naming one shared-memory transport on both sides and "
+          "`--expect-transport` naming it: which boundary takes which path away, and whether UCX then "
+          "falls back to tcp without saying so (the row says so).\n")
+    runs = [("default", "")] + [(t, f"ucx-{t}-") for t in ("posix", "sysv")]
+    print("| cell | " + " | ".join(name for name, _ in runs) + " |")
+    print("|---|" + "---|" * len(runs))
+    for cell, what in CELLS:
+        line = []
+        for _, prefix in runs:
+            path = out / f"{prefix}{cell}.json"
+            doc = docs.get(cell) if not prefix else (json.loads(path.read_text()) if path.exists() else None)
+            line.append(ucx_path(doc, "T5-ucx-rma") if doc else "not run")
+        print(f"| {cell}: {what} | " + " | ".join(line) + " |")
 
 
 if __name__ == "__main__":
