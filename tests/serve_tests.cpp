@@ -110,6 +110,17 @@ TEST(ServeRun, EveryRowAcrossAPathEndpointAnswersAsInOneTree) {
   EXPECT_TRUE(doc["peer"]["boundary"].empty()) << doc["peer"].dump();
   EXPECT_EQ(served["sessions"][0]["peer"]["uid"], ::getuid());
   EXPECT_NE(peer.out.find("boundary: none"), std::string::npos) << peer.out;
+  // extmem report joins the two sides by the run id.
+  const std::string run_id = doc["peer"]["run_id"];
+  const ShellRun merged = run_extmem("report " + server.dir.file("peer.json") + " " + server.dir.file("serve.json"));
+  EXPECT_EQ(merged.code, 0) << merged.out;
+  EXPECT_NE(merged.out.find("Across a boundary"), std::string::npos) << merged.out;
+  EXPECT_NE(merged.out.find("run " + run_id + ", the serving side ran the server halves; boundary: none; served by serve.json"),
+            std::string::npos) << merged.out;
+  const ShellRun alone = run_extmem("report " + server.dir.file("serve.json"));
+  EXPECT_EQ(alone.code, 2) << alone.out;
+  const ShellRun unjoined = run_extmem("report " + single + "/r.json " + server.dir.file("serve.json"));
+  EXPECT_NE(unjoined.out.find("its driving side's document was not given"), std::string::npos) << unjoined.out;
 }
 
 // --- a service safe to leave running ---------------------------------------

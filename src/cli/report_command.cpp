@@ -29,7 +29,8 @@ Runner add_report(CLI::App& app) {
       "report", "Merge extmem probe --json documents from many devices into a device x row matrix (Markdown, HTML)");
   cmd->add_option("files", st->files,
                   "extmem probe --json documents (schema_version 1), each FILE or NODE=FILE (NODE labels the run's node; "
-                  "default: the document's context.hostname, else the file's name)")
+                  "default: the document's context.hostname, else the file's name); extmem probe serve --json "
+                  "documents too, joined to their --peer runs by run id")
       ->required();
   cmd->add_option("--expect", st->expect,
                   "Baseline of expected statuses, the file extmem probe --expect reads (docs/fleet.md): rows whose status "
@@ -59,18 +60,27 @@ Runner add_report(CLI::App& app) {
       baseline = std::move(*read);
     }
     std::vector<report::Run> runs;
+    std::vector<report::ServedSession> served;  // extmem probe serve --json inputs
     for (const std::string& arg : st->files) {
       const report::Input in = report::split_input(arg);
-      auto run = report::load_run(in.path);
-      if (!run) {
-        const Error& e = run.error();
+      auto doc = report::load_document(in.path);
+      if (!doc) {
+        const Error& e = doc.error();
         std::cerr << "extmem report: " << e.step << ": " << (e.code.empty() ? "" : e.code + ": ") << e.detail << "\n";
         return 2;
       }
-      if (!in.node.empty()) run->node = in.node;
-      runs.push_back(std::move(*run));
+      served.insert(served.end(), doc->served.begin(), doc->served.end());
+      if (!doc->run) continue;
+      if (!in.node.empty()) doc->run->node = in.node;
+      runs.push_back(std::move(*doc->run));
+    }
+    if (runs.empty()) {
+      std::cerr << "extmem report: no extmem probe --json document among the inputs (serve documents join the runs of "
+                   "their --peer side; give those too)\n";
+      return 2;
     }
     report::FleetOptions fleet;
+    fleet.served = &served;
     fleet.baseline = st->expect.empty() ? nullptr : &baseline;
     fleet.stale_after_s = std::chrono::duration_cast<std::chrono::seconds>(st->stale_after).count();
     if (!st->markdown.empty()) {

@@ -213,6 +213,15 @@ Result<Run> parse_document(const std::string& file, const std::string& text) {
   if (!health) return health.error();
   run.health = std::move(*health);
   run.options = options_text(doc.value("options", json()));
+  if (const json peer = doc.value("peer", json()); peer.is_object()) {
+    PeerOf p{str(peer, "run_id"), str(peer, "endpoint"), str(peer, "served_role"), {}};
+    for (const json& f : peer.value("boundary", json::array()))
+      if (f.is_object()) p.boundary.push_back(str(f, "fact"));
+    // A run across a boundary is another column than the same node's single-tree run.
+    run.options += fmt::format("{}across={}", run.options.empty() ? "" : " ",
+                               p.boundary.empty() ? "none" : fmt::format("{}", fmt::join(p.boundary, ",")));
+    run.peer = std::move(p);
+  }
   const json vulkan = doc.value("vulkan", json());
   const json devices = vulkan.is_object() ? vulkan.value("devices", json()) : json();
   const json selected = vulkan.is_object() ? vulkan.value("selected", json()) : json();
@@ -245,13 +254,64 @@ Input split_input(const std::string& arg) {
   return {arg.substr(0, eq), arg.substr(eq + 1)};
 }
 
-Result<Run> load_run(const std::string& path) {
+namespace {
+
+Result<std::string> read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error{"read " + path, ErrorKind::invalid_argument, errno_code(errno), "cannot open the file"};
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return Error{"read " + path, ErrorKind::invalid_argument, errno_code(errno), "read failed"};
-  return parse_run(path, text.str());
+  return text.str();
+}
+
+// The sessions of a serve document; refused connections that were no session are left out.
+Result<std::vector<ServedSession>> served_sessions(const std::string& file, const json& doc) {
+  std::vector<ServedSession> out;
+  const json context = doc.value("side_context", json());
+  const std::string node = context.is_object() ? str(context, "hostname") : std::string();
+  const json sessions = doc.value("sessions", json());
+  if (!sessions.is_array()) return bad(file, "\"sessions\" is missing or not an array");
+  for (std::size_t i = 0; i < sessions.size(); ++i) {
+    const json& s = sessions[i];
+    if (!s.is_object() || str(s, "run_id").empty() || !s.value("halves", json()).is_array())
+      return bad(file, fmt::format("sessions[{}]: \"run_id\" or \"halves\" missing or of another type", i));
+    ServedSession one{file, node, str(doc, "endpoint"), str(s, "run_id"), 0, s["halves"].size(), str(s, "ended"), {}};
+    if (const json peer = s.value("peer", json()); peer.is_object()) one.peer_uid = peer.value("uid", 0u);
+    if (const json r = s.value("refused", json()); r.is_object()) one.refused = str(r, "reason") + ": " + str(r, "detail");
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Document> parse_document_of(const std::string& file, const std::string& text) {
+  const json doc = json::parse(text, nullptr, false);
+  if (doc.is_object() && doc.contains("schema") && doc["schema"] == "extmem-serve-result") {
+    try {
+      auto served = served_sessions(file, doc);
+      if (!served) return std::move(served).error();
+      return Document{std::nullopt, std::move(*served)};
+    } catch (const json::exception& e) {
+      return bad(file, fmt::format("malformed serve document: {}", reason(e)));
+    }
+  }
+  auto run = parse_run(file, text);
+  if (!run) return std::move(run).error();
+  return Document{std::move(*run), {}};
+}
+
+Result<Document> load_document(const std::string& path) {
+  auto text = read_text(path);
+  if (!text) return std::move(text).error();
+  return parse_document_of(path, *text);
+}
+
+Result<Run> load_run(const std::string& path) {
+  auto text = read_text(path);
+  if (!text) return std::move(text).error();
+  return parse_run(path, *text);
 }
 
 }  // namespace extmem::report

@@ -215,6 +215,41 @@ std::string stale_rule(const std::vector<Run>& runs, const FleetOptions& o) {
                      age_text(o.stale_after_s), newest ? utc_text(*newest) : "none has a time");
 }
 
+// Each --peer run (its column, its boundary) with its serving side's session, joined by
+// run id, then the serving sides' sessions whose driving run was not given. Plain text.
+std::vector<std::string> across_lines(const std::vector<Target>& targets, const FleetOptions& o) {
+  static const std::vector<ServedSession> kNone;
+  const std::vector<ServedSession>& served = o.served != nullptr ? *o.served : kNone;
+  std::vector<std::string> lines;
+  std::vector<bool> joined(served.size(), false);
+  for (std::size_t i = 0; i < targets.size(); ++i)
+    for (const Run* r : targets[i].runs) {
+      if (!r->peer) continue;
+      const PeerOf& p = *r->peer;
+      std::string line = fmt::format("[{}] {}: --peer={}, run {}, the serving side ran the {} halves; boundary: {}", i + 1,
+                                     basename(r->file), p.endpoint, p.run_id, p.served_role,
+                                     p.boundary.empty() ? std::string("none") : fmt::format("{}", fmt::join(p.boundary, ", ")));
+      auto it = std::find_if(served.begin(), served.end(), [&](const ServedSession& s) { return s.run_id == p.run_id; });
+      if (it == served.end()) {
+        line += "; the serving side's document was not given";
+      } else {
+        joined[static_cast<std::size_t>(it - served.begin())] = true;
+        line += fmt::format("; served by {} on {} ({}): {} halves for uid {}{}{}", basename(it->file), it->node,
+                            it->endpoint, it->halves, it->peer_uid, it->refused.empty() ? "" : ", refused " + it->refused,
+                            it->ended.empty() ? "" : ", ended: " + it->ended);
+      }
+      lines.push_back(std::move(line));
+    }
+  for (std::size_t k = 0; k < served.size(); ++k)
+    if (!joined[k])
+      lines.push_back(fmt::format("{} on {} ({}): run {}, {} halves for uid {}: its driving side's document was not given",
+                                  basename(served[k].file), served[k].node, served[k].endpoint, served[k].run_id,
+                                  served[k].halves, served[k].peer_uid));
+  return lines;
+}
+
+constexpr const char* kAcrossTitle = "Across a boundary (extmem probe --peer and serve, joined by run id):";
+
 constexpr const char* kHistoryNote =
     "History of a row over one node's runs of one device with the same options, the baseline's status first when "
     "`--expect` has one: no switch is stable, one switch is changed (since the first run after it, or from the "
@@ -269,6 +304,10 @@ std::string markdown(const std::vector<Run>& runs, const FleetOptions& o) {
   s += "\nRuns:\n\n";
   for (std::size_t i = 0; i < targets.size(); ++i)
     for (const Run* r : targets[i].runs) s += fmt::format("- [{}] `{}`\n", i + 1, md(run_line(*r)));
+  if (const auto across = across_lines(targets, o); !across.empty()) {
+    s += fmt::format("\n{}\n\n", kAcrossTitle);
+    for (const std::string& l : across) s += "- " + md(l) + "\n";
+  }
   if (changes) s += fmt::format("\n{}\n", kHistoryNote);
   s += "\nFigures (from `--measure`): `cpu r/w xN` = CPU read/write bandwidth through the shared mapping divided by "
        "private memory in the same process (the leg with the lowest read ratio); `gpu in/out` = GPU copies into / out of "
@@ -344,6 +383,11 @@ std::string html(const std::vector<Run>& runs, const FleetOptions& o) {
   for (std::size_t i = 0; i < targets.size(); ++i)
     for (const Run* r : targets[i].runs) s += fmt::format("<li>[{}] <code>{}</code></li>\n", i + 1, xml_text(run_line(*r)));
   s += "</ol>\n";
+  if (const auto across = across_lines(targets, o); !across.empty()) {
+    s += std::string("<h2>") + xml_text(kAcrossTitle) + "</h2>\n<ul>\n";
+    for (const std::string& l : across) s += "<li>" + xml_text(l) + "</li>\n";
+    s += "</ul>\n";
+  }
   if (changes) s += "<p>" + xml_text(kHistoryNote) + "</p>\n";
   s += "<p style=\"font-size:12px;color:#57606a\">cpu r/w xN: CPU read/write bandwidth through the shared mapping "
        "divided by private memory in the same process (the leg with the lowest read ratio). gpu in/out: GPU copies "

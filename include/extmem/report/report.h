@@ -33,6 +33,26 @@ struct RunHealth {
   std::string first;      ///< the first problem as --npd prints it: "ROW STATUS CODE[ at STEP]"; "" when ok
 };
 
+/// A driving side's view of a run across a boundary (the document's "peer"; docs/serve.md).
+struct PeerOf {
+  std::string run_id;       ///< shared with the serving side's document
+  std::string endpoint;     ///< --peer as given
+  std::string served_role;  ///< the halves the serving side ran
+  std::vector<std::string> boundary;  ///< the facts that differ ("uid", "ns:pid", ...), in the document's order
+};
+
+/// One session of an `extmem probe serve --json` document (schema "extmem-serve-result").
+struct ServedSession {
+  std::string file;      ///< the serve document, as named on the command line
+  std::string node;      ///< the serving side's hostname
+  std::string endpoint;  ///< where it listened
+  std::string run_id;    ///< the driving side's run id
+  std::uint32_t peer_uid = 0;  ///< the driving peer's uid as the server saw it (SO_PEERCRED)
+  std::size_t halves = 0;      ///< halves it ran for that session
+  std::string ended;           ///< how the session ended; "" when it ran to the peer's close
+  std::string refused;         ///< "reason: detail" when it refused part of the session; ""
+};
+
 /// One probe document: which node and device it describes and its rows in print order.
 struct Run {
   std::string file;       ///< as named on the command line
@@ -45,8 +65,24 @@ struct Run {
   std::optional<std::int64_t> time;  ///< generated_at in Unix seconds; nullopt when the document has none
   std::string options;    ///< non-default options in short form, e.g. "measure memory-type=all"
   std::optional<RunHealth> health;  ///< nullopt for documents written before the health object
+  std::optional<PeerOf> peer;       ///< --peer runs only: its serving side and the boundary between them
   std::vector<std::pair<std::string, Cell>> rows;
 };
+
+/// What one input file is: a probe document, or a serving side's sessions.
+struct Document {
+  std::optional<Run> run;
+  std::vector<ServedSession> served;
+};
+
+/// Parses `text` (the contents of `file`) as a probe document (parse_run()) or
+/// an `extmem probe serve --json` document. Errors: parse_run's; for a serve
+/// document, invalid_argument (step = `file`) naming a session member missing or
+/// of another type.
+Result<Document> parse_document_of(const std::string& file, const std::string& text);
+
+/// Reads and parses `path` as either kind. Errors: parse_document_of's, os_error("read FILE").
+Result<Document> load_document(const std::string& path);
 
 /// Parses `text` (the contents of `file`) as a probe document. Errors
 /// (invalid_argument, step = `file`): not JSON (detail has the parser's line,
@@ -70,6 +106,8 @@ Input split_input(const std::string& arg);
 /// What a fleet report is asked for beside the runs (docs/report.md).
 struct FleetOptions {
   const std::vector<probe::Expectation>* baseline = nullptr;  ///< --expect; null without
+  /// Serving sides' sessions (`extmem probe serve --json` inputs), joined to the --peer runs by run id; null without.
+  const std::vector<ServedSession>* served = nullptr;
   std::int64_t stale_after_s = 24 * 3600;  ///< a node whose oldest current result is older than the newest input's by more is stale
 };
 
@@ -100,7 +138,9 @@ History classify(const std::vector<std::string>& statuses, const std::string& ex
 /// is the status in bold plus the key figures, and a change, a flake or a
 /// difference from the baseline; "—" where a target has no such row. A last
 /// "changes" column names the targets whose row changed, flaked or differs from
-/// the baseline. Then the nodes, the stalest first, and every run.
+/// the baseline. Then the nodes, the stalest first, and every run; then, when a
+/// run crossed a boundary (--peer) or a serve document is given, each such run
+/// with its boundary and its serving side's session (joined by run id).
 std::string markdown(const std::vector<Run>& runs, const FleetOptions& options = {});
 
 /// The same as one HTML5 page with inline CSS and no external asset

@@ -40,6 +40,7 @@ struct Half {
 struct Collected {
   std::optional<RouteReport> report;
   std::optional<std::string> fatal;
+  std::optional<ErrorKind> stop_kind;  // the fatal's kind where it is known (the serving side's words)
   bool timed_out = false;
   bool starting = false;  // timed out while a new worker was still starting its drivers
 };
@@ -57,14 +58,17 @@ void remote_event(Half& h, Collected& c, const std::string& payload) {
   if (!event) {
     c.fatal = fmt::format("malformed message from the serving side after step \"{}\": {}", h.last_step,
                           event.error().message());
+    c.stop_kind = ErrorKind::protocol;
   } else if (event->refused) {
     c.fatal = fmt::format("the serving side refused the {} half: {}: {}", to_string(h.role),
                           to_string(event->refused->reason), event->refused->detail);
+    c.stop_kind = ErrorKind::invalid_argument;  // the job was not one it accepts
   } else if (event->half_ended) {
     h.open = false;
     h.exit = *event->half_ended;
   } else {
     c.fatal = "the serving side sent an abandon, which only the driving side sends";
+    c.stop_kind = ErrorKind::protocol;
   }
 }
 
@@ -159,7 +163,8 @@ RowResult conclude(const RouteDef& route, const std::array<Half, 2>& halves, Col
                                       RouteDeadline{0, params.timeout_s + params.half.soak_s}.start_up_s(), where)
                         : fmt::format("timeout after {:g} s in {}", params.timeout_s, where));
   } else if (c.fatal) {
-    facts.fatal = *c.fatal;
+    if (c.stop_kind) stop_row(facts, *c.stop_kind, *c.fatal);
+    else facts.fatal = *c.fatal;
   } else {
     for (const Half& h : halves) {
       if (h.exit && h.exit->signaled) {
@@ -422,7 +427,10 @@ Result<RowResult> supervise_across(const RouteDef& route, const SuperviseParams&
       if (h.died) {
         remote.broken = fmt::format("the serving side closed the session during its {} half's step \"{}\"",
                                     to_string(h.role), h.last_step);
-        if (!c.fatal && !c.timed_out) c.fatal = remote.broken;
+        if (!c.fatal && !c.timed_out) {
+          c.fatal = remote.broken;
+          c.stop_kind = ErrorKind::peer_closed;
+        }
       } else if (h.open) {
         note_running(still_running, h);
         abandon_remote(remote);

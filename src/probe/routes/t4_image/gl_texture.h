@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "gles/egl_context.h"
 #include "probe/route_report.h"
 #include "probe/worker/child_context.h"
