@@ -107,16 +107,17 @@ TEST(ByteSearcher, EveryPathAgreesWithANaiveSearchIncludingOverlaps) {
   }
 }
 
-// Every occurrence (overlapping too) that `s` finds from `from` on.
-std::vector<std::size_t> all_found(const detail::ByteSearcher& s, const std::vector<std::uint8_t>& hay,
-                                   std::size_t from) {
+// The offsets from `base` of what `s` finds in [base + from, end), searching
+// on `step` bytes after each find (1: overlapping occurrences too).
+template <class Searcher>
+std::vector<std::size_t> all_found(const Searcher& s, const std::uint8_t* base, const std::uint8_t* end,
+                                   std::size_t from, std::size_t step) {
   std::vector<std::size_t> got;
-  const std::uint8_t* end = hay.data() + hay.size();
-  for (const std::uint8_t* at = hay.data() + from;;) {
+  for (const std::uint8_t* at = base + from;;) {
     const std::uint8_t* f = s.find(at, end);
     if (f == end) break;
-    got.push_back(static_cast<std::size_t>(f - hay.data()));
-    at = f + 1;
+    got.push_back(static_cast<std::size_t>(f - base));
+    at = f + step;
   }
   return got;
 }
@@ -144,7 +145,7 @@ TEST(ByteSearcher, EveryPathFindsNeedlesAtTheEdgesOfItsSteps) {
         for (std::size_t i = from; i + n <= hay.size(); ++i)
           if (std::memcmp(hay.data() + i, needle.data(), n) == 0) want.push_back(i);
         const std::size_t from_ok = std::min(from, hay.size());
-        EXPECT_EQ(all_found(detail::ByteSearcher(needle, isa), hay, from_ok), want)
+        EXPECT_EQ(all_found(detail::ByteSearcher(needle, isa), hay.data(), hay.data() + hay.size(), from_ok, 1), want)
             << "isa " << int(isa) << " n " << n << " round " << round;
       }
     }
@@ -170,17 +171,9 @@ TEST(WordSearcher, EveryPathFindsWordsAtTheEdgesOfItsSteps) {
         const std::size_t offset = 1 + rng() % 7;          // the buffer itself unaligned in memory
         std::vector<std::uint8_t> shifted(offset, 0);
         shifted.insert(shifted.end(), hay.begin(), hay.end());
-        const detail::WordSearcher s(word, isa);
-        std::vector<std::size_t> got;
-        const std::uint8_t* base = shifted.data() + offset;
-        const std::uint8_t* end = shifted.data() + shifted.size();
-        for (const std::uint8_t* at = base;;) {
-          const std::uint8_t* f = s.find(at, end);
-          if (f == end) break;
-          got.push_back(static_cast<std::size_t>(f - base));
-          at = f + w;
-        }
-        EXPECT_EQ(got, naive_words(hay, 0, word.data(), w)) << "isa " << int(isa) << " width " << w << " round " << round;
+        EXPECT_EQ(all_found(detail::WordSearcher(word, isa), shifted.data() + offset, shifted.data() + shifted.size(), 0, w),
+                  naive_words(hay, 0, word.data(), w))
+            << "isa " << int(isa) << " width " << w << " round " << round;
       }
     }
   }
