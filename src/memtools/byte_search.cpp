@@ -79,7 +79,7 @@ __attribute__((target("avx2"))) const std::uint8_t* find_avx2(const std::uint8_t
 // split across cache lines: two unaligned loads a step were the search's
 // cost (perf: 24 % of --hex). The ends, and bytes 64 or more apart, go to
 // find_avx2.
-__attribute__((target("avx512f,avx512bw"))) const std::uint8_t* find_avx512(const std::uint8_t* begin,
+__attribute__((target("avx512f,avx512bw,bmi2"))) const std::uint8_t* find_avx512(const std::uint8_t* begin,
                                                                            const std::uint8_t* limit,
                                                                            const std::uint8_t* needle, std::size_t n,
                                                                            std::size_t a, std::size_t b) {
@@ -94,17 +94,24 @@ __attribute__((target("avx512f,avx512bw"))) const std::uint8_t* find_avx512(cons
   const __m512i vhi = _mm512_set1_epi8(static_cast<char>(needle[hi]));
   const __m512i vlo = _mm512_set1_epi8(static_cast<char>(needle[lo]));
   std::uint64_t carried = _mm512_cmpeq_epi8_mask(vlo, _mm512_load_si512(v - 64)) >> (64 - gap);
-  for (; v + 64 <= end; v += 64) {
+  // Bit q of a vector's mask: a candidate starting at v + q - hi, before
+  // limit while v + 64 <= limit + hi. Two vectors a step, one branch.
+  for (; v + 128 <= limit + hi; v += 128) {
+    const __m512i d0 = _mm512_load_si512(v), d1 = _mm512_load_si512(v + 64);
+    const std::uint64_t low0 = _mm512_cmpeq_epi8_mask(vlo, d0), low1 = _mm512_cmpeq_epi8_mask(vlo, d1);
+    const std::uint64_t m0 = _mm512_cmpeq_epi8_mask(vhi, d0) & ((low0 << gap) | carried);
+    const std::uint64_t m1 = _mm512_cmpeq_epi8_mask(vhi, d1) & ((low1 << gap) | (low0 >> (64 - gap)));
+    carried = low1 >> (64 - gap);
+    if ((m0 | m1) == 0) continue;
+    if (const std::uint8_t* c = verify(v - hi, m0, needle, n)) return c;
+    if (const std::uint8_t* c = verify(v + 64 - hi, m1, needle, n)) return c;
+  }
+  for (; v + 64 <= limit + hi; v += 64) {
     const __m512i d = _mm512_load_si512(v);
     const std::uint64_t low = _mm512_cmpeq_epi8_mask(vlo, d);
-    std::uint64_t mask = _mm512_cmpeq_epi8_mask(vhi, d) & ((low << gap) | carried);
+    const std::uint64_t mask = _mm512_cmpeq_epi8_mask(vhi, d) & ((low << gap) | carried);
     carried = low >> (64 - gap);
-    // Bit q: a candidate starting at v + q - hi.
-    for (; mask != 0; mask &= mask - 1) {
-      const std::uint8_t* c = v + __builtin_ctzll(mask) - hi;
-      if (c >= limit) return nullptr;
-      if (std::memcmp(c, needle, n) == 0) return c;
-    }
+    if (const std::uint8_t* c = verify(v - hi, mask, needle, n)) return c;
   }
   return v - hi < limit ? find_avx2(v - hi, limit, needle, n, a, b) : nullptr;
 }
@@ -229,7 +236,8 @@ ScanIsa scan_isa() noexcept {
     ScanIsa best = ScanIsa::sse2;
 #if defined(__x86_64__)
     if (__builtin_cpu_supports("avx2")) best = ScanIsa::avx2;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) best = ScanIsa::avx512;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("bmi2"))
+      best = ScanIsa::avx512;  // (every AVX-512 CPU has BMI2, which find_avx512's shifts use)
 #endif
     if (const char* forced = std::getenv("EXTMEM_SCAN_ISA")) {
       const std::string_view v(forced);
