@@ -17,9 +17,9 @@ ScanIsa scan_isa() noexcept;
 
 /// Finds a needle in byte ranges. For needles of 2 bytes or more it compares
 /// two of the needle's rarer bytes (by a fixed guess of byte frequencies in
-/// memory images: 0x00 and 0xff are common, most others rarer) at 64
-/// candidate positions per step (AVX-512BW, from aligned loads; AVX2), or 16
-/// (SSE2), and verifies candidates with memcmp;
+/// memory images: 0x00 and 0xff are common, most others rarer) at 128
+/// (AVX-512BW, from aligned loads), 64 (AVX2) or 16 (SSE2) candidate
+/// positions per step and verifies candidates with memcmp;
 /// a 1-byte needle is memchr. Elsewhere than x86-64 it is memmem.
 class ByteSearcher {
  public:
