@@ -23,7 +23,8 @@
 # when EXTMEM_BASELINE is given (a mismatch ends the script: exit 1).
 # Columns: wall-clock median/min/max, GiB/s from the median, median CPU
 # seconds (user + system, all threads), x grep (GiB/s over grep's: >= 1 is
-# at least as fast), % floor (GiB/s over the N-thread read floor's).
+# at least as fast), % floor (GiB/s over the faster read floor's); a last
+# line checks issue #33's targets (every form >= 1.0x grep, --u32 >= 50 %).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size_mib="${1:-2048}"
@@ -126,6 +127,11 @@ for label, _ in rows:
     w = walls[label]
     print(f"{label:<36} {med[label]:8.3f} {min(w):7.3f} {max(w):7.3f} {gib / med[label]:6.2f} {statistics.median(cpus[label]):6.2f}"
           f" {grep / med[label]:7.2f} {100 * floor / med[label]:7.0f}%")
+# Issue #33's targets, from this run's medians.
+below = [f.split('=')[0] for f in forms if grep / med[f"extmem {f.split('=')[0]}"] < 1.0]
+u32 = 100 * floor / med["extmem --u32"] if "extmem --u32" in med else float("nan")
+print(f"targets: {len(forms) - len(below)} of {len(forms)} forms at >= 1.0x grep"
+      + (f" (below: {', '.join(below)})" if below else "") + f"; --u32 at {u32:.0f}% of the read floor (target 50%)")
 if baseline:
     print("after / before (baseline median over this one's):")
     for f in forms:

@@ -107,6 +107,78 @@ TEST(ByteSearcher, EveryPathAgreesWithANaiveSearchIncludingOverlaps) {
   }
 }
 
+// The offsets from `base` of what `s` finds in [base + from, end), searching
+// on `step` bytes after each find (1: overlapping occurrences too).
+template <class Searcher>
+std::vector<std::size_t> all_found(const Searcher& s, const std::uint8_t* base, const std::uint8_t* end,
+                                   std::size_t from, std::size_t step) {
+  std::vector<std::size_t> got;
+  for (const std::uint8_t* at = base + from;;) {
+    const std::uint8_t* f = s.find(at, end);
+    if (f == end) break;
+    got.push_back(static_cast<std::size_t>(f - base));
+    at = f + step;
+  }
+  return got;
+}
+
+// The wide steps of the vector paths (64 and 128 bytes a step on AVX-512):
+// needles of 1 to 40 bytes placed just before, on and after each step's
+// edge, at the very end, with unaligned starts, and of one repeated byte.
+TEST(ByteSearcher, EveryPathFindsNeedlesAtTheEdgesOfItsSteps) {
+  std::mt19937 rng(21);
+  for (ScanIsa isa : isas()) {
+    for (std::size_t n : {1u, 2u, 3u, 6u, 17u, 40u}) {
+      for (int round = 0; round < 60; ++round) {
+        std::vector<std::uint8_t> hay(n + rng() % 700);
+        for (auto& b : hay) b = static_cast<std::uint8_t>(rng() & 0x3f);  // never the needle's bytes below
+        std::vector<std::uint8_t> needle(n);
+        for (auto& b : needle) b = static_cast<std::uint8_t>(0x80 | (rng() & 0x7f));
+        if (round % 6 == 0) std::fill(needle.begin(), needle.end(), 0xc3);
+        for (std::size_t edge : {63u, 64u, 65u, 127u, 128u, 129u, 255u, 256u}) {
+          for (std::size_t at : {edge - std::min(edge, n), edge - std::min(edge, n) + 1, edge})
+            if (at + n <= hay.size() && rng() % 3 == 0) std::memcpy(hay.data() + at, needle.data(), n);
+        }
+        std::memcpy(hay.data() + hay.size() - n, needle.data(), n);  // at the very end
+        const std::size_t from = rng() % 8;                             // unaligned starts
+        std::vector<std::size_t> want;
+        for (std::size_t i = from; i + n <= hay.size(); ++i)
+          if (std::memcmp(hay.data() + i, needle.data(), n) == 0) want.push_back(i);
+        const std::size_t from_ok = std::min(from, hay.size());
+        EXPECT_EQ(all_found(detail::ByteSearcher(needle, isa), hay.data(), hay.data() + hay.size(), from_ok, 1), want)
+            << "isa " << int(isa) << " n " << n << " round " << round;
+      }
+    }
+  }
+}
+
+// The aligned search's wide steps: words just before, on and after 64- and
+// 128-byte edges, at the very end, and starts not aligned in memory.
+TEST(WordSearcher, EveryPathFindsWordsAtTheEdgesOfItsSteps) {
+  std::mt19937 rng(22);
+  for (ScanIsa isa : isas()) {
+    for (std::size_t w : {2u, 4u, 8u}) {
+      for (int round = 0; round < 60; ++round) {
+        std::vector<std::uint8_t> hay(w * (1 + rng() % 100) + rng() % w);
+        for (auto& b : hay) b = static_cast<std::uint8_t>(rng() & 0x3f);
+        std::vector<std::uint8_t> word(w, 0xc3);
+        if (round % 2 == 0) word[w - 1] = 0x01;  // a lone byte differs: no whole-word match
+        for (std::size_t edge : {64u, 128u, 192u, 256u})
+          for (std::size_t at : {edge - w, edge, edge + w})
+            if (at + w <= hay.size() && rng() % 2 == 0) std::memcpy(hay.data() + at, word.data(), w);
+        const std::size_t last = (hay.size() - w) / w * w;
+        std::memcpy(hay.data() + last, word.data(), w);  // the last aligned word
+        const std::size_t offset = 1 + rng() % 7;          // the buffer itself unaligned in memory
+        std::vector<std::uint8_t> shifted(offset, 0);
+        shifted.insert(shifted.end(), hay.begin(), hay.end());
+        EXPECT_EQ(all_found(detail::WordSearcher(word, isa), shifted.data() + offset, shifted.data() + shifted.size(), 0, w),
+                  naive_words(hay, 0, word.data(), w))
+            << "isa " << int(isa) << " width " << w << " round " << round;
+      }
+    }
+  }
+}
+
 // Bytes like the test image's: noise below 0x40 with zero pages, plus blocks
 // of few distinct values and of all-distinct ones.
 std::vector<std::uint8_t> noise(std::size_t size, std::uint32_t seed) {

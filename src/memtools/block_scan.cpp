@@ -672,16 +672,7 @@ class ReferenceBlocks {
 
   // The reference for `hash`, or nullopt when `offset` is now it.
   std::optional<std::uint64_t> find_or_add(std::uint64_t hash, std::uint64_t offset) {
-    // Each thread's answers of this table are remembered (a reference never
-    // changes once set, so a remembered one stays right): on an image of
-    // many twins most lookups end here, without a lock.
-    thread_local std::unique_ptr<Recent> recent;
-    if (!recent) recent = std::make_unique<Recent>();
-    if (recent->owner != id_) {
-      recent->owner = id_;
-      std::fill(std::begin(recent->slots), std::end(recent->slots), Recent::Slot{});
-    }
-    Recent::Slot& slot = recent->slots[(hash * 0x9e3779b97f4a7c15ull) >> (64 - Recent::kBits)];
+    Recent::Slot& slot = recent_slot(hash);
     if (slot.used && slot.hash == hash) return slot.reference;
     Shard& s = shards_[(hash >> 58) % kShards];
     std::optional<std::uint64_t> found;
@@ -692,6 +683,17 @@ class ReferenceBlocks {
     }
     slot = {hash, found.value_or(offset), true};
     return found;
+  }
+
+  // Asks for the line find_or_add(hash) reads first, which the reads and
+  // compares between two lookups push out of the cache (perf: that load
+  // was 44 % of find_or_add).
+  void prefetch(std::uint64_t hash) {
+#if defined(__x86_64__)
+    _mm_prefetch(reinterpret_cast<const char*>(&recent_slot(hash)), _MM_HINT_T0);
+#else
+    (void)hash;
+#endif
   }
 
  private:
@@ -709,6 +711,19 @@ class ReferenceBlocks {
     std::uint64_t owner = 0;  // the table whose answers these are (id_)
     Slot slots[std::size_t{1} << kBits];
   };
+  // This thread's remembered answer for `hash`, maybe another hash's. Each
+  // thread's answers of this table are remembered (a reference never changes
+  // once set, so a remembered one stays right): on an image of many twins
+  // most lookups end there, without a lock.
+  Recent::Slot& recent_slot(std::uint64_t hash) {
+    thread_local std::unique_ptr<Recent> recent;
+    if (!recent) recent = std::make_unique<Recent>();
+    if (recent->owner != id_) {
+      recent->owner = id_;
+      std::fill(std::begin(recent->slots), std::end(recent->slots), Recent::Slot{});
+    }
+    return recent->slots[(hash * 0x9e3779b97f4a7c15ull) >> (64 - Recent::kBits)];
+  }
   static inline std::atomic<std::uint64_t> instances_{0};
   std::uint64_t id_;
   Shard shards_[kShards];
@@ -768,6 +783,7 @@ TwinPiece hash_twin_piece(const Spans& spans, std::size_t lo, std::size_t hi, st
     for (std::size_t k = 0; k < len; k += block) {
       bool constant = false, of_sample = false;
       const std::uint64_t h = key_of(p + k, constant, of_sample);
+      if (!constant) references.prefetch(h);  // arrives during the compare below
       compare_pending();
       if (constant) {
         ++r.constant;

@@ -17,8 +17,9 @@ ScanIsa scan_isa() noexcept;
 
 /// Finds a needle in byte ranges. For needles of 2 bytes or more it compares
 /// two of the needle's rarer bytes (by a fixed guess of byte frequencies in
-/// memory images: 0x00 and 0xff are common, most others rarer) at 32 (AVX2) or
-/// 16 (SSE2) candidate positions per step and verifies candidates with memcmp;
+/// memory images: 0x00 and 0xff are common, most others rarer) at 128
+/// (AVX-512BW, from aligned loads), 64 (AVX2) or 16 (SSE2) candidate
+/// positions per step and verifies candidates with memcmp;
 /// a 1-byte needle is memchr. Elsewhere than x86-64 it is memmem.
 class ByteSearcher {
  public:
@@ -34,12 +35,12 @@ class ByteSearcher {
  private:
   std::vector<std::uint8_t> needle_;
   std::size_t first_ = 0, second_ = 0;  // the two positions compared before memcmp
-  bool avx2_ = false;
+  ScanIsa isa_;
 };
 
 /// Finds a 2-, 4- or 8-byte word at positions aligned to its width (the
 /// aligned search of `scan --u16/--u32/--u64` and of a record's anchor):
-/// whole vectors compared word by word (32 bytes a step with AVX2, 16 with
+/// whole vectors compared word by word (64 bytes a step with AVX2, 16 with
 /// SSE2), so a value made of bytes common in memory makes no more work than a
 /// rare one. Elsewhere than x86-64, a word at a time.
 class WordSearcher {
@@ -57,7 +58,7 @@ class WordSearcher {
  private:
   std::uint64_t word_ = 0;  // the word's bytes, in memory order, in the low `width_` bytes
   std::size_t width_ = 0;
-  bool avx2_ = false;
+  ScanIsa isa_;
 };
 
 }  // namespace extmem::memtools::detail
