@@ -83,8 +83,12 @@ cells_b_to_i() {
   # Only the socket's directory, the binary and the system's files are shared; every namespace is new.
   cell "${p}i" bwrap --ro-bind /usr /usr --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/bin /bin \
     --symlink usr/sbin /sbin --ro-bind /etc /etc --tmpfs /tmp --ro-bind "$(dirname "$extmem")" "$(dirname "$extmem")" \
-    --bind "$run" "$run" --bind "$out" "$out" --dev /dev --proc /proc --unshare-all --die-with-parent
+    --bind "$run" "$run" --bind "$out" "$out" --dev /dev "${gpu_nodes[@]}" --proc /proc --unshare-all --die-with-parent
 }
+
+# The GPU's device nodes go into the container, as a container runtime's GPU support puts them there.
+gpu_nodes=()
+for node in /dev/nvidia* /dev/dri; do [[ -e $node ]] && gpu_nodes+=(--dev-bind "$node" "$node"); done
 
 driver_env=(EXTMEM_MATRIX=1)
 code=0
