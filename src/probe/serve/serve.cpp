@@ -256,7 +256,12 @@ class Server {
     }
     ServedHalf half{params.row, to_string(role_), {}, 0};
     const bool session_on = relay(c, *w, RouteDeadline{start, seconds(o_.timeout) + params.soak_s}, half);
-    if (session_on && route->retires_worker) lane_.retire(Slot::a);
+    if (session_on && route->retires_worker) {
+      lane_.retire(Slot::a);
+      // Its successor starts its drivers now, not when the next job waits on it; not in the
+      // last session, where it would only hold up the server's exit.
+      if (o_.sessions == 0 || log.number < o_.sessions) (void)lane_.worker(Slot::a);
+    }
     half.seconds = os::monotonic_seconds() - start;
     log.halves.push_back(std::move(half));
     return session_on;
