@@ -395,6 +395,8 @@ Result<RowResult> supervise_across(const RouteDef& route, const SuperviseParams&
     if (h.role == remote.served_role) {
       if (auto sent = remote.channel.send(os::MsgType::job, job, peer_end); !sent) {
         remote.broken = "sending a job failed: " + sent.error().message();
+        // A half of ours already started would leave its frames for the next route to read.
+        if (local != nullptr) lane.drop(Slot::a);
         return broken_session_row(route, remote);
       }
       h.remote = true;

@@ -312,6 +312,8 @@ class Server {
       }
       if (!frame) {
         if (frame.error().kind == ErrorKind::timeout) continue;
+        if (frame.error().kind != ErrorKind::peer_closed)
+          return ended(kill(), "killed: its worker sent a malformed frame: " + frame.error().message());
         auto info = w.child.wait(2000);
         const os::ExitInfo how = info ? *info : w.child.kill_and_reap();
         lane_.drop(Slot::a);
