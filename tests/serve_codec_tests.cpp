@@ -2,10 +2,13 @@
 // boundary comparison: pure functions, no processes.
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -148,6 +151,25 @@ TEST(Endpoint, ListenerRefusesASecondServerAndReplacesAStaleSocket) {
     auto again = os::Listener::listen(*os::parse_endpoint(path));
     ASSERT_TRUE(again) << again.error().message();
   }
+  ::unlink(path.c_str());
+  ::rmdir(tmpl);
+}
+
+TEST(Endpoint, ASocketOfAnotherKindAtThePathIsLeftAlone) {
+  char tmpl[] = "/tmp/extmem-endpoint-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string path = std::string(tmpl) + "/sock";
+  const int other = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);  // another program's listening stream socket
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(::bind(other, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(other, 1), 0);
+  auto ours = os::Listener::listen(*os::parse_endpoint(path));
+  ASSERT_FALSE(ours);
+  EXPECT_TRUE(ours.error().is_errno(EADDRINUSE)) << ours.error().message();
+  EXPECT_EQ(::access(path.c_str(), F_OK), 0) << "its socket file must stay";
+  ::close(other);
   ::unlink(path.c_str());
   ::rmdir(tmpl);
 }

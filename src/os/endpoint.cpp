@@ -35,12 +35,14 @@ Result<UniqueFd> seqpacket_socket() {
   return fd;
 }
 
-// Whether a socket file at `path` has a listener (a connect succeeds or is only refused for want of room).
+// Whether the socket file of `e` may still be someone's: only a refused connect
+// (ECONNREFUSED: nobody listens) marks it stale. A socket of another type
+// (EPROTOTYPE) or one we may not reach is left alone.
 bool somebody_listens(const Endpoint& e) {
   auto fd = seqpacket_socket();
-  if (!fd) return false;
+  if (!fd) return true;
   auto [addr, len] = address_of(e);
-  return ::connect(fd->get(), reinterpret_cast<const sockaddr*>(&addr), len) == 0 || errno == EAGAIN;
+  return ::connect(fd->get(), reinterpret_cast<const sockaddr*>(&addr), len) == 0 || errno != ECONNREFUSED;
 }
 
 }  // namespace
@@ -81,7 +83,7 @@ Result<Listener> Listener::listen(const Endpoint& endpoint, std::optional<gid_t>
       if (!S_ISSOCK(st.st_mode))
         return os_error("bind", EADDRINUSE, fmt::format("{} exists and is not a socket", endpoint.name));
       if (somebody_listens(endpoint))
-        return os_error("bind", EADDRINUSE, fmt::format("a server already listens on {}", endpoint.name));
+        return os_error("bind", EADDRINUSE, fmt::format("{} is a socket in use (or not ours to replace)", endpoint.name));
       ::unlink(endpoint.name.c_str());  // a socket left by a server that died
     }
     // The file is created 0600 whatever the umask, so no other user can connect in between.
