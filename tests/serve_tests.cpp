@@ -281,6 +281,36 @@ TEST(ServeRun, AServerKilledMidRouteFailsThatRowNamingTheDisconnect) {
   EXPECT_NE(result_line(peer.out, "T3-memfd-sealed").find("is over"), std::string::npos) << peer.out;
 }
 
+TEST(ServeRun, SigtermEndsTheSessionInProgressAndReleasesEverything) {
+  ServeProcess server;
+  ASSERT_TRUE(server.start("--sessions=0", "-u XDG_RUNTIME_DIR")) << server.output();
+  const std::string out = server.output();
+  const std::size_t at = out.find("use a private ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string runtime_dir = out.substr(at + 14, out.find(' ', at + 14) - at - 14);
+  // The driving side's half hangs, so the serving half is mid-route when the server is stopped.
+  extmem::test::TempDir dir;
+  const std::string cmd = "env EXTMEM_TEST_FAULT=T3-memfd-cross-process:client:mmap:hang " + std::string(EXTMEM_BINARY) +
+                          " probe --only=T3-memfd-cross-process --timeout=120 --peer=" + server.endpoint() + " >" +
+                          dir.file("peer.out") + " 2>&1; echo $? >" + dir.file("peer.code");
+  // Its own process group (setsid execs in place: a spawned child leads no group), so it and its workers end together.
+  auto peer = os::ChildProcess::spawn("/usr/bin/setsid", {"setsid", "sh", "-c", cmd}, {});
+  ASSERT_TRUE(peer);
+  for (int i = 0; i < 600 && extmem::test::slurp(dir.path / "peer.out").find("== routes") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_EQ(::kill(server.child.pid(), SIGTERM), 0);
+  const os::ExitInfo how = server.finish(60);
+  EXPECT_TRUE(how.exited && how.code == 0) << how.describe() << "\n" << server.output();
+  EXPECT_NE(server.output().find("the server was stopped (SIGTERM)"), std::string::npos) << server.output();
+  EXPECT_NE(::access(server.endpoint().c_str(), F_OK), 0) << "the socket file is removed";
+  EXPECT_NE(::access(runtime_dir.c_str(), F_OK), 0) << runtime_dir << " is removed";
+  // The driving side hears that its serving half was killed; its own half hangs on until its timeout, so end it.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ::kill(-peer->pid(), SIGKILL);
+  (void)peer->kill_and_reap();
+}
+
 // --- nothing grows from session to session ---------------------------------------
 
 TEST(ServeRun, TwentySessionsLeaveTheServersFdsAsTheFirstDid) {

@@ -58,7 +58,10 @@ Status validate(const ServeOptions& options);
 /// served. A refused peer (uid not allowed, another session running, a wrong
 /// protocol, a malformed frame, a job above --max-size or for the other role) is
 /// told why in a refusal frame and does not count as a session; the server keeps
-/// serving. Returns kExitOk, kExitUsage (validate()), or kExitCannotRun (the
+/// serving. SIGINT, SIGTERM or SIGHUP stop it at its next wait: the session in
+/// progress ends (a half it runs is killed, the peer told), the socket file, the
+/// workers and the private runtime directory are released, and it returns kExitOk.
+/// Returns kExitOk, kExitUsage (validate()), or kExitCannotRun (the
 /// endpoint cannot be bound, no worker executable, no Vulkan device, a worker
 /// cannot be started). Problems of serve itself go to `err`. Never throws.
 int serve(const ServeOptions& options, std::ostream& out, std::ostream& err);

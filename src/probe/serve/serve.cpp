@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <csignal>
+#include <iterator>
 #include <fstream>
 #include <future>
 #include <ostream>
@@ -17,6 +19,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "extmem/os/child.h"
 #include "extmem/os/clock.h"
 #include "extmem/os/endpoint.h"
 #include "extmem/os/file.h"
@@ -70,6 +73,33 @@ std::uint64_t default_max_size() {
 
 double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
 
+// SIGINT, SIGTERM or SIGHUP: the server stops at its next wait, ends the session in
+// progress (killing a half it runs) and returns, so the socket file, the workers and
+// the private runtime directory are released as on a normal end.
+volatile std::sig_atomic_t g_stop_signal = 0;
+void note_stop(int sig) { g_stop_signal = sig; }
+
+class StopOnSignals {
+ public:
+  StopOnSignals() {
+    struct sigaction sa {};
+    sa.sa_handler = note_stop;  // no SA_RESTART: a poll in progress returns EINTR
+    ::sigemptyset(&sa.sa_mask);
+    for (std::size_t i = 0; i < std::size(kSignals); ++i) ::sigaction(kSignals[i], &sa, &before_[i]);
+  }
+  ~StopOnSignals() {
+    for (std::size_t i = 0; i < std::size(kSignals); ++i) ::sigaction(kSignals[i], &before_[i], nullptr);
+  }
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
+
+ private:
+  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction before_[std::size(kSignals)] {};
+};
+
+std::string stop_text() { return fmt::format("the server was stopped ({})", os::signal_name(g_stop_signal)); }
+
 // One half this server ran, for its line and its document.
 struct ServedHalf {
   std::string row, role, ended;
@@ -104,6 +134,10 @@ class Server {
   // Serves until o_.sessions sessions ran (0: forever). Returns the exit code.
   int run() {
     for (unsigned served = 0; o_.sessions == 0 || served < o_.sessions;) {
+      if (g_stop_signal != 0) {
+        out_ << fmt::format("serve: {}\n", stop_text());
+        return kExitOk;
+      }
       auto conn = listener_.accept(-1);
       if (!conn) {
         // A peer that went away before its accept (ECONNABORTED), or no fd left for it (EMFILE):
@@ -166,6 +200,7 @@ class Server {
   Result<os::Frame> next_frame(const os::Channel& c, int timeout_ms) {
     const double until = os::monotonic_seconds() + timeout_ms / 1000.0;
     for (;;) {
+      if (g_stop_signal != 0) return Error{"session", ErrorKind::timeout, {}, stop_text()};
       const double left = until - os::monotonic_seconds();
       if (left <= 0) return Error{"session", ErrorKind::timeout, {}, "nothing came"};
       pollfd p[2] = {{c.fd(), POLLIN, 0}, {listener_.fd(), POLLIN, 0}};
@@ -182,7 +217,9 @@ class Server {
     const int idle_ms = static_cast<int>(seconds(o_.idle_timeout) * 1000);
     auto first = next_frame(c, idle_ms);
     if (!first) {
-      if (first.error().kind == ErrorKind::timeout)
+      if (g_stop_signal != 0)
+        refuse(c, log, Refusal::server_error, stop_text());
+      else if (first.error().kind == ErrorKind::timeout)
         refuse(c, log, Refusal::idle, fmt::format("no hello within --idle-timeout={:g} s", seconds(o_.idle_timeout)));
       else if (first.error().kind == ErrorKind::peer_closed)
         log.ended = "closed before its hello";
@@ -208,7 +245,10 @@ class Server {
     for (;;) {
       auto frame = next_frame(c, idle_ms);
       if (!frame) {
-        if (frame.error().kind == ErrorKind::timeout) {
+        if (g_stop_signal != 0) {
+          refuse(c, log, Refusal::server_error, stop_text());
+          log.ended = stop_text();
+        } else if (frame.error().kind == ErrorKind::timeout) {
           refuse(c, log, Refusal::idle, fmt::format("nothing came within --idle-timeout={:g} s", seconds(o_.idle_timeout)));
           log.ended = "idle";
         } else if (frame.error().kind == ErrorKind::peer_closed) {
@@ -281,6 +321,7 @@ class Server {
       return info;
     };
     for (;;) {
+      if (g_stop_signal != 0) return ended(kill(), "killed: " + stop_text());
       const double left = limit.at(!w.answered) - os::monotonic_seconds();
       if (left <= 0) return ended(kill(), "killed: past its deadline");
       pollfd p[3] = {{w.control.fd(), POLLIN, 0}, {c.fd(), POLLIN, 0}, {listener_.fd(), POLLIN, 0}};
@@ -434,6 +475,8 @@ int serve(const ServeOptions& o, std::ostream& out, std::ostream& err) {
   }
   // A peer that vanishes mid-send must not end the server.
   ::signal(SIGPIPE, SIG_IGN);
+  g_stop_signal = 0;
+  const StopOnSignals stop;  // before the runtime directory, which then leaves the signals to it
   const PrivateRuntimeDir runtime_dir;
   std::future<FdTransportFinding> fd_check = std::async(std::launch::async, [w = *exe] { return check_fd_transport(w); });
   // The server does not know which rows a peer will ask for: every driver starts.
