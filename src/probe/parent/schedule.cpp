@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -16,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "extmem/os/clock.h"
+#include "extmem/os/meminfo.h"
 
 namespace extmem::probe {
 namespace {
@@ -194,16 +194,8 @@ unsigned jobs_limit() {
   unsigned jobs = 64;
   cpu_set_t set;
   if (::sched_getaffinity(0, sizeof set, &set) == 0) jobs = std::min<unsigned>(jobs, CPU_COUNT(&set));
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  unsigned long long kib = 0;
-  while (meminfo >> key >> kib) {
-    if (key == "MemAvailable:") {
-      jobs = std::min<unsigned long long>(jobs, kib / (512 * 1024));
-      break;
-    }
-    meminfo.ignore(256, '\n');
-  }
+  if (const auto available = os::mem_available_bytes())
+    jobs = static_cast<unsigned>(std::min<std::uint64_t>(jobs, *available / (std::uint64_t{512} << 20)));
   return std::max(jobs, 1u);
 }
 

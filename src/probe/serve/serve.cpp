@@ -11,7 +11,6 @@
 #include <charconv>
 #include <csignal>
 #include <iterator>
-#include <fstream>
 #include <future>
 #include <ostream>
 
@@ -23,6 +22,7 @@
 #include "extmem/os/clock.h"
 #include "extmem/os/endpoint.h"
 #include "extmem/os/file.h"
+#include "extmem/os/meminfo.h"
 #include "extmem/probe/write.h"
 #include "extmem/version.h"
 #include "probe/job_codec.h"
@@ -61,14 +61,8 @@ Result<gid_t> group_of(const std::string& text) {
 
 // kDefaultMaxSizeFraction of MemAvailable, rounded down to a page; 0 when /proc/meminfo says nothing.
 std::uint64_t default_max_size() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  std::uint64_t kib = 0;
-  while (meminfo >> key >> kib) {
-    if (key == "MemAvailable:") return static_cast<std::uint64_t>(kib * 1024 * kDefaultMaxSizeFraction) / 4096 * 4096;
-    meminfo.ignore(256, '\n');
-  }
-  return 0;
+  const auto available = os::mem_available_bytes();
+  return available ? static_cast<std::uint64_t>(*available * kDefaultMaxSizeFraction) / 4096 * 4096 : 0;
 }
 
 double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
