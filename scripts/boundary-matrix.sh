@@ -7,7 +7,9 @@
 # (g) another network namespace (the abstract endpoint refused, the path one
 # used); (h) a user namespace as rootless containers make (unshare --user
 # --map-root-user); (i) a bubblewrap container that shares only the socket's
-# directory, as two containers of a pod share an emptyDir. Every cell runs every
+# directory, as two containers of a pod share an emptyDir; (t) a tcp: endpoint on
+# loopback, same uid and namespaces (bytes only: the rows that hand fds are
+# UNSUPPORTED naming it). Every cell runs every
 # row with --fd-transport=both, and writes its --json into OUT_DIR/CELL.json and
 # its text into OUT_DIR/CELL.out; a cell the kernel refuses says so in
 # OUT_DIR/CELL.skipped. Then scripts/boundary-table.py writes the Markdown.
@@ -95,6 +97,14 @@ code=0
 "$extmem" probe "${rows[@]}" --json="$out/a.json" >"$out/a.out" 2>&1 || code=$?
 echo "cell a: exit $code: $(grep -E '^[0-9]+ OK,' "$out/a.out" | tail -1)"
 cells_b_to_i ""
+# (t) TCP on loopback: the server's banner names the port the kernel chose.
+"$extmem" probe serve --endpoint=tcp:127.0.0.1:0 --sessions=0 >"$out/serve-tcp.out" 2>&1 &
+servers+=($!)
+for _ in $(seq 600); do grep -q "== serving on" "$out/serve-tcp.out" && break; sleep 0.1; done
+unix_sock=$sock
+sock=$(sed -n 's/^== serving on \(tcp:[0-9.]*:[0-9]*\):.*/\1/p' "$out/serve-tcp.out")
+cell t env
+sock=$unix_sock
 # The abstract endpoint lives in the server's network namespace only.
 { unshare --net "$extmem" probe --only=T3-memfd-cross-process --peer="$abstract" || echo "exit $?"; } >"$out/g-abstract.out" 2>&1
 

@@ -4,7 +4,7 @@
     python3 scripts/boundary-table.py OUT_DIR > docs/results/boundaries-lavapipe.md
     (or boundaries-nvidia-h100.md: the title names the device of the single tree's run)
 
-Reads OUT_DIR/{a..i}.json (the driving side's --json of each cell), the
+Reads OUT_DIR/{a..i,t}.json (the driving side's --json of each cell), the
 .skipped notes of cells the kernel refused, and g-abstract.out. Prints, from
 those files only: the device and build, each cell's boundary facts as the
 handshake found them, every row's status per cell, and each status that differs
@@ -24,6 +24,7 @@ CELLS = [
     ("g", "another network namespace, path endpoint"),
     ("h", "user namespace (unshare --user --map-root-user)"),
     ("i", "bubblewrap container sharing the socket directory"),
+    ("t", "tcp:127.0.0.1 endpoint, same uid and namespaces (bytes only)"),
 ]
 
 

@@ -424,3 +424,31 @@ TEST(ReportParse, InputLabels) {
 }
 
 }  // namespace
+
+namespace {
+
+// A serve document as `extmem probe serve --json` writes it, one session, the peer given.
+std::string serve_document(const json& peer) {
+  return json{{"schema", "extmem-serve-result"},
+              {"endpoint", "tcp:0.0.0.0:7000"},
+              {"side_context", {{"hostname", "node1"}}},
+              {"sessions", json::array({{{"session", 1}, {"run_id", "0123456789abcdef"}, {"peer", peer},
+                                         {"halves", json::array()}, {"refused", nullptr}, {"ended", ""}}})}}
+      .dump();
+}
+
+TEST(ReportParse, AServedPeerWithoutAUidIsUnidentifiedNotRoot) {
+  auto named = extmem::report::parse_document_of("s.json", serve_document({{"uid", 1000}, {"pid", 0}}));
+  ASSERT_TRUE(named) << named.error().message();
+  ASSERT_EQ(named->served.size(), 1u);
+  EXPECT_TRUE(named->served[0].peer_identified);
+  EXPECT_EQ(named->served[0].peer_uid, 1000u);
+  // --listen-any: a TCP peer of another host or network namespace; its uid is null.
+  auto unnamed = extmem::report::parse_document_of(
+      "s.json", serve_document({{"uid", nullptr}, {"pid", 0}, {"address", "10.0.0.2:41000"}}));
+  ASSERT_TRUE(unnamed) << unnamed.error().message();
+  ASSERT_EQ(unnamed->served.size(), 1u);
+  EXPECT_FALSE(unnamed->served[0].peer_identified);
+}
+
+}  // namespace

@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -212,7 +213,10 @@ TEST(ServeRun, ASecondServerOnTheSameEndpointIsRefused) {
 }
 
 TEST(ServeRun, BadOptionsAreUsageErrors) {
-  for (const std::string& args : {std::string("probe serve"), std::string("probe serve --endpoint=tcp:127.0.0.1:9"),
+  for (const std::string& args : {std::string("probe serve"), std::string("probe serve --endpoint=tcp:127.0.0.1:65536"),
+                                  std::string("probe serve --endpoint=@x --listen-any"),
+                                  std::string("probe serve --endpoint=tcp:127.0.0.1:0 --allow-group=0"),
+                                  std::string("probe serve --endpoint=tcp:0.0.0.0:0"),
                                   std::string("probe serve --endpoint=@x --max-size=1000"),
                                   std::string("probe serve --endpoint=@x --allow-group=no-such-group-here"),
                                   std::string("probe --peer=@"), std::string("probe --peer=@x --isolate=route")}) {
@@ -222,6 +226,91 @@ TEST(ServeRun, BadOptionsAreUsageErrors) {
   const ShellRun nobody = run_extmem("probe --peer=/nonexistent/extmem.sock");
   EXPECT_EQ(nobody.code, 3) << nobody.out;
   EXPECT_NE(nobody.out.find("ENOENT"), std::string::npos) << nobody.out;
+}
+
+// --- tcp: endpoints: bytes only ---------------------------------------------------
+
+// Rows whose halves hand each other fds (--list-routes=json: a row with an @pidfd twin).
+std::set<std::string> rows_passing_fds() {
+  std::set<std::string> out;
+  const json routes = json::parse(run_extmem("probe --list-routes=json").out, nullptr, false);
+  for (const json& r : routes["routes"])
+    if (r["pidfd_twin"].get<bool>()) out.insert(r["row"].get<std::string>());
+  return out;
+}
+
+TEST(ServeRun, OverTcpRowsThatHandFdsAreUnsupportedAndTheRestAnswerAsInOneTree) {
+  const std::string single = extmem::test::shared_run_dir("serve-single-tree", [](const std::string& dir) {
+    (void)run_extmem("probe --json=" + dir + "/r.json");
+  });
+  ServeProcess server;
+  server.at = "tcp:127.0.0.1:0";
+  ASSERT_TRUE(server.start("--sessions=1 --json=" + server.dir.file("serve.json"))) << server.output();
+  const std::string at = server.serving_on();
+  ASSERT_EQ(at.rfind("tcp:127.0.0.1:", 0), 0u) << server.output();
+  ASSERT_NE(at, "tcp:127.0.0.1:0") << "the line names the port the kernel chose";
+  const ShellRun peer = run_extmem("probe --peer=" + at + " --json=" + server.dir.file("peer.json"));
+  EXPECT_EQ(peer.code, 0) << peer.out;
+  const auto here = statuses(single + "/r.json"), across = statuses(server.dir.file("peer.json"));
+  const std::set<std::string> passing = rows_passing_fds();
+  ASSERT_FALSE(here.empty());
+  ASSERT_FALSE(passing.empty());
+  ASSERT_EQ(across.size(), here.size()) << peer.out;
+  for (const auto& [row, status] : here) {
+    const std::string line = result_line(peer.out, row);
+    // A row phase A already decided (SKIP, or UNSUPPORTED for a missing extension) keeps that answer.
+    if (passing.count(row) != 0 && status != "SKIP" && status != "UNSUPPORTED") {
+      EXPECT_EQ(across.at(row), "UNSUPPORTED") << line;
+      EXPECT_NE(line.find("the endpoint " + at + " carries bytes, never fds"), std::string::npos) << line;
+    } else {
+      EXPECT_EQ(across.at(row), status) << line;
+    }
+  }
+  EXPECT_EQ(server.finish(60).code, 0) << server.output();
+  // The serving side ran the halves of the rows that need no fd, two-process ones over
+  // their own route connection (T5-ucx-rma where UCX is installed).
+  const json served = json::parse(extmem::test::slurp(server.dir.file("serve.json")));
+  const json& session = served["sessions"][0];
+  EXPECT_EQ(session["peer"]["uid"], ::getuid()) << "a loopback peer is identified";
+  EXPECT_EQ(session["peer"]["address"].get<std::string>().rfind("127.0.0.1:", 0), 0u) << session.dump();
+  std::set<std::string> ran;
+  for (const json& h : session["halves"]) {
+    EXPECT_EQ(h["ended"], "done") << h.dump();
+    ran.insert(h["row"].get<std::string>());
+  }
+  for (const std::string& row : ran) EXPECT_EQ(passing.count(row), 0u) << row << " hands fds: it must not have run";
+  if (here.at("T5-ucx-rma") == "OK") EXPECT_EQ(ran.count("T5-ucx-rma"), 1u) << session.dump();
+  EXPECT_EQ(ran.count("T1-opaque-fd-foreign-fd"), 1u) << "a single-process row runs on the serving side: " << session.dump();
+}
+
+TEST(ServeRun, OverTcpAForeignRouteConnectionAndAnotherUidAreRefused) {
+  ServeProcess server;
+  server.at = "tcp:127.0.0.1:0";
+  ASSERT_TRUE(server.start("--sessions=1")) << server.output();
+  const std::string at = server.serving_on();
+  // A connection that claims a route of a session nobody opened: refused, not a session.
+  {
+    RawPeer stray(at);
+    const probe::RouteHello forged{probe::new_run_id(), probe::new_route_token()};
+    ASSERT_TRUE(stray.c.send(os::MsgType::request, probe::encode_route_hello(forged)));
+    auto r = stray.refusal();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->reason, probe::Refusal::malformed) << r->detail;
+  }
+  const std::string as_nobody = "setpriv --reuid=65534 --regid=65534 --clear-groups " + std::string(EXTMEM_BINARY);
+  if (::geteuid() == 0 && extmem::test::run_shell(as_nobody + " --version").code == 0) {
+    // Another uid on loopback is named by /proc/net/tcp, though TCP has no SO_PEERCRED.
+    const ShellRun other = extmem::test::run_shell(as_nobody + " probe --only=T5-ucx-rma --peer=" + at);
+    EXPECT_EQ(other.code, 3) << other.out;
+    EXPECT_NE(other.out.find("not_allowed"), std::string::npos) << other.out;
+    EXPECT_NE(other.out.find("uid 65534 may not use this server"), std::string::npos) << other.out;
+  }
+  // The server served on: a session of its own uid still runs.
+  const ShellRun peer = run_extmem("probe --only=T1-opaque-fd-foreign-fd,T1-opaque-fd --peer=" + at);
+  EXPECT_EQ(peer.code, 0) << peer.out;
+  EXPECT_NE(result_line(peer.out, "T1-opaque-fd").find("UNSUPPORTED"), std::string::npos) << peer.out;
+  EXPECT_EQ(server.finish(60).code, 0) << server.output();
+  EXPECT_NE(server.output().find("refused: uid " + std::to_string(::getuid())), std::string::npos) << server.output();
 }
 
 // --- a half or a peer that goes away mid-route ------------------------------------

@@ -167,7 +167,9 @@ void define_run_options(ProbeOptionAdder& add, const probe::ProbeOptions& defaul
   add.valued("--prometheus", "FILE", "Write a Prometheus textfile (node_exporter) of the row statuses and figures", "");
   add.valued("--ctrf", "FILE", "Write a CTRF JSON report, one test per row", "");
   add.valued("--peer", "ENDPOINT",
-             "Run one half of every route in `extmem probe serve` listening at ENDPOINT (a socket path or @NAME)", "");
+             "Run one half of every route in `extmem probe serve` listening at ENDPOINT (a socket path, @NAME or "
+             "tcp:HOST:PORT)",
+             "");
   st.args_file_opt = cmd->add_option("--args-file", st.args_file,
                                      "Read options from FILE: shell-like words, # comments; the command line wins")
                          ->type_name("FILE");

@@ -18,7 +18,9 @@ std::function<int()> add_probe_serve(CLI::App* probe, CLI::App** serve) {
   CLI::App* cmd = probe->add_subcommand(
       "serve", "Serve one half of every route to driving peers (extmem probe --peer=ENDPOINT) across a boundary");
   *serve = cmd;
-  cmd->add_option("--endpoint", o->endpoint, "Where to listen: a socket path (mode 0600) or @NAME (abstract socket)")
+  cmd->add_option("--endpoint", o->endpoint,
+                  "Where to listen: a socket path (mode 0600), @NAME (abstract socket) or tcp:HOST:PORT (loopback; bytes "
+                  "only, no fds; port 0: the kernel chooses)")
       ->type_name("ENDPOINT")
       ->required();
   cmd->add_option("--serve-role", *role, "The halves served: server (the exporting halves) or client")
@@ -32,6 +34,9 @@ std::function<int()> add_probe_serve(CLI::App* probe, CLI::App** serve) {
       ->type_name("UID[,UID...]");
   cmd->add_option("--allow-group", o->allow_group, "Make the socket file group GROUP, mode 0660 (default: 0600)")
       ->type_name("GROUP");
+  cmd->add_flag("--listen-any", o->listen_any,
+                "tcp: may bind a non-loopback address and serves peers nothing identifies (other hosts, network "
+                "namespaces: no uid to check)");
   cmd->add_option("--max-size", o->max_size,
                   fmt::format("Largest allocation a job may ask for, bytes (default: {:g} of MemAvailable)",
                               probe::kDefaultMaxSizeFraction))

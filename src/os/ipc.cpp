@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "extmem/os/clock.h"
 #include "extmem/os/pidfd.h"
 
 namespace extmem::os {
@@ -62,12 +63,29 @@ bool parse_offer(const std::string& text, int& pid, int& fd) {
   return std::sscanf(text.c_str(), "pid %d fd %d%c", &pid, &fd, &tail) == 2 && pid > 0 && fd >= 0;
 }
 
-}  // namespace
+// Reads until `out` is full, EOF, or `deadline` (os::monotonic_seconds) passes;
+// returns how many bytes came. Errors: os_error("poll" | "read").
+Result<std::size_t> read_until(int fd, std::span<std::byte> out, double deadline) {
+  std::size_t got = 0;
+  while (got < out.size()) {
+    const double left = deadline - monotonic_seconds();
+    if (left <= 0) break;
+    pollfd pfd{fd, POLLIN, 0};
+    const int r = ::poll(&pfd, 1, static_cast<int>(left * 1000) + 1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return os_error("poll", errno);
+    if (r == 0) continue;
+    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return os_error("read", errno);
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  return got;
+}
 
-Result<FrameHeader> decode_frame_header(std::span<const std::byte> bytes, std::size_t fds_received) {
-  if (bytes.size() < kFrameHeaderSize)
-    return protocol(fmt::format("truncated frame: {} bytes, header needs {}", bytes.size(), kFrameHeaderSize));
-  const std::byte* p = bytes.data();
+// The header's own fields, before anything depends on its length.
+Result<FrameHeader> decode_header_fields(const std::byte* p) {
   auto magic = load_le<std::uint32_t>(p);
   auto version = load_le<std::uint16_t>(p + 4);
   auto type = load_le<std::uint16_t>(p + 6);
@@ -77,11 +95,22 @@ Result<FrameHeader> decode_frame_header(std::span<const std::byte> bytes, std::s
   if (version != kFrameVersion) return protocol(fmt::format("unknown frame version {}", version));
   if (!known_type(type)) return protocol(fmt::format("unknown message type {}", type));
   if (length > kMaxPayload) return protocol(fmt::format("payload length {} over limit {}", length, kMaxPayload));
-  if (bytes.size() != kFrameHeaderSize + length)
-    return protocol(fmt::format("frame says {} payload bytes, datagram has {}", length, bytes.size() - kFrameHeaderSize));
-  if (fd_count > 1 || fd_count != fds_received)
-    return protocol(fmt::format("frame says {} fds, {} arrived", fd_count, fds_received));
   return FrameHeader{static_cast<MsgType>(type), length, fd_count};
+}
+
+}  // namespace
+
+Result<FrameHeader> decode_frame_header(std::span<const std::byte> bytes, std::size_t fds_received) {
+  if (bytes.size() < kFrameHeaderSize)
+    return protocol(fmt::format("truncated frame: {} bytes, header needs {}", bytes.size(), kFrameHeaderSize));
+  auto header = decode_header_fields(bytes.data());
+  if (!header) return header;
+  if (bytes.size() != kFrameHeaderSize + header->length)
+    return protocol(fmt::format("frame says {} payload bytes, datagram has {}", header->length,
+                                bytes.size() - kFrameHeaderSize));
+  if (header->fd_count > 1 || header->fd_count != fds_received)
+    return protocol(fmt::format("frame says {} fds, {} arrived", header->fd_count, fds_received));
+  return header;
 }
 
 void encode_frame_header(MsgType type, std::uint32_t length, std::uint32_t fd_count,
@@ -91,6 +120,12 @@ void encode_frame_header(MsgType type, std::uint32_t length, std::uint32_t fd_co
   store_le(out.data() + 6, static_cast<std::uint16_t>(type));
   store_le(out.data() + 8, length);
   store_le(out.data() + 12, fd_count);
+}
+
+Channel::Channel(UniqueFd fd) : fd_(std::move(fd)) {
+  int type = 0;
+  socklen_t len = sizeof type;
+  stream_ = fd_.valid() && ::getsockopt(fd_.get(), SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
 }
 
 Result<std::pair<Channel, Channel>> Channel::pair() {
@@ -119,12 +154,51 @@ Status Channel::send_frame(MsgType type, std::string_view payload, int fd) const
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
   }
-  ssize_t n;
-  do {
-    n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return os_error("sendmsg", errno);
-  return {};
+  // A datagram goes whole or not at all; a stream may take it in pieces.
+  std::size_t left = sizeof header + payload.size();
+  for (;;) {
+    const ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return os_error("sendmsg", errno);
+    left -= static_cast<std::size_t>(n);
+    if (!stream_ || left == 0) return {};
+    std::size_t sent = static_cast<std::size_t>(n);
+    while (msg.msg_iovlen > 0 && sent >= msg.msg_iov->iov_len) {
+      sent -= msg.msg_iov->iov_len;
+      ++msg.msg_iov;
+      --msg.msg_iovlen;
+    }
+    msg.msg_iov->iov_base = static_cast<char*>(msg.msg_iov->iov_base) + sent;
+    msg.msg_iov->iov_len -= sent;
+  }
+}
+
+Result<Frame> Channel::recv_stream_frame() const {
+  const double deadline = monotonic_seconds() + kStreamFrameRestMs / 1000.0;
+  auto short_of = [](const char* what, std::size_t got, std::size_t want) {
+    return protocol(fmt::format("truncated frame: {} of {} {} bytes came (the connection closed, or {} ms passed)", got,
+                                want, what, kStreamFrameRestMs));
+  };
+  std::vector<std::byte> buf(kFrameHeaderSize);
+  auto got = read_until(fd_.get(), buf, deadline);
+  if (!got) return std::move(got).error();
+  if (*got == 0) return Error{"recv frame", ErrorKind::peer_closed, {}, "peer closed the socket"};
+  if (*got < kFrameHeaderSize) return short_of("header", *got, kFrameHeaderSize);
+  // Checked before the payload is read: garbage is named as such, and a length over
+  // the limit is never an allocation the peer chooses.
+  auto fields = decode_header_fields(buf.data());
+  if (!fields) return std::move(fields).error();
+  const std::uint32_t length = fields->length;
+  buf.resize(kFrameHeaderSize + length);
+  got = read_until(fd_.get(), std::span(buf).subspan(kFrameHeaderSize), deadline);
+  if (!got) return std::move(got).error();
+  if (*got < length) return short_of("payload", *got, length);
+  auto header = decode_frame_header(buf, 0);
+  if (!header) return std::move(header).error();
+  Frame frame;
+  frame.type = header->type;
+  frame.payload.assign(reinterpret_cast<const char*>(buf.data()) + kFrameHeaderSize, header->length);
+  return frame;
 }
 
 Result<Frame> Channel::recv_frame(int timeout_ms) const {
@@ -135,6 +209,7 @@ Result<Frame> Channel::recv_frame(int timeout_ms) const {
   } while (r < 0 && errno == EINTR);
   if (r < 0) return os_error("poll", errno);
   if (r == 0) return Error{"recv frame", ErrorKind::timeout, {}, fmt::format("nothing within {} ms", timeout_ms)};
+  if (stream_) return recv_stream_frame();
 
   std::vector<std::byte> buf(kFrameHeaderSize + kMaxPayload);
   iovec iov{buf.data(), buf.size()};
@@ -177,6 +252,8 @@ Result<Frame> Channel::recv_frame(int timeout_ms) const {
 const char* to_string(FdTransport transport) noexcept { return transport == FdTransport::pidfd ? "pidfd" : "scm"; }
 
 Status Channel::send(MsgType type, std::string_view payload, int fd, int ack_timeout_ms) const {
+  if (stream_ && fd >= 0)
+    return Error{"send frame", ErrorKind::unsupported, {}, "a stream connection (TCP) carries bytes, never fds"};
   if (fd < 0 || transport_ == FdTransport::scm) {
     Status sent = send_frame(type, payload, fd);
     if (sent && fd >= 0) ++log_.crossed;

@@ -277,7 +277,10 @@ Result<std::vector<ServedSession>> served_sessions(const std::string& file, cons
     if (!s.is_object() || str(s, "run_id").empty() || !s.value("halves", json()).is_array())
       return bad(file, fmt::format("sessions[{}]: \"run_id\" or \"halves\" missing or of another type", i));
     ServedSession one{file, node, str(doc, "endpoint"), str(s, "run_id"), 0, s["halves"].size(), str(s, "ended"), {}};
-    if (const json peer = s.value("peer", json()); peer.is_object()) one.peer_uid = peer.value("uid", 0u);
+    if (const json peer = s.value("peer", json()); peer.is_object()) {
+      one.peer_identified = !peer.contains("uid") || !peer["uid"].is_null();
+      if (one.peer_identified) one.peer_uid = peer.value("uid", 0u);
+    }
     if (const json r = s.value("refused", json()); r.is_object()) one.refused = str(r, "reason") + ": " + str(r, "detail");
     out.push_back(std::move(one));
   }

@@ -215,6 +215,11 @@ std::string stale_rule(const std::vector<Run>& runs, const FleetOptions& o) {
                      age_text(o.stale_after_s), newest ? utc_text(*newest) : "none has a time");
 }
 
+// "uid N", or what stands for a peer nothing identified.
+std::string peer_of(const ServedSession& s) {
+  return s.peer_identified ? fmt::format("uid {}", s.peer_uid) : std::string("an unidentified peer (tcp, --listen-any)");
+}
+
 // Each --peer run (its column, its boundary) with its serving side's session, joined by
 // run id, then the serving sides' sessions whose driving run was not given. Plain text.
 std::vector<std::string> across_lines(const std::vector<Target>& targets, const FleetOptions& o) {
@@ -234,17 +239,17 @@ std::vector<std::string> across_lines(const std::vector<Target>& targets, const 
         line += "; the serving side's document was not given";
       } else {
         joined[static_cast<std::size_t>(it - served.begin())] = true;
-        line += fmt::format("; served by {} on {} ({}): {} halves for uid {}{}{}", basename(it->file), it->node,
-                            it->endpoint, it->halves, it->peer_uid, it->refused.empty() ? "" : ", refused " + it->refused,
+        line += fmt::format("; served by {} on {} ({}): {} halves for {}{}{}", basename(it->file), it->node,
+                            it->endpoint, it->halves, peer_of(*it), it->refused.empty() ? "" : ", refused " + it->refused,
                             it->ended.empty() ? "" : ", ended: " + it->ended);
       }
       lines.push_back(std::move(line));
     }
   for (std::size_t k = 0; k < served.size(); ++k)
     if (!joined[k])
-      lines.push_back(fmt::format("{} on {} ({}): run {}, {} halves for uid {}: its driving side's document was not given",
+      lines.push_back(fmt::format("{} on {} ({}): run {}, {} halves for {}: its driving side's document was not given",
                                   basename(served[k].file), served[k].node, served[k].endpoint, served[k].run_id,
-                                  served[k].halves, served[k].peer_uid));
+                                  served[k].halves, peer_of(served[k])));
   return lines;
 }
 

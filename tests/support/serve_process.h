@@ -18,10 +18,20 @@ struct ServeProcess {
   TempDir dir;  // holds the socket, the output and the server's document
   os::ChildProcess child;
 
-  std::string endpoint() const { return dir.file("sock"); }
+  /// Where it listens: `--endpoint` as given (set `at` before start(); default <dir>/sock).
+  std::string at;
+  std::string endpoint() const { return at.empty() ? dir.file("sock") : at; }
+  /// The endpoint its "== serving on" line names (a tcp: port 0 resolved), or "".
+  std::string serving_on() const {
+    const std::string out = output(), head = "== serving on ";
+    const std::size_t from = out.find(head);
+    if (from == std::string::npos) return {};
+    const std::size_t begin = from + head.size();
+    return out.substr(begin, out.find(": the ", begin) - begin);
+  }
   std::string output() const { return slurp(dir.path / "serve.out"); }
 
-  /// Starts `extmem probe serve --endpoint=<dir>/sock ARGS` with `env` (KEY=VALUE ...)
+  /// Starts `extmem probe serve --endpoint=ENDPOINT ARGS` with `env` (KEY=VALUE ...)
   /// and waits at most `wait_s` for it to say it serves. The directory is made
   /// traversable (0755) so a peer of another uid can reach the socket when the
   /// server lets it. Returns whether it serves.

@@ -1,4 +1,5 @@
-// Framed messages with fd passing over a SOCK_SEQPACKET socket.
+// Framed messages with fd passing over a SOCK_SEQPACKET socket, or without fds
+// over a byte stream (a TCP connection of a tcp: endpoint, os/endpoint.h).
 //
 // Wire format of one frame (one datagram), little-endian:
 //   offset 0  u32 magic   'EXMF' (0x464d5845)
@@ -8,7 +9,12 @@
 //   offset 12 u32 fd count 0 or 1; must equal the number of SCM_RIGHTS fds received
 //   offset 16 payload
 // SOCK_SEQPACKET keeps frame boundaries, so a short datagram is a truncated frame,
-// never the start of the next one.
+// never the start of the next one. On a SOCK_STREAM socket the same frames follow
+// each other in the byte stream with fd count 0: the header's length says where
+// the next one starts, a length over kMaxPayload is refused before any payload is
+// read, and once a frame's first byte came the rest must come within
+// kStreamFrameRestMs (a peer that stops mid-frame cannot hold the reader).
+// A stream carries no fds: sending one is refused (ErrorKind::unsupported).
 //
 // The fd of a frame crosses one of two ways (FdTransport, set per channel; both
 // ends must use the same one):
@@ -64,6 +70,8 @@ inline constexpr std::size_t kFrameHeaderSize = 16;
 // Stays under the default SOCK_SEQPACKET send buffer (net.core.wmem_default, ~208 KiB),
 // so a maximal frame never fails with EMSGSIZE.
 inline constexpr std::size_t kMaxPayload = 64 * 1024;  ///< bytes
+/// On a stream: how long the rest of a frame may take once its first byte came.
+inline constexpr int kStreamFrameRestMs = 10'000;
 
 struct FrameHeader {
   MsgType type{};
@@ -97,11 +105,12 @@ struct FdTransportLog {
   std::optional<Error> refused;  ///< the first fetch that failed, at either end (the sender learns it from the ack)
 };
 
-/// One end of a SOCK_SEQPACKET socket, owned.
+/// One end of a SOCK_SEQPACKET socket, or of a SOCK_STREAM one (no fds), owned.
 class Channel {
  public:
   Channel() = default;
-  explicit Channel(UniqueFd fd) : fd_(std::move(fd)) {}
+  /// Takes `fd`; a SOCK_STREAM socket (SO_TYPE, read once here) is framed as a stream.
+  explicit Channel(UniqueFd fd);
 
   /// socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC). Errors: os_error("socketpair").
   static Result<std::pair<Channel, Channel>> pair();
@@ -111,14 +120,17 @@ class Channel {
   /// waits (at most `ack_timeout_ms`, -1: forever) for the receiver's ack, so
   /// `fd` must stay open until it returns; a refused fetch is not an error of
   /// send (the frame still follows, the conversation stays in step): it is
-  /// recorded in log().refused. Errors: payload too large (invalid_argument),
+  /// recorded in log().refused. Errors: an fd on a stream (unsupported, step
+  /// "send frame"), payload too large (invalid_argument),
   /// os_error("sendmsg") (EPIPE when the peer is gone); pidfd also the recv
   /// errors of waiting for the ack, protocol when something else than an ack came.
   Status send(MsgType type, std::string_view payload, int fd = -1, int ack_timeout_ms = -1) const;
 
   /// Receives one frame, waiting at most `timeout_ms` (-1: forever; pidfd: for
   /// the offer and again for the frame after it). Errors: timeout; peer_closed
-  /// ("peer closed the socket") on EOF or an empty datagram; the decode errors of decode_frame_header;
+  /// ("peer closed the socket") on EOF or an empty datagram; the decode errors of decode_frame_header
+  /// (on a stream also: the connection closed mid-frame, or the rest of a frame
+  /// did not come within kStreamFrameRestMs);
   /// os_error("recvmsg"|"poll"); protocol on an fd_offer that is malformed or
   /// arrives on an scm channel, or an ack nobody waits for. Any fd that arrived
   /// with a bad frame is closed, never leaked. A pidfd fetch that fails is not
@@ -128,6 +140,8 @@ class Channel {
   /// How this end's fds cross (both ends must agree). Default scm.
   void set_fd_transport(FdTransport transport) noexcept { transport_ = transport; }
   FdTransport fd_transport() const noexcept { return transport_; }
+  /// Whether frames may carry an fd: false on a stream (a TCP connection).
+  bool carries_fds() const noexcept { return !stream_; }
   /// What the fds of this end did so far.
   const FdTransportLog& log() const noexcept { return log_; }
 
@@ -137,7 +151,9 @@ class Channel {
  private:
   Status send_frame(MsgType type, std::string_view payload, int fd) const;
   Result<Frame> recv_frame(int timeout_ms) const;
+  Result<Frame> recv_stream_frame() const;
   UniqueFd fd_;
+  bool stream_ = false;
   FdTransport transport_ = FdTransport::scm;
   mutable FdTransportLog log_;  // send() and recv() are const: the log is what they observed, not the channel's state
 };

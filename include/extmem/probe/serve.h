@@ -32,12 +32,15 @@ inline constexpr std::chrono::seconds kDefaultIdleTimeout{120};  ///< --idle-tim
 inline constexpr double kDefaultMaxSizeFraction = 0.25;
 
 struct ServeOptions {
-  std::string endpoint;                 ///< --endpoint: a socket path or @NAME (extmem/os/endpoint.h); required
+  std::string endpoint;                 ///< --endpoint: a socket path, @NAME or tcp:HOST:PORT (extmem/os/endpoint.h); required
   ServeRole role = ServeRole::server;   ///< --serve-role
   unsigned sessions = 1;                ///< --sessions: sessions to serve, then exit 0; 0 = until stopped
   /// --allow-uid: the uids whose sessions are served (SO_PEERCRED); empty = only this process's uid.
   std::vector<std::uint32_t> allow_uids;
   std::string allow_group;              ///< --allow-group: the socket file's group (mode 0660); empty = mode 0600
+  /// --listen-any: a tcp: endpoint may bind a non-loopback address, and peers
+  /// nothing identifies (another host or network namespace: no uid to check) are served.
+  bool listen_any = false;
   std::uint64_t max_size = 0;           ///< --max-size: largest allocation a job may ask for, bytes; 0 = kDefaultMaxSizeFraction of MemAvailable
   std::chrono::nanoseconds idle_timeout = kDefaultIdleTimeout;  ///< --idle-timeout: a session silent this long ends
   std::chrono::nanoseconds timeout = kDefaultTimeout;  ///< --timeout: one half's limit (its job's soak is added)
@@ -49,7 +52,8 @@ struct ServeOptions {
 
 /// Checks the options: an endpoint parse_endpoint() accepts, durations within
 /// their ranges, --max-size a multiple of 4096 of at least 32768 when given, an
-/// --allow-group that names a group, a --json file that can be created. Errors:
+/// --allow-group that names a group (not with tcp:, which has no socket file),
+/// --listen-any only with tcp:, a --json file that can be created. Errors:
 /// invalid_argument, step the option, detail what was wrong and what is accepted.
 Status validate(const ServeOptions& options);
 

@@ -47,10 +47,13 @@ struct ServedSession {
   std::string node;      ///< the serving side's hostname
   std::string endpoint;  ///< where it listened
   std::string run_id;    ///< the driving side's run id
-  std::uint32_t peer_uid = 0;  ///< the driving peer's uid as the server saw it (SO_PEERCRED)
+  std::uint32_t peer_uid = 0;  ///< the driving peer's uid as the server saw it (SO_PEERCRED; TCP: /proc/net/tcp)
   std::size_t halves = 0;      ///< halves it ran for that session
   std::string ended;           ///< how the session ended; "" when it ran to the peer's close
   std::string refused;         ///< "reason: detail" when it refused part of the session; ""
+  /// False when nothing named the peer's user (a tcp: peer of another host or network
+  /// namespace, served under --listen-any; its document's uid is null): peer_uid means nothing.
+  bool peer_identified = true;
 };
 
 /// One probe document: which node and device it describes and its rows in print order.

@@ -239,7 +239,7 @@ Result<Findings> find(const ProbeOptions& o, const FindCallbacks& callbacks) {
   // One row per route, and per memory type for the rows whose exporter picks its
   // memory; the rows phase A can answer are decided here and start no process.
   std::vector<PlannedRow> planned = plan_rows(o, *memory_types, PhaseAFacts{&dev, &f.phase_a.cuda});
-  if (engine.remote != nullptr) decide_across(planned, remote.finding.boundary);
+  if (engine.remote != nullptr) decide_across(planned, remote.finding.boundary, remote.endpoint);
   if (!warm) warm.emplace(engine, planned);
   auto executed = warm->execute(planned, [&](const RowResult& r) {
     if (callbacks.row) callbacks.row(r);

@@ -98,13 +98,22 @@ std::vector<PlannedRow> plan_rows(const ProbeOptions& o, const std::vector<int>&
 
 namespace extmem::probe {
 
-void decide_across(std::vector<PlannedRow>& planned, const std::vector<BoundaryFact>& boundary) {
-  if (!differs(boundary, "ns:pid")) return;
+void decide_across(std::vector<PlannedRow>& planned, const std::vector<BoundaryFact>& boundary,
+                   const os::Endpoint& endpoint) {
+  const bool other_pid_ns = differs(boundary, "ns:pid");
   for (PlannedRow& r : planned) {
-    if (r.decided || r.fd_transport != os::FdTransport::pidfd) continue;
+    if (r.decided) continue;
     RouteFacts facts;
-    stop_row(facts, ErrorKind::unsupported,
-             "peer in another PID namespace: pidfd_getfd needs the peer's pid, which names no process here");
+    if (!endpoint.carries_fds() && r.route->passes_fds)
+      stop_row(facts, ErrorKind::unsupported,
+               fmt::format("the endpoint {} carries bytes, never fds: this row's halves hand each other an fd "
+                           "(SCM_RIGHTS needs a Unix socket)",
+                           endpoint.text()));
+    else if (other_pid_ns && r.fd_transport == os::FdTransport::pidfd)
+      stop_row(facts, ErrorKind::unsupported,
+               "peer in another PID namespace: pidfd_getfd needs the peer's pid, which names no process here");
+    else
+      continue;
     r.decided = decide(facts, {});
   }
 }

@@ -9,6 +9,7 @@
 
 #include "extmem/cuda/enumerate.h"
 #include "extmem/core/verdict.h"
+#include "extmem/os/endpoint.h"
 #include "extmem/probe/boundary.h"
 #include "extmem/probe/probe.h"
 #include "extmem/vulkan/enumerate.h"
@@ -52,9 +53,12 @@ void redecide(std::vector<PlannedRow>& planned, const ProbeOptions& options, con
 std::vector<PlannedRow> plan_rows(const ProbeOptions& options, const std::vector<int>& memory_types,
                                   const PhaseAFacts& found);
 
-/// --peer: decides the open rows whose mechanism `boundary` removes. An "@pidfd"
-/// twin across PID namespaces is UNSUPPORTED: the pid its peer announces names
-/// no process here (or another one), so pidfd_open cannot reach the peer.
-void decide_across(std::vector<PlannedRow>& planned, const std::vector<BoundaryFact>& boundary);
+/// --peer: decides the open rows whose mechanism the boundary removes. Over an
+/// `endpoint` that carries no fds (tcp:), a row whose halves hand each other an fd
+/// (RouteDef::passes_fds) is UNSUPPORTED naming the endpoint. An "@pidfd" twin
+/// across PID namespaces (`boundary`) is UNSUPPORTED: the pid its peer announces
+/// names no process here (or another one), so pidfd_open cannot reach the peer.
+void decide_across(std::vector<PlannedRow>& planned, const std::vector<BoundaryFact>& boundary,
+                   const os::Endpoint& endpoint);
 
 }  // namespace extmem::probe

@@ -35,6 +35,7 @@ Result<RemoteSession> open_session(const os::Endpoint& endpoint, const std::stri
   auto channel = os::connect_endpoint(endpoint);
   if (!channel) return std::move(channel).error();
   RemoteSession s;
+  s.endpoint = endpoint;
   s.channel = std::move(*channel);
   s.finding.endpoint = endpoint.text();
   s.finding.run_id = run_id;
@@ -51,6 +52,11 @@ Result<RemoteSession> open_session(const os::Endpoint& endpoint, const std::stri
   if (!welcome) return std::move(welcome).error();
   s.served_role = welcome->serve_role;
   s.max_size = welcome->max_size;
+  s.route_token = welcome->route_token;
+  if (s.route_token.empty() != s.channel.carries_fds())
+    return Error{"decode welcome", ErrorKind::protocol, {},
+                 s.channel.carries_fds() ? "a route token came on a session that carries fds"
+                                         : "no route token came on a tcp: session, whose routes need one"};
   s.finding.peer_build = welcome->build;
   s.finding.served_role = to_string(welcome->serve_role);
   s.finding.peer = welcome->context;
@@ -64,6 +70,14 @@ Result<RemoteSession> open_session(const os::Endpoint& endpoint, const std::stri
     return Error{"the serving side's phase A", ErrorKind::unsupported, {}, peer->error().message()};
   s.peer_phase_a = std::move(**peer);
   return s;
+}
+
+Result<os::Channel> open_route_connection(const RemoteSession& session) {
+  auto channel = os::connect_endpoint(session.endpoint);
+  if (!channel) return channel;
+  const RouteHello hello{session.finding.run_id, session.route_token};
+  if (auto sent = channel->send(os::MsgType::request, encode_route_hello(hello)); !sent) return std::move(sent).error();
+  return channel;
 }
 
 Status same_device(const PhaseA& here, const PhaseA& peer) {

@@ -378,50 +378,11 @@ RowResult broken_session_row(const RouteDef& route, const RemoteSession& remote)
   return r;
 }
 
-}  // namespace
-
-Result<RowResult> supervise_across(const RouteDef& route, const SuperviseParams& params, Lane& lane,
-                                   RemoteSession& remote) {
-  if (!remote.broken.empty()) return broken_session_row(route, remote);
-  const double start = os::monotonic_seconds();
-  std::array<Half, 2> halves = two_halves(route);
-  auto peer = os::Channel::pair();
-  if (!peer) return std::move(peer).error();
-  WorkerProcess* local = nullptr;
-  for (Half& h : halves) {
-    if (!h.open) continue;
-    const int peer_end = h.role == Role::server ? peer->first.fd() : peer->second.fd();
-    const std::string job = half_job(route, h.role, params);
-    if (h.role == remote.served_role) {
-      if (auto sent = remote.channel.send(os::MsgType::job, job, peer_end); !sent) {
-        remote.broken = "sending a job failed: " + sent.error().message();
-        // A half of ours already started would leave its frames for the next route to read.
-        if (local != nullptr) lane.drop(Slot::a);
-        return broken_session_row(route, remote);
-      }
-      h.remote = true;
-      h.channel = &remote.channel;
-      h.answered = &remote.answered;
-    } else {
-      // This side's half runs on slot A, the worker that keeps EGL, whichever half it is.
-      for (int attempt = 0; attempt < 2 && local == nullptr; ++attempt) {
-        auto w = lane.worker(Slot::a);
-        if (!w) return std::move(w).error();
-        if ((*w)->control.send(os::MsgType::job, job, peer_end).ok()) local = *w;
-        else lane.drop(Slot::a);
-      }
-      if (local == nullptr) return os_error("send the job to a new worker", EPIPE);
-      h.channel = &local->control;
-      h.answered = &local->answered;
-    }
-    h.spawned = true;
-    h.warm = true;
-  }
-  peer->first.owned_fd().reset();
-  peer->second.owned_fd().reset();
-
-  Collected c = collect(halves, RouteDeadline{start, params.timeout_s + params.half.soak_s});
-
+// After collect(): each half's end as supervise_on_lane() settles it, and for the
+// serving side's half the session's: broken when it closed, an abandon when the half
+// still runs. Returns the halves a timeout or a failure cut off.
+std::string settle_across(const RouteDef& route, std::array<Half, 2>& halves, Collected& c, Lane& lane,
+                          WorkerProcess* local, RemoteSession& remote) {
   std::string still_running;
   for (Half& h : halves) {
     if (!h.spawned) continue;
@@ -448,6 +409,69 @@ Result<RowResult> supervise_across(const RouteDef& route, const SuperviseParams&
       lane.retire(Slot::a);
     }
   }
+  return still_running;
+}
+
+}  // namespace
+
+Result<RowResult> supervise_across(const RouteDef& route, const SuperviseParams& params, Lane& lane,
+                                   RemoteSession& remote) {
+  if (!remote.broken.empty()) return broken_session_row(route, remote);
+  const double start = os::monotonic_seconds();
+  std::array<Half, 2> halves = two_halves(route);
+  auto peer = os::Channel::pair();
+  if (!peer) return std::move(peer).error();
+  os::Channel route_connection;  // tcp: the route's peer socket, this side's end
+  WorkerProcess* local = nullptr;
+  // The serving side's half first: over tcp its job must be on its way before the
+  // route connection whose other end the serving side hands to it.
+  std::array<Half*, 2> order{&halves[0], &halves[1]};
+  if (halves[1].role == remote.served_role) std::swap(order[0], order[1]);
+  for (Half* half : order) {
+    Half& h = *half;
+    if (!h.open) continue;
+    int peer_end = h.role == Role::server ? peer->first.fd() : peer->second.fd();
+    const std::string job = half_job(route, h.role, params);
+    if (h.role == remote.served_role) {
+      const bool fds = remote.channel.carries_fds();
+      if (auto sent = remote.channel.send(os::MsgType::job, job, fds ? peer_end : -1); !sent) {
+        remote.broken = "sending a job failed: " + sent.error().message();
+        return broken_session_row(route, remote);
+      }
+      if (!fds && route.client.main != nullptr) {
+        auto opened = open_route_connection(remote);
+        if (!opened) {
+          remote.broken = "the route connection failed: " + opened.error().message();
+          return broken_session_row(route, remote);
+        }
+        route_connection = std::move(*opened);
+      }
+      h.remote = true;
+      h.channel = &remote.channel;
+      h.answered = &remote.answered;
+    } else {
+      if (route_connection.fd() >= 0) peer_end = route_connection.fd();
+      // This side's half runs on slot A, the worker that keeps EGL, whichever half it is.
+      for (int attempt = 0; attempt < 2 && local == nullptr; ++attempt) {
+        auto w = lane.worker(Slot::a);
+        if (!w) return std::move(w).error();
+        if ((*w)->control.send(os::MsgType::job, job, peer_end).ok()) local = *w;
+        else lane.drop(Slot::a);
+      }
+      if (local == nullptr) return os_error("send the job to a new worker", EPIPE);
+      h.channel = &local->control;
+      h.answered = &local->answered;
+    }
+    h.spawned = true;
+    h.warm = true;
+  }
+  peer->first.owned_fd().reset();
+  peer->second.owned_fd().reset();
+  route_connection.owned_fd().reset();  // our worker holds its own copy
+
+  Collected c = collect(halves, RouteDeadline{start, params.timeout_s + params.half.soak_s});
+
+  const std::string still_running = settle_across(route, halves, c, lane, local, remote);
   RowResult r = conclude(route, halves, c, params, still_running, start);
   r.worker_hygiene.emplace();
   for (const Half& h : halves) (h.role == Role::server ? r.worker_hygiene->server : r.worker_hygiene->client) = h.hygiene;

@@ -94,6 +94,15 @@ class StopOnSignals {
 
 std::string stop_text() { return fmt::format("the server was stopped ({})", os::signal_name(g_stop_signal)); }
 
+// The peer as a line names it: its uid and pid, or its address where nothing names its user.
+std::string who(const os::PeerCredentials& c) {
+  if (!c.identified) return fmt::format("peer {} (uid unknown: another host or network namespace)", c.address);
+  return fmt::format("uid {} pid {}{}", c.uid, c.pid, c.address.empty() ? "" : " at " + c.address);
+}
+
+// How long a route connection may take to come after its job (tcp: endpoints).
+constexpr int kRouteConnectionMs = 10'000;
+
 // One half this server ran, for its line and its document.
 struct ServedHalf {
   std::string row, role, ended;
@@ -148,10 +157,8 @@ class Server {
       }
       SessionLog log;
       log.credentials = conn->second;
-      if (std::find(allowed_.begin(), allowed_.end(), conn->second.uid) == allowed_.end()) {
-        refuse(conn->first, log, Refusal::not_allowed,
-               fmt::format("uid {} may not use this server; it serves uid {} (--allow-uid)", conn->second.uid,
-                           fmt::join(allowed_, ",")));
+      if (auto no = not_allowed(conn->second)) {
+        refuse(conn->first, log, Refusal::not_allowed, *no);
       } else {
         log.number = served + 1;
         if (session(conn->first, log)) ++served;
@@ -165,6 +172,18 @@ class Server {
   }
 
  private:
+  // Why a peer may not use this server, or nothing: its uid is allowed, or nothing
+  // names its user and --listen-any lets such peers in.
+  std::optional<std::string> not_allowed(const os::PeerCredentials& c) const {
+    if (!c.identified) {
+      if (o_.listen_any) return std::nullopt;
+      return fmt::format("peer {} is not identified (no uid: another host or network namespace); --listen-any serves "
+                         "such peers", c.address);
+    }
+    if (std::find(allowed_.begin(), allowed_.end(), c.uid) != allowed_.end()) return std::nullopt;
+    return fmt::format("uid {} may not use this server; it serves uid {} (--allow-uid)", c.uid, fmt::join(allowed_, ","));
+  }
+
   // Tells the peer why and ends its session; the server goes on.
   void refuse(const os::Channel& c, SessionLog& log, Refusal reason, std::string detail) {
     log.refused = SessionRefusal{reason, std::move(detail)};
@@ -200,8 +219,9 @@ class Server {
       pollfd p[2] = {{c.fd(), POLLIN, 0}, {listener_.fd(), POLLIN, 0}};
       const int r = ::poll(p, 2, static_cast<int>(left * 1000) + 1);
       if (r < 0 && errno != EINTR) return os_error("poll", errno);
-      if (r > 0 && (p[1].revents & POLLIN)) refuse_waiting_peer();
+      // The session's frame first: a tcp: job's route connection may be waiting beside it.
       if (r > 0 && p[0].revents != 0) return c.recv(0);
+      if (r > 0 && (p[1].revents & POLLIN)) refuse_waiting_peer();
     }
   }
 
@@ -230,7 +250,9 @@ class Server {
     log.run_id = hello->run_id;
     log.peer = hello->context;
     log.boundary = compare_sides(here_, hello->context);
-    const Welcome welcome{kServeProtocol, kVersion, role_, max_size_, here_};
+    const bool carries_fds = listener_.endpoint().carries_fds();
+    const Welcome welcome{kServeProtocol, kVersion, role_, max_size_, here_, carries_fds ? "" : new_route_token()};
+    route_token_ = welcome.route_token;
     if (!c.send(os::MsgType::reply, encode_welcome(welcome)) ||
         !c.send(os::MsgType::findings, encode_phase_a(phase_a_))) {
       log.ended = "the driving side went away during the handshake";
@@ -252,7 +274,7 @@ class Server {
         }
         return true;
       }
-      auto incoming = read_between_jobs(*frame, role_, max_size_);
+      auto incoming = read_between_jobs(*frame, role_, max_size_, carries_fds);
       if (auto* no = std::get_if<SessionRefusal>(&incoming)) {
         refuse(c, log, no->reason, no->detail);
         return true;
@@ -263,10 +285,50 @@ class Server {
         (void)c.send(os::MsgType::reply, encode_event(SessionEvent{.half_ended = os::ExitInfo{true, 0, false, 0}}));
         continue;
       }
-      if (!job(c, *in.job, std::move(frame->fd), log)) {
+      os::UniqueFd peer_end = std::move(frame->fd);
+      if (!carries_fds && two_halves(*in.job)) {
+        auto conn = route_connection(log);
+        if (auto* no = std::get_if<SessionRefusal>(&conn)) {
+          refuse(c, log, no->reason, no->detail);
+          return true;
+        }
+        peer_end = std::move(std::get<os::UniqueFd>(conn));
+      }
+      if (!job(c, *in.job, std::move(peer_end), log)) {
         if (log.ended.empty() && !log.halves.empty()) log.ended = log.halves.back().ended;  // how its half ended it
         return true;
       }
+    }
+  }
+
+  static bool two_halves(const HalfParams& job) { return find_route(job.row)->client.main != nullptr; }
+
+  // tcp: the route's peer socket: the next connection whose route hello names this
+  // session, within kRouteConnectionMs. Other peers meanwhile are refused (busy), and
+  // so is a connection whose first frame is not this session's route hello.
+  std::variant<os::UniqueFd, SessionRefusal> route_connection(const SessionLog& log) {
+    const double until = os::monotonic_seconds() + kRouteConnectionMs / 1000.0;
+    for (;;) {
+      const double left = until - os::monotonic_seconds();
+      if (g_stop_signal != 0) return SessionRefusal{Refusal::server_error, stop_text()};
+      if (left <= 0)
+        return SessionRefusal{Refusal::malformed, fmt::format("no route connection came within {} ms of its job",
+                                                              kRouteConnectionMs)};
+      auto conn = listener_.accept(static_cast<int>(left * 1000) + 1);
+      if (!conn) continue;  // a timeout, or a peer gone before its accept: the loop's clock decides
+      const os::PeerCredentials& c = conn->second;
+      const bool same_peer = c.identified == log.credentials.identified && c.uid == log.credentials.uid;
+      auto first = same_peer ? conn->first.recv(static_cast<int>(std::max(left, 0.0) * 1000) + 1)
+                             : Result<os::Frame>(Error{"route connection", ErrorKind::unsupported, {}, "another peer"});
+      std::optional<SessionRefusal> no =
+          first ? read_route_hello(*first, log.run_id, route_token_) : std::optional<SessionRefusal>{};
+      if (first && !no) return std::move(conn->first.owned_fd());
+      SessionLog other;
+      other.credentials = c;
+      refuse(conn->first, other, no ? no->reason : Refusal::busy,
+             no ? no->detail : "another driving peer's session is running; one is served at a time");
+      print(other);
+      keep(std::move(other));
     }
   }
 
@@ -277,6 +339,15 @@ class Server {
     const double start = os::monotonic_seconds();
     WorkerProcess* w = nullptr;
     const std::string payload = encode_job(params);
+    if (!peer_end.valid()) {
+      // tcp: a single-process row's half has no peer, but a worker's job carries a socket.
+      auto unused = os::Channel::pair();
+      if (!unused) {
+        refuse(c, log, Refusal::server_error, "socketpair for a single-process row: " + unused.error().message());
+        return false;
+      }
+      peer_end = std::move(unused->first.owned_fd());
+    }
     for (int attempt = 0; attempt < 2 && w == nullptr; ++attempt) {
       auto got = lane_.worker(Slot::a);
       if (!got) break;
@@ -370,12 +441,10 @@ class Server {
 
   void print(const SessionLog& l) {
     if (l.refused && l.number == 0) {
-      out_ << fmt::format("refused: uid {} pid {}: {}: {}\n", l.credentials.uid, l.credentials.pid,
-                          to_string(l.refused->reason), l.refused->detail);
+      out_ << fmt::format("refused: {}: {}: {}\n", who(l.credentials), to_string(l.refused->reason), l.refused->detail);
       return;
     }
-    out_ << fmt::format("session {}: uid {} pid {} run {}: {} halves{}{}\n", l.number, l.credentials.uid,
-                        l.credentials.pid, l.run_id.empty() ? "-" : l.run_id, l.halves.size(),
+    out_ << fmt::format("session {}: {} run {}: {} halves{}{}\n", l.number, who(l.credentials), l.run_id.empty() ? "-" : l.run_id, l.halves.size(),
                         l.refused ? fmt::format(", refused: {}: {}", to_string(l.refused->reason), l.refused->detail) : "",
                         l.ended.empty() ? "" : ", ended: " + l.ended);
     for (const BoundaryFact& f : l.boundary) out_ << fmt::format("  boundary: {} [{}]\n", f.text, f.fact);
@@ -386,6 +455,8 @@ class Server {
     json sessions = json::array(), refused = json::array();
     for (const SessionLog& l : logs_) {
       json who = {{"uid", l.credentials.uid}, {"pid", l.credentials.pid}};
+      if (!l.credentials.address.empty()) who["address"] = l.credentials.address;
+      if (!l.credentials.identified) who["uid"] = nullptr;
       json why = l.refused ? json{{"reason", to_string(l.refused->reason)}, {"detail", l.refused->detail}} : json(nullptr);
       if (l.number == 0) {
         refused.push_back({{"peer", who}, {"refused", why}});
@@ -415,6 +486,7 @@ class Server {
   std::uint64_t max_size_ = 0;
   std::vector<std::uint32_t> allowed_;
   SideContext here_;
+  std::string route_token_;       // tcp: the session's, which its route connections present
   std::vector<SessionLog> logs_;  // the last kKeptLogs
   std::uint64_t logged_ = 0;      // sessions and refusals since the start
 };
@@ -425,9 +497,13 @@ const char* to_string(ServeRole role) noexcept { return role == ServeRole::serve
 
 Status validate(const ServeOptions& o) {
   if (o.endpoint.empty())
-    return serve_usage("--endpoint", "is required; accepted: a socket path or @NAME (an abstract socket)");
-  if (auto e = os::parse_endpoint(o.endpoint); !e)
-    return serve_usage("--endpoint", fmt::format("\"{}\": {}", o.endpoint, e.error().detail));
+    return serve_usage("--endpoint", "is required; accepted: a socket path, @NAME (an abstract socket) or tcp:HOST:PORT");
+  auto endpoint = os::parse_endpoint(o.endpoint);
+  if (!endpoint) return serve_usage("--endpoint", fmt::format("\"{}\": {}", o.endpoint, endpoint.error().detail));
+  if (o.listen_any && endpoint->kind != os::Endpoint::Kind::tcp)
+    return serve_usage("--listen-any", "applies to a tcp: endpoint only; a socket path or @NAME has no address to widen");
+  if (!o.allow_group.empty() && endpoint->kind == os::Endpoint::Kind::tcp)
+    return serve_usage("--allow-group", "sets a socket file's group; a tcp: endpoint has no file (--allow-uid applies)");
   if (o.idle_timeout < kIdleTimeoutRange.min || o.idle_timeout > kIdleTimeoutRange.max)
     return serve_usage("--idle-timeout", fmt::format("{:g} s is not accepted: {}", seconds(o.idle_timeout),
                                                      describe_duration(kIdleTimeoutRange)));
@@ -462,10 +538,11 @@ int serve(const ServeOptions& o, std::ostream& out, std::ostream& err) {
   std::optional<gid_t> group;
   if (!o.allow_group.empty()) group = *group_of(o.allow_group);
   // First, so a second server on the same endpoint ends at once, before any driver starts.
-  auto listener = os::Listener::listen(*os::parse_endpoint(o.endpoint), group);
+  auto listener = os::Listener::listen(*os::parse_endpoint(o.endpoint), group, o.listen_any);
   if (!listener) {
     say(listener.error());
-    return kExitCannotRun;
+    // A host that does not resolve or is not loopback is the option's fault, not the machine's.
+    return listener.error().kind == ErrorKind::invalid_argument ? kExitUsage : kExitCannotRun;
   }
   // A peer that vanishes mid-send must not end the server.
   ::signal(SIGPIPE, SIG_IGN);
@@ -493,10 +570,13 @@ int serve(const ServeOptions& o, std::ostream& out, std::ostream& err) {
   runtime_dir.describe(a.context);
   a.fd_transport = fd_check.get();
   write_found(out, a);
+  const os::Endpoint bound = listener->endpoint();  // tcp: the port the kernel chose for port 0
   Server server(o, std::move(*listener), lane, std::move(a), out);
-  out << fmt::format("== serving on {}: the {} halves, {} session(s), --max-size={} bytes, uids {}\n", o.endpoint,
+  out << fmt::format("== serving on {}: the {} halves, {} session(s), --max-size={} bytes, uids {}{}\n", bound.text(),
                      to_string(o.role), o.sessions == 0 ? std::string("unlimited") : std::to_string(o.sessions),
-                     server.max_size(), fmt::join(server.allowed(), ","));
+                     server.max_size(), fmt::join(server.allowed(), ","),
+                     bound.carries_fds() ? "" : o.listen_any ? " (bytes only: rows that hand fds are refused; unidentified peers served)"
+                                                             : " (bytes only: rows that hand fds are refused)");
   out.flush();
   return server.run();
 }

@@ -48,6 +48,22 @@ SideContext context_from(const json& j) {
   return c;
 }
 
+// `text` is `digits` lowercase hex digits, or throws naming `what`.
+void check_hex(const std::string& text, std::size_t digits, const char* what) {
+  if (text.size() != digits || text.find_first_not_of("0123456789abcdef") != std::string::npos)
+    throw std::invalid_argument(fmt::format("{} is {} lowercase hex digits", what, digits));
+}
+
+// `bytes` random bytes from the kernel, as lowercase hex.
+std::string random_hex(std::size_t bytes) {
+  std::array<unsigned char, 16> b{};
+  if (::getrandom(b.data(), bytes, 0) != static_cast<ssize_t>(bytes))
+    b.fill(0);  // never seen; the id then only fails to be unique
+  std::string out;
+  for (std::size_t i = 0; i < bytes; ++i) out += fmt::format("{:02x}", b[i]);
+  return out;
+}
+
 Role role_from(const json& j) {
   const std::string r = j.get<std::string>();
   if (r == "server") return Role::server;
@@ -89,9 +105,14 @@ std::string encode_hello(const Hello& h) {
 }
 
 std::string encode_welcome(const Welcome& w) {
-  return json{{"protocol", w.protocol}, {"build", w.build}, {"serve_role", to_string(w.serve_role)},
-              {"max_size", w.max_size}, {"context", side_context_json(w.context)}}
-      .dump();
+  json j{{"protocol", w.protocol}, {"build", w.build}, {"serve_role", to_string(w.serve_role)},
+         {"max_size", w.max_size}, {"context", side_context_json(w.context)}};
+  if (!w.route_token.empty()) j["route_token"] = w.route_token;
+  return j.dump();
+}
+
+std::string encode_route_hello(const RouteHello& r) {
+  return json{{"route", {{"run_id", r.run_id}, {"token", r.token}}}}.dump();
 }
 
 std::string encode_event(const SessionEvent& e) {
@@ -112,8 +133,7 @@ Result<Hello> decode_hello(std::string_view payload) {
         j.at("protocol").get_to(h.protocol);
         j.at("build").get_to(h.build);
         j.at("run_id").get_to(h.run_id);
-        if (h.run_id.size() != 16 || h.run_id.find_first_not_of("0123456789abcdef") != std::string::npos)
-          throw std::invalid_argument("run_id is 16 lowercase hex digits");
+        check_hex(h.run_id, 16, "run_id");
         h.context = context_from(j.at("context"));
         return h;
       },
@@ -130,9 +150,28 @@ Result<Welcome> decode_welcome(std::string_view payload) {
         w.serve_role = role_from(j.at("serve_role"));
         j.at("max_size").get_to(w.max_size);
         w.context = context_from(j.at("context"));
+        if (j.contains("route_token")) {
+          j.at("route_token").get_to(w.route_token);
+          check_hex(w.route_token, 32, "route_token");
+        }
         return w;
       },
       encode_welcome);
+}
+
+Result<RouteHello> decode_route_hello(std::string_view payload) {
+  return strict<RouteHello>(
+      payload, "decode route hello",
+      [](const json& j) {
+        RouteHello r;
+        const json& route = j.at("route");
+        route.at("run_id").get_to(r.run_id);
+        route.at("token").get_to(r.token);
+        check_hex(r.run_id, 16, "run_id");
+        check_hex(r.token, 32, "token");
+        return r;
+      },
+      encode_route_hello);
 }
 
 Result<SessionEvent> decode_event(std::string_view payload) {
@@ -164,13 +203,8 @@ Result<SessionEvent> decode_event(std::string_view payload) {
       encode_event);
 }
 
-std::string new_run_id() {
-  std::array<unsigned char, 8> bytes{};
-  if (::getrandom(bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size()))
-    bytes.fill(0);  // never seen; the id then only fails to be unique
-  std::string id;
-  for (unsigned char b : bytes) id += fmt::format("{:02x}", b);
-  return id;
-}
+std::string new_run_id() { return random_hex(8); }
+
+std::string new_route_token() { return random_hex(16); }
 
 }  // namespace extmem::probe

@@ -7,6 +7,10 @@
 // the serving side relays its worker's `step`, `report` and `done` frames, or
 // tells with a `reply` that its half ended without one (half_ended) or that it
 // refuses the job. An `abandon` (`request`) asks it to kill a half still running.
+// On a tcp: endpoint no fd crosses: the welcome carries a route token, a job
+// comes without an fd, and for a row with two halves the driving side then opens
+// a second connection, the route's peer socket, whose first frame is a route
+// hello (`request`: the run id and that token).
 // Every decoder is strict: exactly the members its encoder writes.
 #pragma once
 
@@ -43,7 +47,17 @@ struct Welcome {
   Role serve_role = Role::server;  ///< the halves this server runs (--serve-role)
   std::uint64_t max_size = 0;      ///< --max-size: the largest allocation a job may ask for, bytes
   SideContext context;
+  /// tcp: endpoints only (empty, and not written, otherwise): 32 lowercase hex
+  /// digits the route connections of this session present.
+  std::string route_token;
   bool operator==(const Welcome&) const = default;
+};
+
+/// The first frame of a route connection (tcp: endpoints): whose session it belongs to.
+struct RouteHello {
+  std::string run_id;  ///< the session's run id
+  std::string token;   ///< the welcome's route_token
+  bool operator==(const RouteHello&) const = default;
 };
 
 /// Why the serving side refused a session or a job.
@@ -75,15 +89,17 @@ struct SessionEvent {
 std::string encode_hello(const Hello& h);
 std::string encode_welcome(const Welcome& w);
 std::string encode_event(const SessionEvent& e);
+std::string encode_route_hello(const RouteHello& r);
 
 /// Each decoder: at most kMaxSessionMessage bytes of one JSON object with exactly
 /// the members its encoder writes, of their types. Errors: protocol, step
-/// "decode hello" / "decode welcome" / "decode session message", detail what is
+/// "decode hello" / "decode welcome" / "decode session message" / "decode route hello", detail what is
 /// accepted. decode_hello does not check the protocol number (the server refuses
 /// a wrong one in its own words).
 Result<Hello> decode_hello(std::string_view payload);
 Result<Welcome> decode_welcome(std::string_view payload);
 Result<SessionEvent> decode_event(std::string_view payload);
+Result<RouteHello> decode_route_hello(std::string_view payload);
 
 /// A side's context as the hello, the welcome and both sides' documents write it:
 /// {uid, gid, pid, namespaces: {KIND: ID}, cgroup, security_label, dev_shm, hostname}.
@@ -93,5 +109,7 @@ nlohmann::json boundary_json(const std::vector<BoundaryFact>& facts);
 
 /// 16 lowercase hex digits from the kernel's random source.
 std::string new_run_id();
+/// 32 lowercase hex digits from the kernel's random source (a welcome's route_token).
+std::string new_route_token();
 
 }  // namespace extmem::probe
