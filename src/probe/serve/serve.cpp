@@ -97,7 +97,8 @@ std::string stop_text() { return fmt::format("the server was stopped ({})", os::
 // The peer as a line names it: its uid and pid, or its address where nothing names its user.
 std::string who(const os::PeerCredentials& c) {
   if (!c.identified) return fmt::format("peer {} (uid unknown: another host or network namespace)", c.address);
-  return fmt::format("uid {} pid {}{}", c.uid, c.pid, c.address.empty() ? "" : " at " + c.address);
+  if (!c.address.empty()) return fmt::format("uid {} at {}", c.uid, c.address);  // TCP names no pid
+  return fmt::format("uid {} pid {}", c.uid, c.pid);
 }
 
 // How long a route connection may take to come after its job (tcp: endpoints).
