@@ -1,4 +1,4 @@
-// Fuzzes the args-file splitter (extmem/probe/args_file.h), whose input is a
+// Fuzzes the args-file splitter (src/cli/args_file.h), whose input is a
 // file a launcher without a shell hands the probe. Accepted text must give
 // words with line numbers that never decrease and never pass the last line;
 // refused text must say where ("PATH:LINE: ...") with a line inside the text.
@@ -8,15 +8,15 @@
 #include <string>
 #include <string_view>
 
-#include "extmem/probe/args_file.h"
+#include "cli/args_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const unsigned lines = 1 + static_cast<unsigned>(std::count(text.begin(), text.end(), '\n'));
-  auto words = extmem::probe::split_args_text(text, "F");
+  auto words = extmem::cli::split_args_text(text, "F");
   if (words) {
     unsigned last = 1;
-    for (const extmem::probe::ArgsWord& w : *words) {
+    for (const extmem::cli::ArgsWord& w : *words) {
       if (w.line < last || w.line > lines) __builtin_trap();
       if (w.text.find('\n') != std::string::npos) __builtin_trap();  // a word never spans lines
       last = w.line;

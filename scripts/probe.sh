@@ -5,8 +5,8 @@
 # Preset "probe" (CMakePresets.json): build-probe/, the extmem target with the
 # probe subcommand only (EXTMEM_PROBE_ONLY: no tests, benchmarks, fuzzers or
 # other subcommands), -O1 without debug info, unity build, precompiled headers
-# (docs/architecture.md, "Build time"); the test suite has its own command,
-# scripts/test.sh.
+# (docs/architecture.md, "Builds"; measured in docs/results/build-time.md); the
+# test suite has its own command, scripts/test.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/probe_option_text.h"
 #include "extmem/probe/findings.h"
 #include "extmem/probe/probe.h"
 #include "extmem/probe/write.h"
@@ -86,35 +87,37 @@ TEST(ProbeApi, FindRefusesBadOptionsInTheLibrarysWords) {
   EXPECT_EQ(probe::exit_code_for(found.error()), probe::kExitUsage);
 }
 
-// parse_option refuses non-numbers with the words validate() uses for out-of-range numbers.
+// The command's grammar (parse_probe_option) refuses non-numbers with the words validate() uses for
+// out-of-range numbers: both take them from the library's table (kOptionWords).
 TEST(ProbeApi, ParseOptionAndValidateShareTheirWords) {
   probe::ProbeOptions o;
-  auto bad_text = probe::parse_option(o, "--measure-repeats", "ten");
+  auto bad_text = extmem::cli::parse_probe_option(o, "--measure-repeats", "ten");
   ASSERT_FALSE(bad_text);
-  ASSERT_TRUE(probe::parse_option(o, "--measure-repeats", "101"));
+  ASSERT_TRUE(extmem::cli::parse_probe_option(o, "--measure-repeats", "101"));
   auto bad_range = probe::validate(o);
   ASSERT_FALSE(bad_range);
   const std::string accepted = "a whole number from 1 to 100";
   EXPECT_NE(bad_text.error().detail.find(accepted), std::string::npos) << bad_text.error().detail;
   EXPECT_NE(bad_range.error().detail.find(accepted), std::string::npos) << bad_range.error().detail;
+  EXPECT_EQ(probe::accepted_words("--measure-repeats"), accepted);
   // --jobs: 0 is the default, 65 is out of range, a sign is refused at parse time.
   probe::ProbeOptions j;
-  EXPECT_TRUE(probe::parse_option(j, "--jobs", "0"));
+  EXPECT_TRUE(extmem::cli::parse_probe_option(j, "--jobs", "0"));
   EXPECT_TRUE(probe::validate(j));
-  EXPECT_FALSE(probe::parse_option(j, "--jobs", "-1"));
-  ASSERT_TRUE(probe::parse_option(j, "--jobs", "65"));
+  EXPECT_FALSE(extmem::cli::parse_probe_option(j, "--jobs", "-1"));
+  ASSERT_TRUE(extmem::cli::parse_probe_option(j, "--jobs", "65"));
   EXPECT_FALSE(probe::validate(j));
   // A word option is typed once parsed: a word it does not know is refused there, naming what is accepted.
   probe::ProbeOptions i;
-  auto isolate = probe::parse_option(i, "--isolate", "process");
+  auto isolate = extmem::cli::parse_probe_option(i, "--isolate", "process");
   ASSERT_FALSE(isolate);
   EXPECT_EQ(isolate.error().step, "--isolate");
   EXPECT_NE(isolate.error().detail.find("\"process\" is not accepted: route"), std::string::npos) << isolate.error().detail;
-  ASSERT_TRUE(probe::parse_option(i, "--isolate", "route"));
+  ASSERT_TRUE(extmem::cli::parse_probe_option(i, "--isolate", "route"));
   EXPECT_EQ(i.isolate, probe::Isolation::route);
-  ASSERT_TRUE(probe::parse_option(i, "--fd-transport", "both"));
+  ASSERT_TRUE(extmem::cli::parse_probe_option(i, "--fd-transport", "both"));
   EXPECT_EQ(i.fd_transport, probe::FdTransportChoice::both);
-  EXPECT_FALSE(probe::parse_option(i, "--fd-transport", "SCM"));
+  EXPECT_FALSE(extmem::cli::parse_probe_option(i, "--fd-transport", "SCM"));
 }
 
 // --memory-type and --gl-driver are typed once parsed, as the other word options:
@@ -124,22 +127,22 @@ TEST(ProbeApi, MemoryTypeAndGlDriverAreTyped) {
   EXPECT_EQ(o.memory_type, probe::kDefaultMemoryType);
   EXPECT_EQ(probe::to_string(o.memory_type), "auto");
   EXPECT_STREQ(probe::to_string(o.gl_driver), "auto");
-  ASSERT_TRUE(probe::parse_option(o, "--memory-type", "all"));
+  ASSERT_TRUE(extmem::cli::parse_probe_option(o, "--memory-type", "all"));
   EXPECT_EQ(o.memory_type.mode, probe::MemoryTypeChoice::Mode::all);
-  ASSERT_TRUE(probe::parse_option(o, "--memory-type", "7"));
+  ASSERT_TRUE(extmem::cli::parse_probe_option(o, "--memory-type", "7"));
   EXPECT_EQ(o.memory_type, (probe::MemoryTypeChoice{probe::MemoryTypeChoice::Mode::index, 7}));
   EXPECT_EQ(probe::to_string(o.memory_type), "7");
-  auto wide = probe::parse_option(o, "--memory-type", "123");
+  auto wide = extmem::cli::parse_probe_option(o, "--memory-type", "123");
   ASSERT_FALSE(wide);
   EXPECT_NE(wide.error().detail.find("\"123\" is not accepted: auto, all, or a memory type INDEX (0..31)"),
             std::string::npos) << wide.error().detail;
   // Whether an index names a HOST_VISIBLE type is the device's to say, after phase A
   // (find() refuses it then, listing the device's types); the form alone passes.
-  ASSERT_TRUE(probe::parse_option(o, "--memory-type", "40"));
+  ASSERT_TRUE(extmem::cli::parse_probe_option(o, "--memory-type", "40"));
   EXPECT_TRUE(probe::validate(o));
-  ASSERT_TRUE(probe::parse_option(o, "--gl-driver", "llvmpipe"));
+  ASSERT_TRUE(extmem::cli::parse_probe_option(o, "--gl-driver", "llvmpipe"));
   EXPECT_EQ(o.gl_driver, probe::GlDriverRequest::llvmpipe);
-  auto mesa = probe::parse_option(o, "--gl-driver", "mesa");
+  auto mesa = extmem::cli::parse_probe_option(o, "--gl-driver", "mesa");
   ASSERT_FALSE(mesa);
   EXPECT_EQ(mesa.error().kind, extmem::ErrorKind::invalid_argument);
   EXPECT_NE(mesa.error().detail.find("\"mesa\" is not accepted: auto"), std::string::npos) << mesa.error().detail;

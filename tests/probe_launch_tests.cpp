@@ -23,7 +23,8 @@
 #include <utility>
 #include <vector>
 
-#include "extmem/probe/args_file.h"
+#include "cli/args_file.h"
+#include "cli/probe_option_text.h"
 #include "extmem/probe/probe.h"
 #include "support/temp_files.h"
 
@@ -36,7 +37,7 @@ using extmem::test::TempDir;
 // ---- the splitter (no GPU) ----
 
 std::vector<std::pair<std::string, unsigned>> split(const std::string& text) {
-  auto words = extmem::probe::split_args_text(text, "F");
+  auto words = extmem::cli::split_args_text(text, "F");
   std::vector<std::pair<std::string, unsigned>> out;
   if (!words) {
     ADD_FAILURE() << words.error().detail;
@@ -47,7 +48,7 @@ std::vector<std::pair<std::string, unsigned>> split(const std::string& text) {
 }
 
 std::string refusal(const std::string& text) {
-  auto words = extmem::probe::split_args_text(text, "F");
+  auto words = extmem::cli::split_args_text(text, "F");
   return words ? std::string("(accepted)") : words.error().detail;
 }
 
@@ -95,35 +96,35 @@ TEST(ArgsFile, ReadRefusesBadFiles) {
                         Case{dir.path.string(), "EISDIR (21)", "Is a directory"},
                         Case{"/proc/self/mem", "EIO (5)", "Input/output error"}}) {
     SCOPED_TRACE(c.path);
-    auto r = extmem::probe::read_args_file(c.path);
+    auto r = extmem::cli::read_args_file(c.path);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().kind, extmem::ErrorKind::os);
     EXPECT_EQ(r.error().code, c.code);
     EXPECT_EQ(r.error().detail, "cannot read " + c.path + ": " + c.text);
   }
-  std::ofstream(dir.file("big")) << std::string(extmem::probe::kArgsFileMaxBytes + 1, ' ');
-  auto big = extmem::probe::read_args_file(dir.file("big"));
+  std::ofstream(dir.file("big")) << std::string(extmem::cli::kArgsFileMaxBytes + 1, ' ');
+  auto big = extmem::cli::read_args_file(dir.file("big"));
   ASSERT_FALSE(big);
   EXPECT_NE(big.error().detail.find("larger than 65536 bytes"), std::string::npos) << big.error().detail;
-  std::ofstream(dir.file("ok")) << std::string(extmem::probe::kArgsFileMaxBytes - 9, ' ') << "--measure";
-  auto ok = extmem::probe::read_args_file(dir.file("ok"));
+  std::ofstream(dir.file("ok")) << std::string(extmem::cli::kArgsFileMaxBytes - 9, ' ') << "--measure";
+  auto ok = extmem::cli::read_args_file(dir.file("ok"));
   ASSERT_TRUE(ok) << ok.error().detail;
   EXPECT_EQ(ok->size(), 1u);
 }
 
-// --timeout and --soak read the duration grammar into std::chrono durations; validate() refuses what a library
+// The command's grammar reads --timeout and --soak into std::chrono durations; validate() refuses what a library
 // caller sets out of bounds in the same words; the new paths may not be empty.
-TEST(ProbeOptionsLaunch, DurationsAndPathsInTheLibrary) {
+TEST(ProbeOptionsLaunch, DurationsAndPathsReadIntoTheTypedRecord) {
   extmem::probe::ProbeOptions o;
-  ASSERT_TRUE(extmem::probe::parse_option(o, "--timeout", "250ms"));
+  ASSERT_TRUE(extmem::cli::parse_probe_option(o, "--timeout", "250ms"));
   EXPECT_EQ(o.timeout, std::chrono::milliseconds(250));
-  ASSERT_TRUE(extmem::probe::parse_option(o, "--timeout", "2m"));
+  ASSERT_TRUE(extmem::cli::parse_probe_option(o, "--timeout", "2m"));
   EXPECT_EQ(o.timeout, std::chrono::minutes(2));
-  ASSERT_TRUE(extmem::probe::parse_option(o, "--soak", "0"));
+  ASSERT_TRUE(extmem::cli::parse_probe_option(o, "--soak", "0"));
   EXPECT_EQ(o.soak, std::chrono::nanoseconds(0));
-  EXPECT_FALSE(extmem::probe::parse_option(o, "--timeout", "1e3"));
-  EXPECT_FALSE(extmem::probe::parse_option(o, "--output", ""));
-  EXPECT_FALSE(extmem::probe::parse_option(o, "--verdict-file", ""));
+  EXPECT_FALSE(extmem::cli::parse_probe_option(o, "--timeout", "1e3"));
+  EXPECT_FALSE(extmem::cli::parse_probe_option(o, "--output", ""));
+  EXPECT_FALSE(extmem::cli::parse_probe_option(o, "--verdict-file", ""));
   using std::chrono::milliseconds;
   for (milliseconds bad : {milliseconds(0), milliseconds(-1000), milliseconds(3600500)}) {
     extmem::probe::ProbeOptions v;

@@ -13,10 +13,11 @@
 
 #include <fmt/format.h>
 
+#include "cli/args_file.h"
 #include "cli/commands.h"
+#include "cli/probe_option_text.h"
 #include "cli/probe_serve.h"
 #include "extmem/core/duration.h"
-#include "extmem/probe/args_file.h"
 #include "extmem/probe/failure_codes.h"
 #include "extmem/probe/probe.h"
 #include "extmem/probe/routes.h"
@@ -82,10 +83,10 @@ struct State {
 };
 
 // Adds the options of `extmem probe` to `cmd`, bound to `st`. Every option with
-// a value is taken as text and handed to probe::parse_option, so a refusal is
-// in the library's words whether the text is not a number or out of range
-// (validate()); CLI11's own conversions would wrap "-4096" around and say only
-// "could not convert" for "abc".
+// a value is taken as text and handed to parse_probe_option, so a refusal is
+// in the library's words (probe::kOptionWords) whether the text is not a number
+// or out of range (probe::validate()); CLI11's own conversions would wrap
+// "-4096" around and say only "could not convert" for "abc".
 struct ProbeOptionAdder {
   CLI::App* cmd;
   State& st;
@@ -247,7 +248,7 @@ Given over(Given high, const Given& low) {
 // The options of an args file, one parse per line (every word of an option lies
 // on its line), later lines over earlier ones. Refusals: "FILE:LINE: ...".
 Result<Given> given_from_file(const std::string& path) {
-  auto words = probe::read_args_file(path);
+  auto words = read_args_file(path);
   if (!words) return words.error();
   auto refuse = [&](unsigned line, const std::string& what) {
     return Error{"--args-file", ErrorKind::invalid_argument, {}, fmt::format("{}:{}: {}", path, line, what)};
@@ -338,7 +339,7 @@ std::optional<int> merge_args_file(const State& st, Given& given) {
   return std::nullopt;
 }
 
-// Sets st.options from `given`: each value through probe::parse_option (a
+// Sets st.options from `given`: each value through parse_probe_option (a
 // refusal names the args file line it came from), the flags, the rows and
 // groups. Returns nothing, or the exit status of a refusal it has said.
 std::optional<int> apply_given(State& st, const Given& given) {
@@ -346,7 +347,7 @@ std::optional<int> apply_given(State& st, const Given& given) {
   for (const auto& [name, opt] : st.valued) {
     auto it = given.values.find(name);
     if (it == given.values.end()) continue;
-    if (auto s = probe::parse_option(opts, name, it->second.text); !s) {
+    if (auto s = parse_probe_option(opts, name, it->second.text); !s) {
       const std::string where = it->second.origin.empty() ? "" : "--args-file: " + it->second.origin + ": ";
       return refused(where + s.error().step + ": " + s.error().detail);
     }

@@ -1,5 +1,5 @@
-// --require, --require-group, --expect, --prometheus, --ctrf: parsed and checked
-// in the words options.cpp uses, before anything runs.
+// --require, --require-group, --expect, --prometheus, --ctrf: checked in the words
+// options.cpp uses, before anything runs.
 #include "probe/fleet_options.h"
 
 #include <fmt/format.h>
@@ -15,18 +15,6 @@ Error fleet_usage(std::string_view option, std::string detail) {
   return Error{std::string(option), ErrorKind::invalid_argument, {}, std::move(detail)};
 }
 
-// "A,B,,C" -> A, B, C appended to `out`; false when no name is left.
-bool append_names(const std::string& text, std::vector<std::string>& out) {
-  std::size_t before = out.size(), start = 0;
-  while (start <= text.size()) {
-    std::size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    if (comma > start) out.push_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out.size() > before;
-}
-
 std::string all_groups() {
   std::string s;
   for (const RouteGroup& g : route_groups()) s += fmt::format("{}{}", s.empty() ? "" : ", ", g.name);
@@ -34,21 +22,6 @@ std::string all_groups() {
 }
 
 }  // namespace
-
-std::optional<Status> parse_fleet_option(ProbeOptions& o, std::string_view name, const std::string& text) {
-  if (name == "--require" || name == "--require-group") {
-    if (!append_names(text, name == "--require" ? o.require : o.require_groups))
-      return fleet_usage(name, fmt::format("\"{}\" names nothing; accepted: comma-separated {}", text,
-                                     name == "--require" ? "row names" : "group names"));
-    return Status{};
-  }
-  if (name == "--expect" || name == "--prometheus" || name == "--ctrf") {
-    if (text.empty()) return fleet_usage(name, "the path is empty; accepted: a file path");
-    (name == "--expect" ? o.expect_path : name == "--prometheus" ? o.prometheus_path : o.ctrf_path) = text;
-    return Status{};
-  }
-  return std::nullopt;
-}
 
 Status validate_fleet(const ProbeOptions& o) {
   for (const std::string& r : o.require)

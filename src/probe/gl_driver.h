@@ -12,13 +12,12 @@
 #include <string_view>
 
 #include "extmem/probe/findings.h"
+#include "extmem/probe/probe.h"
 
 namespace extmem::probe {
 
-/// The values --gl-driver accepts, in the words every refusal uses.
-inline constexpr const char* kGlDriverAccepts =
-    "auto (zink where the selected Vulkan device is Mesa's lavapipe, else the system GL), system (the environment "
-    "and libEGL choose), zink (Mesa's GL on lavapipe) or llvmpipe (Mesa's software GL)";
+/// The values --gl-driver accepts, in the words every refusal uses (the public table, probe.h).
+inline constexpr const char* kGlDriverAccepts = accepted_words("--gl-driver");
 
 /// True for the names kGlDriverAccepts lists.
 bool gl_driver_name_ok(std::string_view name);

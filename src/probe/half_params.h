@@ -4,8 +4,9 @@
 //
 // Adding a parameter: a member here and its line in visit_fields() (which is
 // what the job codec encodes, decodes and bounds), the option that sets it
-// (ProbeOptions, parse_option/validate, the CLI's flag, find()'s copy into
-// EngineOptions::base.half), and the code that uses it.
+// (ProbeOptions and validate(); the command's text grammar,
+// src/cli/probe_option_text.cpp, and its flag, src/cli/probe_command.cpp;
+// find()'s copy into EngineOptions::base.half), and the code that uses it.
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,9 @@
-// The one place the probe's options are checked: parse_option() for the text of
-// one option (the CLI hands every valued option through it), validate() for the
-// whole set. Both use the same words for what is accepted, so a value is
-// refused the same way whether it is not a number or a number out of range.
+// The one place the probe's options are checked: validate() over the whole typed
+// record. Its refusals say what is accepted in the words of the public table
+// (kOptionWords, probe.h), which the command's text grammar (src/cli/) uses too,
+// so a value is refused the same way whether it is not a number or a number out
+// of range.
 #include <algorithm>
-#include <charconv>
-#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -21,44 +20,15 @@
 namespace extmem::probe {
 namespace {
 
-// What each option accepts, in the words every refusal of it uses.
-constexpr const char* kSizeAccepts = "a multiple of 4096 and at least 32768 (8 regions of 4 KiB)";
-constexpr const char* kMeasureSizeAccepts = "a multiple of 4096 from 1048576 (1 MiB) to 1073741824 (1 GiB)";
-constexpr const char* kRepeatsAccepts = "a whole number from 1 to 100";
-constexpr const char* kJobsAccepts = "a whole number from 1 to 64, or 0 for the default (1 lane)";
-constexpr const char* kIsolateAccepts = "route (fresh processes for every route) or none (warm workers, the default)";
-constexpr const char* kMemoryTypeAccepts = "auto, all, or a memory type INDEX (0..31)";
-constexpr const char* kPathAccepts = "a file path in an existing, writable directory";
-constexpr const char* kDeviceAccepts = "INDEX, deviceUUID (32 hex digits) or NAME-SUBSTRING";
-constexpr const char* kFdTransportAccepts =
-    "scm (SCM_RIGHTS, the default), pidfd (pidfd_getfd: rows that pass an fd run as ROW@pidfd) or both";
-constexpr const char* kExpectTransportAccepts =
-    "shm (any shared-memory transport of UCX: posix, sysv, cma, knem, xpmem; the default), posix, sysv, cma or tcp";
-constexpr const char* kImageSizeAccepts = "WxH in texels, e.g. 256x256, each side from 1 to the device's maxImageDimension2D";
+// What each option accepts (kOptionWords), as validate()'s refusals say it.
+constexpr const char* kSizeAccepts = accepted_words("--size");
+constexpr const char* kMeasureSizeAccepts = accepted_words("--measure-size");
+constexpr const char* kRepeatsAccepts = accepted_words("--measure-repeats");
+constexpr const char* kJobsAccepts = accepted_words("--jobs");
+constexpr const char* kImageSizeAccepts = accepted_words("--image-size");
 
 Error usage(std::string option, std::string detail) {
   return Error{std::move(option), ErrorKind::invalid_argument, {}, std::move(detail)};
-}
-
-Error not_accepted(std::string_view option, const std::string& text, const char* accepts) {
-  return usage(std::string(option), fmt::format("\"{}\" is not accepted: {}", text, accepts));
-}
-
-// Plain decimal digits only: CLI11 and strtoull would wrap "-4096" around to a huge value.
-template <typename T>
-bool whole_number(const std::string& text, T& out) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return false;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
-
-// A duration option in the one grammar (extmem/core/duration.h).
-Status duration_option(std::string_view option, const std::string& text, DurationRange range,
-                       std::chrono::nanoseconds& out) {
-  auto d = parse_duration(text, range);
-  if (!d) return usage(std::string(option), d.error().detail);
-  out = *d;
-  return {};
 }
 
 // validate()'s check of a duration set directly by a library caller, in parse_duration's words.
@@ -66,17 +36,6 @@ Status duration_in_range(std::string_view option, std::chrono::nanoseconds d, Du
   if (d >= range.min && d <= range.max) return {};
   return usage(std::string(option), fmt::format("{:g} s is not accepted: {}", std::chrono::duration<double>(d).count(),
                                                 describe_duration(range)));
-}
-
-// The value whose to_string() is `text`, among `values`.
-template <typename E, std::size_t N>
-bool one_of(const std::string& text, const E (&values)[N], E& out) {
-  for (E v : values)
-    if (text == to_string(v)) {
-      out = v;
-      return true;
-    }
-  return false;
 }
 
 const RouteGroup* find_group(std::string_view name) {
@@ -152,64 +111,6 @@ std::vector<std::string> row_names() {
   std::vector<std::string> out;
   for (const RouteDef& r : route_table()) out.emplace_back(r.row);
   return out;
-}
-
-Status parse_option(ProbeOptions& o, std::string_view name, const std::string& text) {
-  if (name == "--size") {
-    if (!whole_number(text, o.size)) return not_accepted(name, text, kSizeAccepts);
-  } else if (name == "--timeout") {
-    return duration_option(name, text, kTimeoutRange, o.timeout);
-  } else if (name == "--soak") {
-    return duration_option(name, text, kSoakRange, o.soak);
-  } else if (name == "--measure-size") {
-    if (!whole_number(text, o.measure_size)) return not_accepted(name, text, kMeasureSizeAccepts);
-  } else if (name == "--measure-repeats") {
-    if (!whole_number(text, o.measure_repeats)) return not_accepted(name, text, kRepeatsAccepts);
-  } else if (name == "--jobs") {
-    if (!whole_number(text, o.jobs)) return not_accepted(name, text, kJobsAccepts);
-  } else if (name == "--isolate") {
-    if (!one_of(text, {Isolation::none, Isolation::route}, o.isolate)) return not_accepted(name, text, kIsolateAccepts);
-  } else if (name == "--image-size") {
-    // WxH: two plain decimal numbers around one 'x'; the ranges are validate()'s and, per device, find()'s.
-    const std::size_t x = text.find('x');
-    if (x == std::string::npos || !whole_number(text.substr(0, x), o.image_width) ||
-        !whole_number(text.substr(x + 1), o.image_height))
-      return not_accepted(name, text, kImageSizeAccepts);
-  } else if (name == "--memory-type") {
-    if (text == "auto") o.memory_type = {};
-    else if (text == "all") o.memory_type = {MemoryTypeChoice::Mode::all, 0};
-    else if (std::uint32_t index = 0; text.size() <= 2 && whole_number(text, index))
-      o.memory_type = {MemoryTypeChoice::Mode::index, index};  // whether it is HOST_VISIBLE: find(), after phase A
-    else return not_accepted(name, text, kMemoryTypeAccepts);
-  } else if (name == "--gl-driver") {
-    if (!one_of(text, {GlDriverRequest::automatic, GlDriverRequest::system, GlDriverRequest::zink, GlDriverRequest::llvmpipe},
-                o.gl_driver))
-      return not_accepted(name, text, kGlDriverAccepts);
-  } else if (name == "--expect-transport") {
-    if (!one_of(text, {ExpectedTransport::shm, ExpectedTransport::posix, ExpectedTransport::sysv, ExpectedTransport::cma,
-                       ExpectedTransport::tcp},
-                o.expect_transport))
-      return not_accepted(name, text, kExpectTransportAccepts);
-  } else if (name == "--fd-transport") {
-    if (!one_of(text, {FdTransportChoice::scm, FdTransportChoice::pidfd, FdTransportChoice::both}, o.fd_transport))
-      return not_accepted(name, text, kFdTransportAccepts);
-  } else if (name == "--json" || name == "--junit" || name == "--output" || name == "--verdict-file") {
-    // Empty would read as "not given": the run would write no file and say nothing.
-    if (text.empty()) return usage(std::string(name), fmt::format("the path is empty; accepted: {}", kPathAccepts));
-    (name == "--json" ? o.json_path : name == "--junit" ? o.junit_path : name == "--output" ? o.output_path : o.verdict_path) = text;
-  } else if (name == "--device") {
-    // Empty would read as "not given" and silently pick the default device.
-    if (text.empty()) return usage("--device", fmt::format("the device is empty; accepted: {}", kDeviceAccepts));
-    o.device = text;
-  } else if (name == "--peer") {
-    if (auto e = os::parse_endpoint(text); !e) return usage("--peer", fmt::format("\"{}\": {}", text, e.error().detail));
-    o.peer = text;
-  } else if (auto fleet = parse_fleet_option(o, name, text)) {
-    return *fleet;
-  } else {
-    return usage(std::string(name), "not an option of extmem probe that takes a value");
-  }
-  return {};  // ranges and combinations: validate(), once, over all options
 }
 
 Status validate(const ProbeOptions& o) {

@@ -1,5 +1,9 @@
 #include "probe/phase_a_codec.h"
 
+#include <concepts>
+#include <optional>
+#include <type_traits>
+
 #include <fmt/format.h>
 
 #include "extmem/os/pidfd.h"
@@ -12,96 +16,258 @@ namespace {
 
 using nlohmann::json;
 
+// --- one field list per struct ---------------------------------------------------
+// Each struct's JSON keys are written once, in its fields() below, in the order the
+// reader takes them (so the first member missing is the one named). The writer
+// (Put) and the reader (Get) both go through the list; what a part writes besides
+// its fields (facts derived from them, this build's CUDA note) is written by its
+// part below and checked by phase_a_from_json's re-encoding.
+
+template <class T, class U>
+concept Is = std::same_as<std::remove_const_t<T>, U>;
+
+template <class V, Is<RunContext> C>
+void fields(V&& v, C& c) {
+  v("uid", c.uid);
+  v("pid", c.pid);
+  v("selinux", c.selinux);
+  v("kernel", c.kernel);
+  v("hostname", c.hostname);
+  v("drm_render_nodes", c.drm_render_nodes);
+  v("private_runtime_dir", c.private_runtime_dir);
+  v("runtime_dir_was", c.runtime_dir_was);
+}
+
+template <class V, Is<vk::MemoryHeapInfo> H>
+void fields(V&& v, H& h) {
+  v("size", h.size);
+  v("flags", h.flags);
+  v("flag_names", h.flag_names);
+}
+
+template <class V, Is<vk::MemoryTypeInfo> T>
+void fields(V&& v, T& t) {
+  v("index", t.index);
+  v("heap_index", t.heap_index);
+  v("flags", t.flags);
+  v("flag_names", t.flag_names);
+}
+
+template <class V, Is<vk::ExternalBufferInfo> B>
+void fields(V&& v, B& b) {
+  v("handle_type", b.handle_type);
+  v("handle_type_bit", b.handle_type_bit);
+  v("features", b.features);
+  v("exportable", b.exportable);
+  v("importable", b.importable);
+  v("dedicated_only", b.dedicated_only);
+  v("export_from_imported", b.export_from);
+  v("compatible", b.compatible);
+}
+
+template <class V, Is<vk::ExternalSemaphoreInfo> S>
+void fields(V&& v, S& s) {
+  v("handle_type", s.handle_type);
+  v("semaphore_type", s.semaphore_type);
+  v("queried", s.queried);
+  v("features", s.features);
+  v("exportable", s.exportable);
+  v("importable", s.importable);
+  v("export_from_imported", s.export_from);
+  v("compatible", s.compatible);
+}
+
+template <class V, Is<vk::ExternalImageInfo> I>
+void fields(V&& v, I& i) {
+  v("handle_type", i.handle_type);
+  v("tiling", i.tiling);
+  v("result", i.result);
+  v("result_code", i.result_code);
+  v("features", i.features);
+  v("exportable", i.exportable);
+  v("importable", i.importable);
+  v("dedicated_only", i.dedicated_only);
+  v("export_from_imported", i.export_from);
+  v("compatible", i.compatible);
+  v("max_width", i.max_width);
+  v("max_height", i.max_height);
+  v("max_mip_levels", i.max_mip_levels);
+  v("max_array_layers", i.max_array_layers);
+}
+
+template <class V, Is<vk::DrmModifierInfo> M>
+void fields(V&& v, M& m) {
+  v("modifier", m.modifier);
+  v("plane_count", m.plane_count);
+  v("tiling_features", m.tiling_features);
+  v("dma_buf_result", m.dma_buf_result);
+  v("dma_buf_result_code", m.dma_buf_result_code);
+  v("dma_buf_exportable", m.dma_buf_exportable);
+  v("dma_buf_importable", m.dma_buf_importable);
+}
+
+template <class V, Is<vk::DeviceInfo> D>
+void fields(V&& v, D& d) {
+  v("index", d.index);
+  v("name", d.name);
+  v("vendor_id", d.vendor_id);
+  v("device_id", d.device_id);
+  v("device_type", d.device_type);
+  v("api_version", d.api_version);
+  v("driver_version", d.driver_version);
+  v("driver_name", d.driver_name);
+  v("driver_info", d.driver_info);
+  v("device_uuid", d.device_uuid);
+  v("driver_uuid", d.driver_uuid);
+  v("heaps", d.heaps);
+  v("memory_types", d.types);
+  v("extensions", d.extensions);
+  v("external_buffers", d.external_buffers);
+  v("external_semaphores", d.external_semaphores);
+  v("min_imported_host_pointer_alignment", d.min_imported_host_pointer_alignment);
+  v("max_image_dimension_2d", d.max_image_dimension_2d);
+  v("external_images", d.external_images);
+  v("drm_modifiers", d.drm_modifiers);
+}
+
+/// "selected" is PhaseA's, written and checked beside these.
+template <class V, Is<vk::VulkanEnumeration> E>
+void fields(V&& v, E& e) {
+  v("loader_version", e.loader_version);
+  v("devices", e.devices);
+}
+
+/// "gl_renderer" and "renderer_matches" are derived, written by gl_driver_json.
+template <class V, Is<GlDriverChoice> C>
+void fields(V&& v, C& c) {
+  v("requested", c.requested);
+  v("served", c.served);
+  v("why", c.why);
+  v("env", c.env);
+}
+
+/// The UUID comparisons with the Vulkan device are derived, written by gles_json.
+template <class V, Is<gles::GlesInfo> G>
+void fields(V&& v, G& g) {
+  v("platform", g.platform);
+  v("egl_vendor", g.egl_vendor);
+  v("egl_version", g.egl_version);
+  v("gl_vendor", g.gl_vendor);
+  v("gl_renderer", g.gl_renderer);
+  v("gl_version", g.gl_version);
+  v("extensions", g.extensions);
+  v("device_uuid", g.device_uuid);
+  v("driver_uuid", g.driver_uuid);
+}
+
+/// "matches_vulkan_device" is derived, written by cuda_json.
+template <class V, Is<cuda::DeviceInfo> D>
+void fields(V&& v, D& d) {
+  v("ordinal", d.ordinal);
+  v("name", d.name);
+  v("uuid", d.uuid);
+  v("total_mem", d.total_mem);
+  v("posix_fd_handle", d.posix_fd);
+  v("virtual_memory_management", d.vmm);
+  v("host_register", d.host_register);
+  v("dma_buf", d.dma_buf);
+  v("ipc_event", d.ipc_event);
+  v("fabric_handle", d.fabric);
+  v("gpu_direct_rdma", d.gpu_direct_rdma);
+  v("granularity_minimum", d.granularity_minimum);
+  v("granularity_recommended", d.granularity_recommended);
+}
+
+/// "built" and "build_note" are this build's, written by cuda_json.
+template <class V, Is<cuda::Enumeration> E>
+void fields(V&& v, E& e) {
+  v("library", e.library);
+  v("driver_version", e.driver_version);
+  v("devices", e.devices);
+}
+
+// A visitor that does nothing: what has_fields asks about.
+struct Ignore {
+  template <class T>
+  void operator()(const char*, T&) const {}
+};
+
+template <class T>
+concept has_fields = requires(T& t) { fields(Ignore{}, t); };
+
+// A list of structs that have a field list: an array of objects.
+template <class T>
+concept list_of_fields = requires { typename T::value_type; } && has_fields<typename T::value_type>;
+
+// A list of (name, value) pairs, sorted by name: an object keyed by name.
+template <class T>
+struct is_named_list : std::false_type {};
+template <class V>
+struct is_named_list<std::vector<std::pair<std::string, V>>> : std::true_type {};
+
 // --- writing -----------------------------------------------------------------
 
-template <class V>
-json by_name(const std::vector<std::pair<std::string, V>>& list) {
-  json o = json::object();
-  for (const auto& [name, value] : list) o[name] = value;
-  return o;
+template <class T>
+json encode(const T& value);
+
+struct Put {
+  json& out;
+  template <class T>
+  void operator()(const char* key, const T& value) const {
+    out[key] = encode(value);
+  }
+};
+
+template <class T>
+json encode(const T& value) {
+  if constexpr (has_fields<T>) {
+    json o = json::object();
+    fields(Put{o}, value);
+    return o;
+  } else if constexpr (is_named_list<T>::value) {
+    json o = json::object();
+    for (const auto& [name, v] : value) o[name] = v;
+    return o;
+  } else if constexpr (list_of_fields<T>) {
+    json a = json::array();
+    for (const auto& e : value) a.push_back(encode(e));
+    return a;
+  } else {
+    return json(value);
+  }
 }
 
 // A part that could not be found: the message for people, the error for code.
 json failed_part(const Error& e) { return {{"error", e.message()}, {"failure", error_json(e)}}; }
 
-json context_json(const RunContext& c) {
-  return {{"uid", c.uid}, {"pid", c.pid}, {"selinux", c.selinux}, {"kernel", c.kernel}, {"hostname", c.hostname},
-          {"drm_render_nodes", c.drm_render_nodes}, {"private_runtime_dir", c.private_runtime_dir},
-          {"runtime_dir_was", c.runtime_dir_was}};
-}
-
-json device_json(const vk::DeviceInfo& d) {
-  json heaps = json::array(), types = json::array(), xb = json::array(), xs = json::array(), xi = json::array(),
-       mods = json::array();
-  for (const auto& h : d.heaps) heaps.push_back({{"size", h.size}, {"flags", h.flags}, {"flag_names", h.flag_names}});
-  for (const auto& t : d.types)
-    types.push_back({{"index", t.index}, {"heap_index", t.heap_index}, {"flags", t.flags}, {"flag_names", t.flag_names}});
-  for (const auto& x : d.external_buffers)
-    xb.push_back({{"handle_type", x.handle_type}, {"handle_type_bit", x.handle_type_bit}, {"features", x.features},
-                  {"exportable", x.exportable}, {"importable", x.importable}, {"dedicated_only", x.dedicated_only},
-                  {"export_from_imported", x.export_from}, {"compatible", x.compatible}});
-  for (const auto& x : d.external_semaphores)
-    xs.push_back({{"handle_type", x.handle_type}, {"semaphore_type", x.semaphore_type}, {"queried", x.queried},
-                  {"features", x.features}, {"exportable", x.exportable}, {"importable", x.importable},
-                  {"export_from_imported", x.export_from}, {"compatible", x.compatible}});
-  for (const auto& x : d.external_images)
-    xi.push_back({{"handle_type", x.handle_type}, {"tiling", x.tiling}, {"result", x.result}, {"result_code", x.result_code},
-                  {"features", x.features}, {"exportable", x.exportable}, {"importable", x.importable},
-                  {"dedicated_only", x.dedicated_only}, {"export_from_imported", x.export_from},
-                  {"compatible", x.compatible}, {"max_width", x.max_width}, {"max_height", x.max_height},
-                  {"max_mip_levels", x.max_mip_levels}, {"max_array_layers", x.max_array_layers}});
-  for (const auto& m : d.drm_modifiers)
-    mods.push_back({{"modifier", m.modifier}, {"plane_count", m.plane_count}, {"tiling_features", m.tiling_features},
-                    {"dma_buf_result", m.dma_buf_result}, {"dma_buf_result_code", m.dma_buf_result_code},
-                    {"dma_buf_exportable", m.dma_buf_exportable}, {"dma_buf_importable", m.dma_buf_importable}});
-  return {{"index", d.index}, {"name", d.name}, {"vendor_id", d.vendor_id}, {"device_id", d.device_id},
-          {"device_type", d.device_type}, {"api_version", d.api_version}, {"driver_version", d.driver_version},
-          {"driver_name", d.driver_name}, {"driver_info", d.driver_info}, {"device_uuid", d.device_uuid},
-          {"driver_uuid", d.driver_uuid}, {"heaps", heaps}, {"memory_types", types}, {"extensions", by_name(d.extensions)},
-          {"external_buffers", xb}, {"external_semaphores", xs},
-          {"min_imported_host_pointer_alignment", d.min_imported_host_pointer_alignment},
-          {"max_image_dimension_2d", d.max_image_dimension_2d}, {"external_images", xi}, {"drm_modifiers", mods}};
-}
-
 json vulkan_json(const vk::VulkanEnumeration& e, std::uint32_t selected) {
-  json devices = json::array();
-  for (const vk::DeviceInfo& d : e.devices) devices.push_back(device_json(d));
-  return {{"loader_version", e.loader_version}, {"selected", selected}, {"devices", devices}};
+  json j = encode(e);
+  j["selected"] = selected;
+  return j;
 }
 
 json gl_driver_json(const GlDriverChoice& c, const Result<gles::GlesInfo>& gles) {
-  return {{"requested", c.requested}, {"served", c.served}, {"why", c.why}, {"env", by_name(c.env)},
-          {"gl_renderer", gles ? json(gles->gl_renderer) : json(nullptr)},
-          {"renderer_matches", gles ? json(renderer_matches(c, gles->gl_renderer)) : json(nullptr)}};
+  json j = encode(c);
+  j["gl_renderer"] = gles ? json(gles->gl_renderer) : json(nullptr);
+  j["renderer_matches"] = gles ? json(renderer_matches(c, gles->gl_renderer)) : json(nullptr);
+  return j;
 }
 
 json gles_json(const Result<gles::GlesInfo>& r, const std::string& vk_device_uuid, const std::string& vk_driver_uuid) {
   if (!r) return failed_part(r.error());
-  const gles::GlesInfo& g = *r;
-  return {{"platform", g.platform}, {"egl_vendor", g.egl_vendor}, {"egl_version", g.egl_version},
-          {"gl_vendor", g.gl_vendor}, {"gl_renderer", g.gl_renderer}, {"gl_version", g.gl_version},
-          {"extensions", by_name(g.extensions)}, {"device_uuid", g.device_uuid}, {"driver_uuid", g.driver_uuid},
-          {"device_uuid_vs_vulkan", gles::compare_uuid(g.device_uuid, vk_device_uuid)},
-          {"driver_uuid_vs_vulkan", gles::compare_uuid(g.driver_uuid, vk_driver_uuid)}};
+  json j = encode(*r);
+  j["device_uuid_vs_vulkan"] = gles::compare_uuid(r->device_uuid, vk_device_uuid);
+  j["driver_uuid_vs_vulkan"] = gles::compare_uuid(r->driver_uuid, vk_driver_uuid);
+  return j;
 }
 
 json cuda_json(const Result<cuda::Enumeration>& r, const std::string& vk_device_uuid) {
-  json j = r ? json::object() : failed_part(r.error());
+  json j = r ? encode(*r) : failed_part(r.error());
   j["built"] = cuda::routes_built();
   j["build_note"] = cuda::build_note();
   if (!r) return j;
-  json devices = json::array();
-  for (const cuda::DeviceInfo& d : r->devices)
-    devices.push_back({{"ordinal", d.ordinal}, {"name", d.name}, {"uuid", d.uuid}, {"total_mem", d.total_mem},
-                       {"posix_fd_handle", d.posix_fd}, {"virtual_memory_management", d.vmm},
-                       {"host_register", d.host_register}, {"dma_buf", d.dma_buf}, {"ipc_event", d.ipc_event},
-                       {"fabric_handle", d.fabric}, {"gpu_direct_rdma", d.gpu_direct_rdma},
-                       {"granularity_minimum", d.granularity_minimum},
-                       {"granularity_recommended", d.granularity_recommended},
-                       {"matches_vulkan_device", d.uuid == vk_device_uuid}});
-  j["library"] = r->library;
-  j["driver_version"] = r->driver_version;
-  j["devices"] = devices;
+  for (std::size_t i = 0; i < r->devices.size(); ++i)
+    j["devices"][i]["matches_vulkan_device"] = r->devices[i].uuid == vk_device_uuid;
   return j;
 }
 
@@ -129,10 +295,39 @@ struct Refused {
   std::string where, detail;
 };
 
-template <class V>
-std::vector<std::pair<std::string, V>> names_from(const json& j) {
-  std::vector<std::pair<std::string, V>> out;
-  for (const auto& [name, value] : j.items()) out.emplace_back(name, value.template get<V>());
+template <class T>
+void decode(const json& j, T& out);
+
+struct Get {
+  const json& in;
+  template <class T>
+  void operator()(const char* key, T& value) const {
+    decode(in.at(key), value);
+  }
+};
+
+template <class T>
+void decode(const json& j, T& out) {
+  if constexpr (has_fields<T>) {
+    fields(Get{j}, out);
+  } else if constexpr (is_named_list<T>::value) {
+    for (const auto& [name, value] : j.items())
+      out.emplace_back(name, value.template get<typename T::value_type::second_type>());
+  } else if constexpr (list_of_fields<T>) {
+    for (const json& e : j) {
+      typename T::value_type one;
+      decode(e, one);
+      out.push_back(std::move(one));
+    }
+  } else {
+    j.get_to(out);
+  }
+}
+
+template <class T>
+T decoded(const json& j) {
+  T out;
+  decode(j, out);
   return out;
 }
 
@@ -144,150 +339,18 @@ Error error_at(const json& j, const std::string& where) {
   return std::move(*e);
 }
 
-template <class T, class Read>
-Result<T> part_from(const json& j, const std::string& where, Read read) {
+template <class T>
+Result<T> part_from(const json& j, const std::string& where) {
   if (j.contains("failure")) return error_at(j.at("failure"), where + "/failure");
-  return read(j);
-}
-
-RunContext context_from(const json& j) {
-  RunContext c;
-  c.uid = j.at("uid").get<unsigned>();
-  c.pid = j.at("pid").get<int>();
-  c.selinux = j.at("selinux").get<std::string>();
-  c.kernel = j.at("kernel").get<std::string>();
-  c.hostname = j.at("hostname").get<std::string>();
-  c.drm_render_nodes = j.at("drm_render_nodes").get<std::vector<std::string>>();
-  c.private_runtime_dir = j.at("private_runtime_dir").get<std::string>();
-  c.runtime_dir_was = j.at("runtime_dir_was").get<std::string>();
-  return c;
-}
-
-vk::DeviceInfo device_from(const json& j) {
-  vk::DeviceInfo d;
-  j.at("index").get_to(d.index);
-  j.at("name").get_to(d.name);
-  j.at("vendor_id").get_to(d.vendor_id);
-  j.at("device_id").get_to(d.device_id);
-  j.at("device_type").get_to(d.device_type);
-  j.at("api_version").get_to(d.api_version);
-  j.at("driver_version").get_to(d.driver_version);
-  j.at("driver_name").get_to(d.driver_name);
-  j.at("driver_info").get_to(d.driver_info);
-  j.at("device_uuid").get_to(d.device_uuid);
-  j.at("driver_uuid").get_to(d.driver_uuid);
-  for (const json& h : j.at("heaps"))
-    d.heaps.push_back({h.at("size").get<std::uint64_t>(), h.at("flags").get<std::uint32_t>(), h.at("flag_names").get<std::string>()});
-  for (const json& t : j.at("memory_types"))
-    d.types.push_back({t.at("index").get<std::uint32_t>(), t.at("heap_index").get<std::uint32_t>(),
-                       t.at("flags").get<std::uint32_t>(), t.at("flag_names").get<std::string>()});
-  d.extensions = names_from<bool>(j.at("extensions"));
-  for (const json& x : j.at("external_buffers")) {
-    vk::ExternalBufferInfo b;
-    x.at("handle_type").get_to(b.handle_type);
-    x.at("handle_type_bit").get_to(b.handle_type_bit);
-    x.at("features").get_to(b.features);
-    x.at("exportable").get_to(b.exportable);
-    x.at("importable").get_to(b.importable);
-    x.at("dedicated_only").get_to(b.dedicated_only);
-    x.at("export_from_imported").get_to(b.export_from);
-    x.at("compatible").get_to(b.compatible);
-    d.external_buffers.push_back(std::move(b));
-  }
-  for (const json& x : j.at("external_semaphores")) {
-    vk::ExternalSemaphoreInfo s;
-    x.at("handle_type").get_to(s.handle_type);
-    x.at("semaphore_type").get_to(s.semaphore_type);
-    x.at("queried").get_to(s.queried);
-    x.at("features").get_to(s.features);
-    x.at("exportable").get_to(s.exportable);
-    x.at("importable").get_to(s.importable);
-    x.at("export_from_imported").get_to(s.export_from);
-    x.at("compatible").get_to(s.compatible);
-    d.external_semaphores.push_back(std::move(s));
-  }
-  j.at("min_imported_host_pointer_alignment").get_to(d.min_imported_host_pointer_alignment);
-  j.at("max_image_dimension_2d").get_to(d.max_image_dimension_2d);
-  for (const json& x : j.at("external_images")) {
-    vk::ExternalImageInfo i;
-    x.at("handle_type").get_to(i.handle_type);
-    x.at("tiling").get_to(i.tiling);
-    x.at("result").get_to(i.result);
-    x.at("result_code").get_to(i.result_code);
-    x.at("features").get_to(i.features);
-    x.at("exportable").get_to(i.exportable);
-    x.at("importable").get_to(i.importable);
-    x.at("dedicated_only").get_to(i.dedicated_only);
-    x.at("export_from_imported").get_to(i.export_from);
-    x.at("compatible").get_to(i.compatible);
-    x.at("max_width").get_to(i.max_width);
-    x.at("max_height").get_to(i.max_height);
-    x.at("max_mip_levels").get_to(i.max_mip_levels);
-    x.at("max_array_layers").get_to(i.max_array_layers);
-    d.external_images.push_back(std::move(i));
-  }
-  for (const json& x : j.at("drm_modifiers")) {
-    vk::DrmModifierInfo m;
-    x.at("modifier").get_to(m.modifier);
-    x.at("plane_count").get_to(m.plane_count);
-    x.at("tiling_features").get_to(m.tiling_features);
-    x.at("dma_buf_result").get_to(m.dma_buf_result);
-    x.at("dma_buf_result_code").get_to(m.dma_buf_result_code);
-    x.at("dma_buf_exportable").get_to(m.dma_buf_exportable);
-    x.at("dma_buf_importable").get_to(m.dma_buf_importable);
-    d.drm_modifiers.push_back(std::move(m));
-  }
-  return d;
+  return decoded<T>(j);
 }
 
 GlDriverChoice gl_driver_from(const json& j) {
-  GlDriverChoice c;
-  j.at("requested").get_to(c.requested);
-  j.at("served").get_to(c.served);
-  j.at("why").get_to(c.why);
-  c.env = names_from<std::string>(j.at("env"));
+  auto c = decoded<GlDriverChoice>(j);
   if (!gl_driver_name_ok(c.requested)) throw Refused{"/gl_driver/requested", std::string("not accepted: ") + kGlDriverAccepts};
   if (c.served == "auto" || !gl_driver_name_ok(c.served))
     throw Refused{"/gl_driver/served", "not accepted: system, zink or llvmpipe"};
   return c;
-}
-
-gles::GlesInfo gles_from(const json& j) {
-  gles::GlesInfo g;
-  j.at("platform").get_to(g.platform);
-  j.at("egl_vendor").get_to(g.egl_vendor);
-  j.at("egl_version").get_to(g.egl_version);
-  j.at("gl_vendor").get_to(g.gl_vendor);
-  j.at("gl_renderer").get_to(g.gl_renderer);
-  j.at("gl_version").get_to(g.gl_version);
-  g.extensions = names_from<bool>(j.at("extensions"));
-  j.at("device_uuid").get_to(g.device_uuid);
-  j.at("driver_uuid").get_to(g.driver_uuid);
-  return g;
-}
-
-cuda::Enumeration cuda_from(const json& j) {
-  cuda::Enumeration e;
-  j.at("library").get_to(e.library);
-  j.at("driver_version").get_to(e.driver_version);
-  for (const json& x : j.at("devices")) {
-    cuda::DeviceInfo d;
-    x.at("ordinal").get_to(d.ordinal);
-    x.at("name").get_to(d.name);
-    x.at("uuid").get_to(d.uuid);
-    x.at("total_mem").get_to(d.total_mem);
-    x.at("posix_fd_handle").get_to(d.posix_fd);
-    x.at("virtual_memory_management").get_to(d.vmm);
-    x.at("host_register").get_to(d.host_register);
-    x.at("dma_buf").get_to(d.dma_buf);
-    x.at("ipc_event").get_to(d.ipc_event);
-    x.at("fabric_handle").get_to(d.fabric);
-    x.at("gpu_direct_rdma").get_to(d.gpu_direct_rdma);
-    x.at("granularity_minimum").get_to(d.granularity_minimum);
-    x.at("granularity_recommended").get_to(d.granularity_recommended);
-    e.devices.push_back(std::move(d));
-  }
-  return e;
 }
 
 FdTransportFinding fd_transport_from(const json& j) {
@@ -308,18 +371,17 @@ FdTransportFinding fd_transport_from(const json& j) {
 PhaseA read_phase_a(const json& m) {
   if (!m.is_object()) throw Refused{"", "not a JSON object"};
   PhaseA a;
-  a.context = context_from(m.at("context"));
+  a.context = decoded<RunContext>(m.at("context"));
   const json& vulkan = m.at("vulkan");
-  vulkan.at("loader_version").get_to(a.vulkan.loader_version);
-  for (const json& d : vulkan.at("devices")) a.vulkan.devices.push_back(device_from(d));
+  a.vulkan = decoded<vk::VulkanEnumeration>(vulkan);
   const json& selected = vulkan.at("selected");
   if (!selected.is_number_unsigned() || selected.get<std::uint64_t>() >= a.vulkan.devices.size())
     throw Refused{"/vulkan/selected", fmt::format("{} is not accepted: the index of one of the enumeration's {} devices",
                                                   selected.dump(), a.vulkan.devices.size())};
   a.selected = selected.get<std::uint32_t>();
   a.gl_driver = gl_driver_from(m.at("gl_driver"));
-  a.gles = part_from<gles::GlesInfo>(m.at("gles"), "/gles", gles_from);
-  a.cuda = part_from<cuda::Enumeration>(m.at("cuda"), "/cuda", cuda_from);
+  a.gles = part_from<gles::GlesInfo>(m.at("gles"), "/gles");
+  a.cuda = part_from<cuda::Enumeration>(m.at("cuda"), "/cuda");
   a.fd_transport = fd_transport_from(m.at("fd_transport"));
   return a;
 }
@@ -334,7 +396,7 @@ Error refusal(std::string_view what, const std::string& where, std::string detai
 nlohmann::json phase_a_json(const PhaseA& a) {
   static const vk::DeviceInfo kNone;  // a selected index out of range compares the UUIDs with ""
   const vk::DeviceInfo& dev = a.selected < a.vulkan.devices.size() ? a.vulkan.devices[a.selected] : kNone;
-  return {{"context", context_json(a.context)},
+  return {{"context", encode(a.context)},
           {"vulkan", vulkan_json(a.vulkan, a.selected)},
           {"gl_driver", gl_driver_json(a.gl_driver, a.gles)},
           {"gles", gles_json(a.gles, dev.device_uuid, dev.driver_uuid)},

@@ -79,6 +79,56 @@ inline constexpr std::uint32_t kDefaultImageSide = 256;               ///< --ima
 inline constexpr GlDriverRequest kDefaultGlDriver = GlDriverRequest::automatic;  ///< --gl-driver
 inline constexpr MemoryTypeChoice kDefaultMemoryType{};                ///< --memory-type: auto
 
+/// What an option accepts, in the words every refusal of it uses: validate()'s,
+/// and those of a front end that reads the option as text (the extmem command's
+/// grammar, src/cli/). --timeout and --soak are not here: their words are
+/// describe_duration() of kTimeoutRange and kSoakRange (extmem/core/duration.h).
+struct OptionWords {
+  const char* option;   ///< "--size"
+  const char* accepts;  ///< "a multiple of 4096 and at least 32768 (8 regions of 4 KiB)"
+};
+inline constexpr OptionWords kOptionWords[] = {
+    {"--size", "a multiple of 4096 and at least 32768 (8 regions of 4 KiB)"},
+    {"--measure-size", "a multiple of 4096 from 1048576 (1 MiB) to 1073741824 (1 GiB)"},
+    {"--measure-repeats", "a whole number from 1 to 100"},
+    {"--jobs", "a whole number from 1 to 64, or 0 for the default (1 lane)"},
+    {"--isolate", "route (fresh processes for every route) or none (warm workers, the default)"},
+    {"--memory-type", "auto, all, or a memory type INDEX (0..31)"},
+    {"--image-size", "WxH in texels, e.g. 256x256, each side from 1 to the device's maxImageDimension2D"},
+    {"--gl-driver",
+     "auto (zink where the selected Vulkan device is Mesa's lavapipe, else the system GL), system (the environment "
+     "and libEGL choose), zink (Mesa's GL on lavapipe) or llvmpipe (Mesa's software GL)"},
+    {"--fd-transport",
+     "scm (SCM_RIGHTS, the default), pidfd (pidfd_getfd: rows that pass an fd run as ROW@pidfd) or both"},
+    {"--expect-transport",
+     "shm (any shared-memory transport of UCX: posix, sysv, cma, knem, xpmem; the default), posix, sysv, cma or tcp"},
+    {"--json", "a file path in an existing, writable directory"},
+    {"--junit", "a file path in an existing, writable directory"},
+    {"--output", "a file path in an existing, writable directory"},
+    {"--verdict-file", "a file path in an existing, writable directory"},
+    {"--device", "INDEX, deviceUUID (32 hex digits) or NAME-SUBSTRING"},
+    {"--require", "comma-separated row names"},
+    {"--require-group", "comma-separated group names"},
+    {"--expect", "a file path"},
+    {"--prometheus", "a file path"},
+    {"--ctrf", "a file path"},
+};
+
+/// kOptionWords' words for `option`; "" for an option it does not hold.
+constexpr const char* accepted_words(std::string_view option) noexcept {
+  for (const OptionWords& w : kOptionWords)
+    if (option == w.option) return w.accepts;
+  return "";
+}
+
+/// Every value of each word option, in the order its words list them; to_string()
+/// gives each one's word.
+inline constexpr Isolation kIsolationValues[] = {Isolation::none, Isolation::route};
+inline constexpr FdTransportChoice kFdTransportValues[] = {FdTransportChoice::scm, FdTransportChoice::pidfd,
+                                                           FdTransportChoice::both};
+inline constexpr GlDriverRequest kGlDriverValues[] = {GlDriverRequest::automatic, GlDriverRequest::system,
+                                                      GlDriverRequest::zink, GlDriverRequest::llvmpipe};
+
 /// Version of the --json document; bump on any incompatible change (docs/probe-result.schema.json).
 inline constexpr int kJsonSchemaVersion = 1;
 
@@ -93,6 +143,9 @@ enum class ExpectedTransport {
 };
 const char* to_string(ExpectedTransport transport) noexcept;
 inline constexpr ExpectedTransport kDefaultExpectTransport = ExpectedTransport::shm;  ///< --expect-transport
+inline constexpr ExpectedTransport kExpectedTransportValues[] = {ExpectedTransport::shm, ExpectedTransport::posix,
+                                                                 ExpectedTransport::sysv, ExpectedTransport::cma,
+                                                                 ExpectedTransport::tcp};
 
 struct ProbeOptions {
   std::size_t size = kDefaultSize;    ///< shared allocation, bytes: multiple of 4096, >= 32768, fits the heap
@@ -148,19 +201,6 @@ std::string memory_type_suffix(unsigned index);
 
 /// Names of every row, in print order.
 std::vector<std::string> row_names();
-
-/// Sets the option `name` ("--size", "--timeout", "--soak", "--measure-size",
-/// "--measure-repeats", "--jobs", "--isolate", "--memory-type", "--json",
-/// "--junit", "--output", "--verdict-file", "--device", "--gl-driver", "--fd-transport", "--expect-transport",
-/// "--peer") of `options` from its
-/// command-line `text`: numbers must be plain decimal (a sign or a suffix is
-/// refused), --timeout and --soak are durations (extmem/core/duration.h, within
-/// kTimeoutRange / kSoakRange, refused in parse_duration's words), --isolate and
-/// --fd-transport one of their words (to_string()), paths and the device must
-/// not be empty. Ranges are validate()'s. On error `options` may hold a partly
-/// set value; do not run with it. Errors: invalid_argument, step = `name`,
-/// detail = the text and what is accepted, in validate()'s words.
-Status parse_option(ProbeOptions& options, std::string_view name, const std::string& text);
 
 /// Checks option values that need no driver, the one place they are checked:
 /// size shape, timeout and soak ranges, row and group names, --jobs 0..64 (0 =

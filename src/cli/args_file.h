@@ -1,6 +1,8 @@
 // Options of `extmem probe` read from a file, for launches without a shell (an
 // Android app's exec hook, a device farm): --args-file=F, and marker mode's
 // `<marker>.args`. The grammar is in docs/probe.md, "Launch without a shell".
+// The command's, as the rest of its option grammar: the words of a file are
+// options of the command line, read by probe_command.cpp line by line.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +12,7 @@
 
 #include "extmem/core/error.h"
 
-namespace extmem::probe {
+namespace extmem::cli {
 
 /// The largest args file read, in bytes: a file of options is a few hundred
 /// bytes, so anything larger is the wrong file.
@@ -44,4 +46,4 @@ Result<std::vector<ArgsWord>> split_args_text(std::string_view text, const std::
 /// that is too large or does not split.
 Result<std::vector<ArgsWord>> read_args_file(const std::string& path);
 
-}  // namespace extmem::probe
+}  // namespace extmem::cli

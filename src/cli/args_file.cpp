@@ -1,6 +1,6 @@
 // The args-file reader: shell-like words, no expansion, one line per group of
 // options (docs/probe.md, "Launch without a shell").
-#include "extmem/probe/args_file.h"
+#include "cli/args_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,10 +12,10 @@
 
 #include "extmem/os/fd.h"
 
-namespace extmem::probe {
+namespace extmem::cli {
 namespace {
 
-Error refused(const std::string& path, unsigned line, std::string_view what) {
+Error args_refused(const std::string& path, unsigned line, std::string_view what) {
   return Error{"--args-file", ErrorKind::invalid_argument, {}, fmt::format("{}:{}: {}", path, line, what)};
 }
 
@@ -38,7 +38,7 @@ Result<std::vector<ArgsWord>> split_args_text(std::string_view text, const std::
       continue;
     }
     if (c == '\r') {  // only as part of a CRLF line end
-      if (i + 1 < n && text[i + 1] != '\n') return refused(path, line, "a carriage return inside a line");
+      if (i + 1 < n && text[i + 1] != '\n') return args_refused(path, line, "a carriage return inside a line");
       ++i;
       continue;
     }
@@ -51,17 +51,17 @@ Result<std::vector<ArgsWord>> split_args_text(std::string_view text, const std::
     w.line = line;
     while (i < n) {
       const char d = text[i];
-      if (d == '\0') return refused(path, line, "a NUL byte (not a text file)");
+      if (d == '\0') return args_refused(path, line, "a NUL byte (not a text file)");
       if (d == ' ' || d == '\t' || d == '\n') break;
       if (d == '\r') {
         // Tolerated only as part of a CRLF line end: elsewhere it is a byte no option holds.
-        if (i + 1 < n && text[i + 1] != '\n') return refused(path, line, "a carriage return inside a line");
+        if (i + 1 < n && text[i + 1] != '\n') return args_refused(path, line, "a carriage return inside a line");
         ++i;
         continue;
       }
       if (d == '\\') {
         if (i + 1 >= n || text[i + 1] == '\n' || text[i + 1] == '\r')
-          return refused(path, line, "a '\\' at the end of the line (there are no continuation lines)");
+          return args_refused(path, line, "a '\\' at the end of the line (there are no continuation lines)");
         w.text += text[i + 1];
         i += 2;
         continue;
@@ -72,7 +72,7 @@ Result<std::vector<ArgsWord>> split_args_text(std::string_view text, const std::
         bool closed = false;
         while (i < n && text[i] != '\n') {
           const char q = text[i];
-          if (q == '\0') return refused(path, line, "a NUL byte (not a text file)");
+          if (q == '\0') return args_refused(path, line, "a NUL byte (not a text file)");
           if (q == quote) {
             closed = true;
             ++i;
@@ -87,7 +87,7 @@ Result<std::vector<ArgsWord>> split_args_text(std::string_view text, const std::
           ++i;
         }
         if (!closed)
-          return refused(path, line, fmt::format("the {} quote is not closed on this line", quote == '"' ? "\"" : "'"));
+          return args_refused(path, line, fmt::format("the {} quote is not closed on this line", quote == '"' ? "\"" : "'"));
         continue;
       }
       w.text += d;
@@ -121,4 +121,4 @@ Result<std::vector<ArgsWord>> read_args_file(const std::string& path) {
   return split_args_text(text, path);
 }
 
-}  // namespace extmem::probe
+}  // namespace extmem::cli
