@@ -150,7 +150,7 @@ Result<T> part_from(const json& j, const std::string& where, Read read) {
   return read(j);
 }
 
-RunContext context_from(const json& j) {
+RunContext run_context_from(const json& j) {
   RunContext c;
   c.uid = j.at("uid").get<unsigned>();
   c.pid = j.at("pid").get<int>();
@@ -308,7 +308,7 @@ FdTransportFinding fd_transport_from(const json& j) {
 PhaseA read_phase_a(const json& m) {
   if (!m.is_object()) throw Refused{"", "not a JSON object"};
   PhaseA a;
-  a.context = context_from(m.at("context"));
+  a.context = run_context_from(m.at("context"));
   const json& vulkan = m.at("vulkan");
   vulkan.at("loader_version").get_to(a.vulkan.loader_version);
   for (const json& d : vulkan.at("devices")) a.vulkan.devices.push_back(device_from(d));
