@@ -11,6 +11,9 @@
 # (preset "fuzz", CI), and a name two files of a probe unit define fails CI too.
 # Files marked SKIP_UNITY_BUILD_INCLUSION stay units of their own.
 function(extmem_unity_units target first later)
+  if(NOT EXTMEM_UNITY_UNITS MATCHES "^[1-9][0-9]*$")
+    message(FATAL_ERROR "EXTMEM_UNITY_UNITS is '${EXTMEM_UNITY_UNITS}': a number of units, 1 or more")
+  endif()
   set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE GROUP)
   math(EXPR last "${EXTMEM_UNITY_UNITS} - 1")
   foreach(i RANGE ${last})
