@@ -39,7 +39,7 @@ using image::Compare;
 using image::Expected;
 using image::Rect;
 
-constexpr std::size_t kTexelBytes = 4;  // R8G8B8A8_UNORM
+using image::kTexelBytes;
 
 // What CUDA imported, undone in reverse order when the half ends: the
 // mipmapped array before the external memory it was mapped from (cuda.h:

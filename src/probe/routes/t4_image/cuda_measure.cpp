@@ -8,14 +8,13 @@
 #include <fmt/format.h>
 
 #include "probe/routes/t4_image/measure.h"
+#include "probe/routes/t4_image/vk_share.h"
 #include "probe/worker/measure.h"
 #include "probe/routes/route_file.h"
 
 namespace extmem::probe::image {
 namespace {
 namespace EXTMEM_ROUTE_FILE {
-
-constexpr std::size_t kTexelBytes = 4;  // UNSIGNED_INT8 x 4 (R8G8B8A8_UNORM)
 
 // The driver objects this measurement creates, destroyed in reverse order of
 // creation when it returns; a null handle is not destroyed. The stream is

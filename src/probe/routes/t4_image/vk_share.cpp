@@ -23,8 +23,6 @@ namespace EXTMEM_ROUTE_FILE {
 
 using nlohmann::json;
 
-constexpr std::size_t kTexelBytes = 4;  // R8G8B8A8_UNORM
-
 std::uint32_t load(std::span<const std::byte> data, std::size_t offset) {
   std::uint32_t v = 0;
   std::memcpy(&v, data.data() + offset, sizeof v);

@@ -28,6 +28,10 @@
 
 namespace extmem::probe::image {
 
+/// Bytes of one texel: every image row's format is R8G8B8A8_UNORM (CUDA's
+/// UNSIGNED_INT8 x 4).
+inline constexpr std::size_t kTexelBytes = 4;
+
 /// The texel at (x, y) of the pattern of `seed`: a 32-bit hash of seed and
 /// position, so no two positions are related and a transposed, mirrored or
 /// shifted read does not match by accident (R8G8B8A8 bytes = the value's
