@@ -19,7 +19,7 @@ using nlohmann::json;
 // --- one field list per struct ---------------------------------------------------
 // Each struct's JSON keys are written once, in its fields() below, in the order the
 // reader takes them (so the first member missing is the one named). The writer
-// (Put) and the reader (Get) both go through the list; what a part writes besides
+// (PartWriter) and the reader (PartReader) both go through the list; what a part writes besides
 // its fields (facts derived from them, this build's CUDA note) is written by its
 // part below and checked by phase_a_from_json's re-encoding.
 
@@ -208,21 +208,21 @@ struct is_named_list<std::vector<std::pair<std::string, V>>> : std::true_type {}
 // --- writing -----------------------------------------------------------------
 
 template <class T>
-json encode(const T& value);
+json encode_part(const T& value);
 
-struct Put {
+struct PartWriter {
   json& out;
   template <class T>
   void operator()(const char* key, const T& value) const {
-    out[key] = encode(value);
+    out[key] = encode_part(value);
   }
 };
 
 template <class T>
-json encode(const T& value) {
+json encode_part(const T& value) {
   if constexpr (has_fields<T>) {
     json o = json::object();
-    fields(Put{o}, value);
+    fields(PartWriter{o}, value);
     return o;
   } else if constexpr (is_named_list<T>::value) {
     json o = json::object();
@@ -230,7 +230,7 @@ json encode(const T& value) {
     return o;
   } else if constexpr (list_of_fields<T>) {
     json a = json::array();
-    for (const auto& e : value) a.push_back(encode(e));
+    for (const auto& e : value) a.push_back(encode_part(e));
     return a;
   } else {
     return json(value);
@@ -241,13 +241,13 @@ json encode(const T& value) {
 json failed_part(const Error& e) { return {{"error", e.message()}, {"failure", error_json(e)}}; }
 
 json vulkan_json(const vk::VulkanEnumeration& e, std::uint32_t selected) {
-  json j = encode(e);
+  json j = encode_part(e);
   j["selected"] = selected;
   return j;
 }
 
 json gl_driver_json(const GlDriverChoice& c, const Result<gles::GlesInfo>& gles) {
-  json j = encode(c);
+  json j = encode_part(c);
   j["gl_renderer"] = gles ? json(gles->gl_renderer) : json(nullptr);
   j["renderer_matches"] = gles ? json(renderer_matches(c, gles->gl_renderer)) : json(nullptr);
   return j;
@@ -255,14 +255,14 @@ json gl_driver_json(const GlDriverChoice& c, const Result<gles::GlesInfo>& gles)
 
 json gles_json(const Result<gles::GlesInfo>& r, const std::string& vk_device_uuid, const std::string& vk_driver_uuid) {
   if (!r) return failed_part(r.error());
-  json j = encode(*r);
+  json j = encode_part(*r);
   j["device_uuid_vs_vulkan"] = gles::compare_uuid(r->device_uuid, vk_device_uuid);
   j["driver_uuid_vs_vulkan"] = gles::compare_uuid(r->driver_uuid, vk_driver_uuid);
   return j;
 }
 
 json cuda_json(const Result<cuda::Enumeration>& r, const std::string& vk_device_uuid) {
-  json j = r ? encode(*r) : failed_part(r.error());
+  json j = r ? encode_part(*r) : failed_part(r.error());
   j["built"] = cuda::routes_built();
   j["build_note"] = cuda::build_note();
   if (!r) return j;
@@ -296,27 +296,27 @@ struct Refused {
 };
 
 template <class T>
-void decode(const json& j, T& out);
+void decode_part(const json& j, T& out);
 
-struct Get {
+struct PartReader {
   const json& in;
   template <class T>
   void operator()(const char* key, T& value) const {
-    decode(in.at(key), value);
+    decode_part(in.at(key), value);
   }
 };
 
 template <class T>
-void decode(const json& j, T& out) {
+void decode_part(const json& j, T& out) {
   if constexpr (has_fields<T>) {
-    fields(Get{j}, out);
+    fields(PartReader{j}, out);
   } else if constexpr (is_named_list<T>::value) {
     for (const auto& [name, value] : j.items())
       out.emplace_back(name, value.template get<typename T::value_type::second_type>());
   } else if constexpr (list_of_fields<T>) {
     for (const json& e : j) {
       typename T::value_type one;
-      decode(e, one);
+      decode_part(e, one);
       out.push_back(std::move(one));
     }
   } else {
@@ -327,7 +327,7 @@ void decode(const json& j, T& out) {
 template <class T>
 T decoded(const json& j) {
   T out;
-  decode(j, out);
+  decode_part(j, out);
   return out;
 }
 
@@ -396,7 +396,7 @@ Error refusal(std::string_view what, const std::string& where, std::string detai
 nlohmann::json phase_a_json(const PhaseA& a) {
   static const vk::DeviceInfo kNone;  // a selected index out of range compares the UUIDs with ""
   const vk::DeviceInfo& dev = a.selected < a.vulkan.devices.size() ? a.vulkan.devices[a.selected] : kNone;
-  return {{"context", encode(a.context)},
+  return {{"context", encode_part(a.context)},
           {"vulkan", vulkan_json(a.vulkan, a.selected)},
           {"gl_driver", gl_driver_json(a.gl_driver, a.gles)},
           {"gles", gles_json(a.gles, dev.device_uuid, dev.driver_uuid)},
