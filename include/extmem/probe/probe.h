@@ -178,7 +178,7 @@ struct ProbeOptions {
   FdTransportChoice fd_transport = FdTransportChoice::scm;  ///< --fd-transport
   ExpectedTransport expect_transport = kDefaultExpectTransport;  ///< --expect-transport
   /// --peer=ENDPOINT: run one half of every route in `extmem probe serve` listening
-  /// there (a socket path or @NAME; extmem/os/endpoint.h, docs/serve.md); empty = none.
+  /// there (a socket path, @NAME or tcp:HOST:PORT; extmem/os/endpoint.h, docs/serve.md); empty = none.
   std::string peer;
   // Fleet options (docs/fleet.md).
   std::vector<std::string> require;         ///< --require: row or run names that must be OK; the exit then follows them
