@@ -318,16 +318,18 @@ class Server {
       auto conn = listener_.accept(static_cast<int>(left * 1000) + 1);
       if (!conn) continue;  // a timeout, or a peer gone before its accept: the loop's clock decides
       const os::PeerCredentials& c = conn->second;
-      const bool same_peer = c.identified == log.credentials.identified && c.uid == log.credentials.uid;
-      auto first = same_peer ? conn->first.recv(static_cast<int>(std::max(left, 0.0) * 1000) + 1)
-                             : Result<os::Frame>(Error{"route connection", ErrorKind::unsupported, {}, "another peer"});
-      std::optional<SessionRefusal> no =
-          first ? read_route_hello(*first, log.run_id, route_token_) : std::optional<SessionRefusal>{};
-      if (first && !no) return std::move(conn->first.owned_fd());
+      SessionRefusal no{Refusal::busy, "another driving peer's session is running; one is served at a time"};
+      if (c.identified == log.credentials.identified && c.uid == log.credentials.uid) {
+        // This session's peer: its first frame must be the route hello.
+        if (auto first = conn->first.recv(static_cast<int>(left * 1000) + 1)) {
+          auto refused = read_route_hello(*first, log.run_id, route_token_);
+          if (!refused) return std::move(conn->first.owned_fd());
+          no = std::move(*refused);
+        }
+      }
       SessionLog other;
       other.credentials = c;
-      refuse(conn->first, other, no ? no->reason : Refusal::busy,
-             no ? no->detail : "another driving peer's session is running; one is served at a time");
+      refuse(conn->first, other, no.reason, no.detail);
       print(other);
       keep(std::move(other));
     }
