@@ -28,35 +28,34 @@ Error endpoint_usage(std::string detail) {
                    std::to_string(kMaxEndpointName) + " bytes, or tcp:HOST:PORT"};
 }
 
-Error tcp_usage(std::string_view text, std::string what) {
+// The endpoint's text is not repeated: every caller quotes it before this detail.
+Error tcp_usage(std::string what) {
   return Error{"endpoint", ErrorKind::invalid_argument, {},
-               fmt::format("\"{}\": {}; accepted: tcp:HOST:PORT, HOST an IPv4 address, [IPv6 address] or host name, "
-                           "PORT 0 to 65535",
-                           text, what)};
+               what + "; accepted: tcp:HOST:PORT, HOST an IPv4 address, [IPv6 address] or host name, PORT 0 to 65535"};
 }
 
-// "tcp:HOST:PORT" after its prefix.
-Result<Endpoint> parse_tcp(std::string_view text, std::string_view rest) {
+// "HOST:PORT", what follows "tcp:".
+Result<Endpoint> parse_tcp(std::string_view rest) {
   const std::size_t colon = rest.rfind(':');
-  if (colon == std::string_view::npos) return tcp_usage(text, "no port");
+  if (colon == std::string_view::npos) return tcp_usage("no port");
   std::string_view host = rest.substr(0, colon);
   const std::string_view port = rest.substr(colon + 1);
   unsigned value = 0;
   auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
   if (port.empty() || port.size() > 5 || ec != std::errc() || end != port.data() + port.size() || value > 65535)
-    return tcp_usage(text, fmt::format("port \"{}\" is not a number from 0 to 65535", port));
+    return tcp_usage(fmt::format("port \"{}\" is not a number from 0 to 65535", port));
   Endpoint e;
   e.kind = Endpoint::Kind::tcp;
   e.port = static_cast<std::uint16_t>(value);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     e.name = std::string(host.substr(1, host.size() - 2));
     in6_addr a6{};
-    if (::inet_pton(AF_INET6, e.name.c_str(), &a6) != 1) return tcp_usage(text, "the bracketed host is not an IPv6 address");
+    if (::inet_pton(AF_INET6, e.name.c_str(), &a6) != 1) return tcp_usage("the bracketed host is not an IPv6 address");
     return e;
   }
-  if (host.empty() || host.size() > 253) return tcp_usage(text, "the host is empty or over 253 bytes");
+  if (host.empty() || host.size() > 253) return tcp_usage("the host is empty or over 253 bytes");
   if (host.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != std::string_view::npos)
-    return tcp_usage(text, "the host holds a byte a host name or IPv4 address does not (an IPv6 address goes in brackets)");
+    return tcp_usage("the host holds a byte a host name or IPv4 address does not (an IPv6 address goes in brackets)");
   e.name = std::string(host);
   return e;
 }
@@ -192,7 +191,7 @@ std::string Endpoint::text() const {
 }
 
 Result<Endpoint> parse_endpoint(std::string_view text) {
-  if (text.rfind("tcp:", 0) == 0) return parse_tcp(text, text.substr(4));
+  if (text.rfind("tcp:", 0) == 0) return parse_tcp(text.substr(4));
   Endpoint e;
   if (!text.empty() && text.front() == '@') {
     e.kind = Endpoint::Kind::abstract;
