@@ -4,7 +4,7 @@
 # this runs on Mesa's lavapipe (Vulkan).
 # Preset "probe" (CMakePresets.json): build-probe/, the extmem target with the
 # probe subcommand only (EXTMEM_PROBE_ONLY: no tests, benchmarks, fuzzers or
-# other subcommands), -O1 without debug info, the library as two unity units,
+# other subcommands), -Og without debug info, the library as two unity units,
 # one a core (docs/architecture.md, "Builds"; measured in
 # docs/results/build-time.md); the test suite has its own command,
 # scripts/test.sh. bench/first_result.py times it from a clean clone.
