@@ -111,7 +111,7 @@ enum class MemoryTypes {
 struct RouteDef {
   std::string_view row;          ///< the printed row name: a stable interface
   std::string_view group;        ///< one of route_groups(): --only-GROUP selects it, --no-GROUP where offered
-  std::string_view skip_reason;  ///< non-empty: this build cannot run the route (not built); printed as SKIP
+  std::string_view skip_reason = {};  ///< non-empty: this build cannot run the route (not built); printed as SKIP
   Requirements needs;
   std::span<const LegDef> legs;  ///< every leg the route may report, in report order
   std::span<const FaultDef> faults = {};  ///< the test-only faults its halves inject themselves
