@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -355,6 +356,18 @@ TEST(IpcRecv, GarbageIsProtocolError) {
   for (std::size_t i = 0; i < junk.size(); ++i) junk[i] = static_cast<std::byte>(i * 37 + 11);
   ASSERT_EQ(::send(a.fd(), junk.data(), junk.size(), MSG_NOSIGNAL), static_cast<ssize_t>(junk.size()));
   expect_protocol_error_quickly(b);
+}
+
+// A peer that closes with frames it never read leaves a reset, not an end of file
+// (Linux's AF_UNIX sets ECONNRESET then); it is the peer going away all the same.
+TEST(IpcRecv, APeerGoneWithFramesUnreadIsPeerClosed) {
+  auto [a, b] = make_pair();
+  ASSERT_TRUE(a.send(MsgType::report, "never read").ok());
+  { Channel gone = std::move(b); }
+  auto f = a.recv(kRecvTimeoutMs);
+  ASSERT_FALSE(f);
+  EXPECT_EQ(f.error().kind, ErrorKind::peer_closed) << f.error().message();
+  EXPECT_TRUE(f.error().is_errno(ECONNRESET)) << "the socket's own code is kept: " << f.error().message();
 }
 
 // After a bad datagram the channel still delivers the next good frame intact.

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -84,6 +85,17 @@ TEST(StreamChannel, AClosedStreamIsPeerClosedBetweenFramesAndTruncatedWithinOne)
     EXPECT_EQ(f.error().kind, ErrorKind::protocol);
     EXPECT_NE(f.error().detail.find("3 of 10 payload bytes"), std::string::npos) << f.error().detail;
   }
+}
+
+TEST(StreamChannel, APeerGoneWithBytesUnreadIsPeerClosed) {
+  // The peer closes with a frame it never read: a reset (ECONNRESET) rather than an end of file.
+  auto [reader, writer] = stream_pair();
+  ASSERT_TRUE(reader.send(os::MsgType::report, "never read"));
+  writer.reset();
+  auto f = reader.recv(1000);
+  ASSERT_FALSE(f);
+  EXPECT_EQ(f.error().kind, ErrorKind::peer_closed) << f.error().message();
+  EXPECT_TRUE(f.error().is_errno(ECONNRESET)) << f.error().message();
 }
 
 TEST(StreamChannel, AHeaderIsJudgedBeforeItsPayloadIsWaitedFor) {

@@ -63,8 +63,17 @@ bool parse_offer(const std::string& text, int& pid, int& fd) {
   return std::sscanf(text.c_str(), "pid %d fd %d%c", &pid, &fd, &tail) == 2 && pid > 0 && fd >= 0;
 }
 
+// A receive that failed. A peer that closed with bytes it never read leaves
+// ECONNRESET instead of an end of file (AF_UNIX and TCP alike): that is the peer
+// going away too, so it is peer_closed, with the socket's code kept.
+Error recv_error(std::string step, int err) {
+  if (err != ECONNRESET) return os_error(std::move(step), err);
+  return coded_error(std::move(step), ErrorKind::peer_closed, CodeSpace::errno_value, err, errno_code(err),
+                     "peer closed the socket with frames unread");
+}
+
 // Reads until `out` is full, EOF, or `deadline` (os::monotonic_seconds) passes;
-// returns how many bytes came. Errors: os_error("poll" | "read").
+// returns how many bytes came. Errors: os_error("poll"); recv_error("read").
 Result<std::size_t> read_until(int fd, std::span<std::byte> out, double deadline) {
   std::size_t got = 0;
   while (got < out.size()) {
@@ -77,7 +86,7 @@ Result<std::size_t> read_until(int fd, std::span<std::byte> out, double deadline
     if (r == 0) continue;
     const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return os_error("read", errno);
+    if (n < 0) return recv_error("read", errno);
     if (n == 0) break;
     got += static_cast<std::size_t>(n);
   }
@@ -224,7 +233,7 @@ Result<Frame> Channel::recv_frame(int timeout_ms) const {
   do {
     n = ::recvmsg(fd_.get(), &msg, MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
-  if (n < 0) return os_error("recvmsg", errno);
+  if (n < 0) return recv_error("recvmsg", errno);
 
   std::vector<UniqueFd> fds;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {

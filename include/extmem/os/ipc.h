@@ -128,7 +128,8 @@ class Channel {
 
   /// Receives one frame, waiting at most `timeout_ms` (-1: forever; pidfd: for
   /// the offer and again for the frame after it). Errors: timeout; peer_closed
-  /// ("peer closed the socket") on EOF or an empty datagram; the decode errors of decode_frame_header
+  /// ("peer closed the socket") on EOF or an empty datagram, and on ECONNRESET
+  /// (a peer that closed with frames unread; code and errno kept); the decode errors of decode_frame_header
   /// (on a stream also: the connection closed mid-frame, or the rest of a frame
   /// did not come within kStreamFrameRestMs);
   /// os_error("recvmsg"|"poll"); protocol on an fd_offer that is malformed or

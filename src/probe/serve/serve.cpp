@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <csignal>
 #include <iterator>
@@ -269,7 +270,9 @@ class Server {
           refuse(c, log, Refusal::idle, fmt::format("nothing came within --idle-timeout={:g} s", seconds(o_.idle_timeout)));
           log.ended = "idle";
         } else if (frame.error().kind == ErrorKind::peer_closed) {
-          log.ended = "the driving side closed the session";
+          // A reset: it closed with frames it never read, such as its half's last ones.
+          log.ended = frame.error().is_errno(ECONNRESET) ? "the driving side went away with frames unread"
+                                                         : "the driving side closed the session";
         } else {
           refuse(c, log, Refusal::malformed, frame.error().message());
         }
@@ -402,7 +405,9 @@ class Server {
         if (!frame) {
           if (frame.error().kind == ErrorKind::timeout) continue;
           kill();
-          half.ended = "killed: the driving side closed the session mid-route";
+          half.ended = frame.error().kind == ErrorKind::peer_closed
+                           ? "killed: the driving side went away mid-route"
+                           : "killed: the driving side's frame could not be read mid-route: " + frame.error().message();
           return false;
         }
         if (auto no = read_mid_route(*frame)) {
@@ -432,7 +437,7 @@ class Server {
         return ended(kill(), fmt::format("killed: its worker sent message type {}", static_cast<int>(frame->type)));
       if (!c.send(frame->type, frame->payload)) {
         kill();
-        half.ended = "killed: the driving side went away";
+        half.ended = "killed: the driving side went away mid-route";
         return false;
       }
       if (frame->type == os::MsgType::done) {
