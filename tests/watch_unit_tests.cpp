@@ -206,6 +206,28 @@ TEST(WatchProcfs, SharesAddressSpace) {
   waitpid(child, nullptr, 0);
 }
 
+// A process that has exited but is not reaped yet keeps its pid and /proc entry but
+// no address space: its maps read empty, and kcmp finds it unlike every other (so
+// poll asks mapping_count whether a task it cannot match has ended).
+TEST(WatchProcfs, AnExitedUnreapedProcessHasNoMappingsLeft) {
+  pid_t child = -1;
+  char arg0[] = "true";
+  char* argv[] = {arg0, nullptr};
+  ASSERT_EQ(posix_spawnp(&child, "true", nullptr, nullptr, argv, environ), 0);
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);  // a zombie, still ours to reap
+  auto dir = ProcessDir::open(child);
+  ASSERT_TRUE(dir) << dir.error().message();
+  std::string buf;
+  auto mappings = dir->mapping_count(buf);
+  ASSERT_TRUE(mappings) << mappings.error().message();
+  EXPECT_EQ(*mappings, 0u);
+  auto own = ProcessDir::open(getpid());
+  ASSERT_TRUE(own);
+  EXPECT_GT(own->mapping_count(buf).value(), 0u);
+  waitpid(child, nullptr, 0);
+}
+
 // ---------------------------------------------------------------- mapping classes
 
 // Each kind of maps path lands in its documented class.

@@ -6,6 +6,7 @@
 #include <ostream>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -26,6 +27,16 @@ struct Tracked {
   std::set<std::uint64_t> dry_pending;   // dry run: mapping starts whose hit was shown and still holds
 };
 
+// Whether `pid` ended after find_processes listed it: gone, or between its exit and
+// its reaping, when its address space is released already (maps reads empty).
+bool ended_since_listed(pid_t pid) {
+  auto dir = watch::ProcessDir::open(pid);
+  if (!dir) return watch::is_gone(dir.error());
+  std::string buf;
+  auto mappings = dir->mapping_count(buf);
+  return mappings ? *mappings == 0 : watch::is_gone(mappings.error());
+}
+
 class Poller {
  public:
   Poller(const PollOptions& o, const AuditLog& audit, std::ostream& out, std::ostream& err)
@@ -38,6 +49,7 @@ class Poller {
     auto procs = find_processes(o_.processes);
     if (!procs) return std::move(procs).error();
     std::set<pid_t> live;
+    std::vector<pid_t> ended;
     for (const ProcessInfo& p : *procs) {
       live.insert(p.pid);
       if (known_.count(p.pid) > 0) continue;
@@ -51,6 +63,13 @@ class Poller {
           t.same_memory_as = pid;
           break;
         }
+      }
+      // A task that exits between the listing and kcmp (LeakSanitizer's tracer is short-lived)
+      // has no address space left, so kcmp finds it unlike every other: it is not a process to count.
+      if (t.same_memory_as == 0 && ended_since_listed(p.pid)) {
+        live.erase(p.pid);
+        ended.push_back(p.pid);
+        continue;
       }
       if (t.same_memory_as != 0) {
         known_.emplace(p.pid, t);
@@ -74,6 +93,7 @@ class Poller {
         say(fmt::format("poll: + pid {} comm={}", p.pid, p.comm));
       }
     }
+    std::erase_if(*procs, [&](const ProcessInfo& p) { return std::find(ended.begin(), ended.end(), p.pid) != ended.end(); });
     for (auto it = known_.begin(); it != known_.end();) {
       if (live.count(it->first) == 0) {
         say(fmt::format("poll: - pid {} gone", it->first));
