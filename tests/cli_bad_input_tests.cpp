@@ -326,6 +326,12 @@ const std::vector<Case> kCases = {
     {{"report", "@FILE"}, {"@FILE", "not JSON"}},
     {{"report", "@FILE", "--html="}, {"--html", "empty"}},
     {{"report", "@FILE", "--markdown="}, {"--markdown", "empty"}},
+    // Inputs are bounded and must be files with an end; an output is never an input.
+    {{"report", "/dev/zero"}, {"/dev/zero", "more than 67108864 bytes"}},
+    {{"report", "@FILE", "--expect=@DIR"}, {"--expect", "@DIR", "EISDIR"}},
+    {{"report", "@FILE", "--expect=/dev/zero"}, {"--expect", "more than 1048576 bytes"}},
+    {{"report", "@FILE", "--markdown=@FILE"}, {"--markdown", "is also an input", "another file"}},
+    {{"probe", "--expect=@DIR"}, {"--expect", "@DIR", "EISDIR"}},
     // ---- scan ----
     {{"scan"}, {"FILE or --pid"}},
     {{"scan", "@FILE", "--hex=zz"}, {"--hex", "hexadecimal digit", "accepted"}},
@@ -402,6 +408,13 @@ const std::vector<Case> kCases = {
     {{"watch", "--until=forever", "--", "true"}, {"--until", "command", "tree"}},
     {{"watch", "--until=tree", "--pid=@SELF"}, {"--until=tree", "COMMAND"}},
     {{"walk", "--image=@FILE", "--ram-map=0:0:4K", "--root=0", "--format=@FILE", "0x1000"}, {"--format"}},
+    {{"walk", "--image=@FILE", "--ram-map=0:0:4K", "--root=0", "--format=@DIR", "0x1000"}, {"--format", "EISDIR"}},
+    {{"walk", "--image=@FILE", "--ram-map=0:0:4K", "--root=0", "--format=/dev/zero", "0x1000"}, {"--format", "more than 1048576 bytes"}},
+    // An image is read at offsets: a FIFO or character device is refused, never waited on.
+    {{"walk", "--image=@FIFO", "--root=0", "--format=x86-64", "0x1000"}, {"@FIFO", "not a regular file or block device"}},
+    {{"scan", "@FIFO", "--hex=41"}, {"@FIFO", "not a regular file or block device"}},
+    {{"scan", "@FIFO", "--twins"}, {"@FIFO", "not a regular file or block device"}},
+    {{"diff", "--file=@FIFO", "--range=0:4K", "--", "true"}, {"@FIFO", "not a regular file or block device"}},
     // ---- threads ----
     {{"threads"}, {"--pid", "--tracers"}},
     {{"threads", "--pid=abc"}, {"--pid", "accepted"}},

@@ -1,7 +1,5 @@
 // `extmem scan` and `extmem walk`: option parsing only; the work is in extmem::memtools.
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +9,7 @@
 #include "extmem/memtools/commands.h"
 #include "extmem/memtools/processes.h"
 #include "extmem/memtools/scan_commands.h"
+#include "extmem/os/file.h"
 
 namespace extmem::cli {
 namespace {
@@ -246,14 +245,15 @@ Runner add_walk(CLI::App& app) {
     if (auto builtin = memtools::WalkFormat::builtin(s->format)) {
       o.format = std::move(*builtin);
     } else {
-      std::ifstream in(s->format, std::ios::binary);
-      if (!in) {
+      // A format file is some KiB of JSON.
+      auto text = os::read_input_file(s->format, 1u << 20);
+      if (!text) {
         std::cerr << "extmem walk: --format: \"" << s->format
-                  << "\" is neither a built-in format (x86-64, x86-64-la57, gmmu) nor a readable JSON file\n";
+                  << "\" is neither a built-in format (x86-64, x86-64-la57, gmmu) nor a readable JSON file ("
+                  << text.error().message() << ")\n";
         return memtools::kExitUsage;
       }
-      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      auto f = memtools::WalkFormat::from_json(text, &bad);
+      auto f = memtools::WalkFormat::from_json(*text, &bad);
       if (!f) {
         if (!bad.subject.empty()) return memtools::print_syntax_error(std::cerr, c, "--format", bad);
         std::cerr << "extmem walk: bad --format " << s->format << ": " << f.error().detail << '\n';

@@ -48,6 +48,14 @@ Runner add_report(CLI::App& app) {
         std::cerr << "extmem report: " << opt << ": " << problem << "\n";
         return 2;
       }
+      std::vector<std::string> inputs{st->expect};
+      for (const std::string& arg : st->files) inputs.push_back(report::split_input(arg).path);
+      for (const std::string& in : inputs) {
+        if (in.empty() || !os::same_file(*path, in)) continue;
+        std::cerr << "extmem report: " << opt << ": " << *path << " is also an input (" << in
+                  << "): writing it would replace what the report is made from; give another file\n";
+        return 2;
+      }
     }
     // The baseline before the documents: a malformed one is refused with probe --expect's message.
     std::vector<probe::Expectation> baseline;

@@ -1,8 +1,6 @@
 #include "extmem/memtools/block_scan.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +25,7 @@
 #include "memtools/block_scan_bytes.h"
 #include "memtools/entropy_kernel.h"
 #include "memtools/scan.h"
+#include "memtools/image_file.h"
 
 namespace extmem::memtools {
 namespace {
@@ -52,19 +51,10 @@ struct MappedFile {
 };
 
 Status map_file(const std::string& path, MappedFile& m) {
-  const int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (raw < 0) return os_error("open " + path, errno);
-  m.fd = os::UniqueFd(raw);
-  struct stat st {};
-  if (::fstat(m.fd.get(), &st) != 0) return os_error("fstat " + path, errno);
-  if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
-    return Error{"open " + path, ErrorKind::invalid_argument, {}, "not a regular file or block device"};
-  std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
-  if (S_ISBLK(st.st_mode)) {
-    const off_t end = ::lseek(m.fd.get(), 0, SEEK_END);
-    if (end < 0) return os_error("lseek(SEEK_END) " + path, errno);
-    size = static_cast<std::uint64_t>(end);
-  }
+  auto image = detail::open_image(path);
+  if (!image) return std::move(image).error();
+  m.fd = std::move(image->fd);
+  const std::uint64_t size = image->size;
   if (size == 0) return {};
   m.size = static_cast<std::size_t>(size);
   m.addr = ::mmap(nullptr, m.size, PROT_READ, MAP_SHARED, m.fd.get(), 0);

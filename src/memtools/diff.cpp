@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include "extmem/memtools/word_access.h"
 #include "extmem/os/fd.h"
 #include "memtools/mapping_guard.h"
+#include "memtools/image_file.h"
 
 namespace extmem::memtools {
 namespace {
@@ -182,19 +182,10 @@ struct Snapshot::State {
   }
 
   Status select_file() {
-    const int raw = ::open(source.file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (raw < 0) return os_error("open " + source.file, errno);
-    fd = os::UniqueFd(raw);
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return os_error("fstat " + source.file, errno);
-    if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
-      return Error{"open " + source.file, ErrorKind::invalid_argument, {}, "not a regular file or block device"};
-    std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
-    if (S_ISBLK(st.st_mode)) {
-      const off_t end = ::lseek(fd.get(), 0, SEEK_END);
-      if (end < 0) return os_error("lseek(SEEK_END) " + source.file, errno);
-      size = static_cast<std::uint64_t>(end);
-    }
+    auto image = detail::open_image(source.file);
+    if (!image) return std::move(image).error();
+    fd = std::move(image->fd);
+    const std::uint64_t size = image->size;
     const unsigned w = source.width;
     auto add = [&](std::uint64_t address, std::uint64_t offset, std::uint64_t bytes) -> Status {
       if (offset > size || bytes > size - offset)

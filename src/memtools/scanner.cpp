@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include "memtools/page_offset_scan.h"
 #include "memtools/parallel_scan.h"
 #include "memtools/usable_cpus.h"
+#include "memtools/image_file.h"
 
 namespace extmem::memtools {
 namespace {
@@ -156,19 +156,10 @@ bool scan_buffer(const std::uint8_t* data, std::size_t size, std::uint64_t base,
 }
 
 Result<ScanStats> scan_file(const std::string& path, const ScanQuery& q, const HitSink& sink) {
-  const int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (raw < 0) return os_error("open " + path, errno);
-  os::UniqueFd fd(raw);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return os_error("fstat " + path, errno);
-  if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
-    return Error{"open " + path, ErrorKind::invalid_argument, {}, "not a regular file or block device"};
-  std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
-  if (S_ISBLK(st.st_mode)) {
-    const off_t end = ::lseek(fd.get(), 0, SEEK_END);
-    if (end < 0) return os_error("lseek(SEEK_END) " + path, errno);
-    size = static_cast<std::uint64_t>(end);
-  }
+  auto image = detail::open_image(path);
+  if (!image) return std::move(image).error();
+  os::UniqueFd fd = std::move(image->fd);
+  std::uint64_t size = image->size;
   ScanStats stats;
   if (size == 0) return stats;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());

@@ -1,7 +1,5 @@
 #include "extmem/memtools/walk.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "extmem/memtools/word_access.h"
+#include "memtools/image_file.h"
 
 namespace extmem::memtools {
 namespace {
@@ -95,17 +94,10 @@ void walk_level(const WalkFormat& f, const PhysicalImage& image, std::size_t lev
 Result<PhysicalImage> PhysicalImage::open(const std::string& path, std::optional<RamMap> ram_map) {
   PhysicalImage image;
   image.path_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return os_error("open " + path, errno);
-  image.fd_.reset(fd);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return os_error("fstat " + path, errno);
-  image.size_ = static_cast<std::uint64_t>(st.st_size);
-  if (S_ISBLK(st.st_mode)) {
-    const off_t end = ::lseek(fd, 0, SEEK_END);
-    if (end < 0) return os_error("lseek(SEEK_END) " + path, errno);
-    image.size_ = static_cast<std::uint64_t>(end);
-  }
+  auto file = detail::open_image(path);
+  if (!file) return std::move(file).error();
+  image.fd_ = std::move(file->fd);
+  image.size_ = file->size;
   if (ram_map) {
     for (const RamRange& r : ram_map->ranges())
       if (r.file_offset > image.size_ || image.size_ - r.file_offset < r.size)

@@ -1,7 +1,6 @@
 #include "extmem/memtools/word_access.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +11,7 @@
 
 #include "extmem/memtools/processes.h"
 #include "extmem/memtools/syntax.h"
+#include "memtools/image_file.h"
 
 namespace extmem::memtools {
 namespace {
@@ -97,21 +97,10 @@ Result<WordTarget> WordTarget::open_process(pid_t pid, bool writable) {
 Result<WordTarget> WordTarget::open_file(const std::string& path, bool writable) {
   WordTarget t;
   t.name_ = path;
-  // O_NONBLOCK: opening a FIFO nobody writes would otherwise block forever; it is refused below.
-  const int fd = ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) return os_error("open " + path, errno);
-  t.fd_.reset(fd);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return os_error("fstat " + path, errno);
-  if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
-    return Error{"open " + path, ErrorKind::invalid_argument, {}, "not a regular file or block device"};
-  if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) return os_error("fcntl " + path, errno);
-  t.size_ = static_cast<std::uint64_t>(st.st_size);
-  if (S_ISBLK(st.st_mode)) {
-    const off_t end = ::lseek(fd, 0, SEEK_END);
-    if (end < 0) return os_error("lseek(SEEK_END) " + path, errno);
-    t.size_ = static_cast<std::uint64_t>(end);
-  }
+  auto image = detail::open_image(path, writable);
+  if (!image) return std::move(image).error();
+  t.fd_ = std::move(image->fd);
+  t.size_ = image->size;
   return t;
 }
 

@@ -95,4 +95,28 @@ std::string creatable_problem(const std::string& path) {
   return {};
 }
 
+bool same_file(const std::string& a, const std::string& b) noexcept {
+  struct stat sa {}, sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+Result<std::string> read_input_file(const std::string& path, std::size_t max_bytes) {
+  const std::string step = "read " + path;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd.valid()) return os_error(step, errno);
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t got = ::read(fd.get(), buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return os_error(step, errno);  // EISDIR for a directory
+    if (got == 0) return text;
+    text.append(buf, static_cast<std::size_t>(got));
+    if (text.size() > max_bytes)
+      return Error{step, ErrorKind::invalid_argument, {},
+                   fmt::format("more than {} bytes (an endless device such as /dev/zero?): not an input of this kind",
+                               max_bytes)};
+  }
+}
+
 }  // namespace extmem::os

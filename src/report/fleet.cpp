@@ -4,11 +4,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "extmem/os/file.h"
 #include "extmem/probe/probe.h"
 
 namespace extmem::report {
@@ -256,13 +255,18 @@ Input split_input(const std::string& arg) {
 
 namespace {
 
+// A probe's or a server's --json document: some KiB a run, a few MiB for a server's
+// sessions; far more is not one (an endless device, a RAM image given by mistake).
+constexpr std::size_t kMaxDocumentBytes = 64u << 20;
+
 Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{"read " + path, ErrorKind::invalid_argument, errno_code(errno), "cannot open the file"};
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Error{"read " + path, ErrorKind::invalid_argument, errno_code(errno), "read failed"};
-  return text.str();
+  auto text = os::read_input_file(path, kMaxDocumentBytes);
+  if (!text && text.error().detail.empty()) {
+    Error e = std::move(text).error();
+    e.detail = "cannot be read";
+    return e;
+  }
+  return text;
 }
 
 // The sessions of a serve document; refused connections that were no session are left out.

@@ -1,6 +1,7 @@
 // Output files that are either whole or absent.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -21,5 +22,17 @@ Status write_file_atomically(const std::string& path, std::string_view text);
 /// process may not write, or `path`.tmp cannot be created there), with what is
 /// accepted; empty when it can. Leaves nothing behind.
 std::string creatable_problem(const std::string& path);
+
+/// Whether `a` and `b` name one existing file (the same device and inode, links
+/// and other spellings included); false when either does not exist.
+bool same_file(const std::string& a, const std::string& b) noexcept;
+
+/// Reads the whole input file `path`: a regular file, or a pipe, FIFO or
+/// character device read until its end (`<(cmd)`, /dev/stdin), so opening a FIFO
+/// waits for its writer, as cat(1) does. Never holds more than `max_bytes` + 4 KiB:
+/// a longer input (/dev/zero) is refused. Errors: os_error("read PATH", errno):
+/// ENOENT, EACCES, EISDIR for a directory; invalid_argument (step "read PATH")
+/// when it holds more than `max_bytes` bytes.
+Result<std::string> read_input_file(const std::string& path, std::size_t max_bytes);
 
 }  // namespace extmem::os
