@@ -105,7 +105,9 @@ TEST(ProbeWorkers, ModesAgreeUnderFaultHooks) {
       {"T3-memfd-sealed:client:send the sealed:garbage", 1}, {"T1-opaque-fd:server:post-export fd sanity:closefd", 1},
       {"T3-memfd-sealed:client:memfd_create:nosealing", 0},
   };
-  const std::string only = "--only=T1-opaque-fd,T3-memfd-cross-process,T3-external-memory-host,T3-memfd-sealed --timeout=4";
+  // The timeout ends the hang fault; it must also outlast a loaded machine's way to the
+  // other faults' steps (4 s did not, beside two compilers: a timeout in one mode, the crash in the other).
+  const std::string only = "--only=T1-opaque-fd,T3-memfd-cross-process,T3-external-memory-host,T3-memfd-sealed --timeout=8";
   for (const auto& [f, code] : faults) {
     const std::string env = "EXTMEM_TEST_FAULT='" + f + "' ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_abort=0";
     ProbeRun warm = probe(only, env), isolated = probe(only + " --isolate=route", env);
