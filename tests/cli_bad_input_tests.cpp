@@ -179,7 +179,8 @@ const std::vector<Case> kCases = {
     {{"probe", "--json", ""}, {"--json", "empty"}},
     {{"probe", "--no-such-option"}, {"--no-such-option", "--help"}},
     // ---- watch ----
-    {{"watch"}, {"COMMAND / --pid"}},
+    {{"watch"}, {"COMMAND / --pid", "nothing to watch"}},
+    {{"watch", "--pid=@SELF", "--", "true"}, {"COMMAND / --pid", "not both"}},
     {{"watch", "--period=100x", "--", "true"}, {"--period", "unit ms, s, m or h"}},
     {{"watch", "--period=0ms", "--", "true"}, {"--period", "accepted"}},
     {{"watch", "--period=2h", "--", "true"}, {"--period", "1ms to 1h"}},

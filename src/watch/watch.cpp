@@ -152,7 +152,9 @@ int check_pids(const std::vector<pid_t>& pids, std::ostream& err) {
 // into `writer` (nullopt without --out). Returns 0 or the usage status.
 int check_options(const WatchOptions& o, std::optional<SeriesWriter>& writer, std::ostream& err) {
   if (o.command.empty() == o.pids.empty())
-    return usage(err, "COMMAND / --pid", "give either -- COMMAND [ARGS...] or --pid=PID[,PID...], not both");
+    return usage(err, "COMMAND / --pid",
+                 o.command.empty() ? "nothing to watch: give -- COMMAND [ARGS...] or --pid=PID[,PID...]"
+                                   : "give either -- COMMAND [ARGS...] or --pid=PID[,PID...], not both");
   if (o.period.count() <= 0) return usage(err, "--period", "must be greater than 0");
   if (int bad = check_pids(o.pids, err); bad != 0) return bad;
   if (!o.out_path.empty()) {

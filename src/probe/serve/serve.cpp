@@ -450,6 +450,7 @@ class Server {
   void print(const SessionLog& l) {
     if (l.refused && l.number == 0) {
       out_ << fmt::format("refused: {}: {}: {}\n", who(l.credentials), to_string(l.refused->reason), l.refused->detail);
+      out_.flush();  // a journal or a file shows it now, not at the next session
       return;
     }
     out_ << fmt::format("session {}: {} run {}: {} halves{}{}\n", l.number, who(l.credentials), l.run_id.empty() ? "-" : l.run_id, l.halves.size(),
