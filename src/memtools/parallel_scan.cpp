@@ -1,4 +1,5 @@
 #include "memtools/parallel_scan.h"
+#include "memtools/ordered_pieces.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -6,11 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <memory>
-#include <condition_variable>
-#include <mutex>
 #include <optional>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -43,7 +40,6 @@ ReadMargins read_margins(const ScanQuery& q) {
 
 // One piece's result, filled by the worker that claimed it.
 struct Piece {
-  bool done = false;
   std::optional<Error> error;         // a read failed (or found the file shorter): the scan ends here
   std::vector<ScanHit> hits;
   std::optional<std::size_t> resume;  // more than `cap` hits: search on from here
@@ -55,15 +51,11 @@ struct Piece {
 namespace {
 
 // Searches one piece for a worker (or the calling thread): at most `cap` hits
-// kept, `resume` set where it stopped for that. The search of `before` and
-// `after` is scan_pieces'.
+// kept, `resume` set where it stopped for that; `before` and `after` are
+// scan_pieces' (scan_mapped's say what they do).
 template <class Search, class Before, class After, class Faulted>
 Piece search_one_piece(std::size_t lo, std::size_t hi, const ScanQuery& unbounded, std::size_t cap, Search& search,
                        Before& before, After& after, Faulted& faulted) {
-  // The page-offset form reads one word a page: entering the pages in one
-  // call costs less CPU than a fault per 16 pages (measured: 0.23 s against
-  // 0.28 s for 4 GiB). A search of every byte faults them in as it reads,
-  // which measured cheaper than populating first (0.35 s against 0.38 s).
   before(lo, hi);
   Piece piece;
   std::uint64_t count = 0;
@@ -77,13 +69,7 @@ Piece search_one_piece(std::size_t lo, std::size_t hi, const ScanQuery& unbounde
     piece.resume = static_cast<std::size_t>(piece.hits.back().address) + 1;
   }
   piece.faulted = faulted();
-  // The page-offset form is done with these pages: dropping them from the
-  // page tables here, on this thread, spreads the teardown over the workers
-  // (MADV_DONTNEED takes the mmap lock shared) instead of leaving it all to
-  // the final munmap on one thread (perf: unmap_page_range 10.5 % of the
-  // run). A piece searched on from `resume` faults its pages in again.
   after(lo, hi);
-  piece.done = true;
   return piece;
 }
 
@@ -119,26 +105,12 @@ PieceDelivery deliver_piece(Piece& piece, std::size_t hi, const ScanQuery& query
   return *rest && !faulted() ? PieceDelivery::go_on : PieceDelivery::stopped;
 }
 
-// Starts up to `count` threads running `worker`; fewer where the system
-// refuses one (the calling thread searches what no worker claims).
-template <class Worker>
-std::vector<std::thread> start_workers(unsigned count, Worker& worker) {
-  std::vector<std::thread> threads;
-  for (unsigned i = 0; i < count; ++i) {
-    try {
-      threads.emplace_back(worker);
-    } catch (const std::system_error&) {
-      break;
-    }
-  }
-  return threads;
-}
-
 // The piece machinery of scan_mapped and scan_read: `search(lo, hi, query,
 // sink, count)` searches [lo, hi) (hits starting there) and returns false when
 // the sink stopped it, or the error of a read; `before(lo, hi)` and
 // `after(lo, hi)` run around a worker's search of a whole piece; `faulted()`
-// tells that what was read is void (a shrunk mapping).
+// tells that what was read is void (a shrunk mapping). The pieces are shared
+// by `workers` threads and this one (run_ordered_pieces), and delivered in order.
 template <class Search, class Before, class After, class Faulted>
 Result<bool> scan_pieces(std::size_t size, const ScanQuery& query, const HitSink& sink, unsigned workers,
                          std::size_t chunk, std::size_t cap, std::uint64_t& hits, std::uint64_t& bytes,
@@ -146,71 +118,20 @@ Result<bool> scan_pieces(std::size_t size, const ScanQuery& query, const HitSink
   const std::size_t pieces = (size + chunk - 1) / chunk;
   ScanQuery unbounded = query;  // workers keep hits; the limit applies at delivery
   unbounded.max_hits = 0;
-  std::vector<Piece> results(pieces);
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::size_t next_claim = 0, delivered = 0;
-  bool stopping = false;
-  const std::size_t ahead = 2 * std::max(1u, workers);
-
-  auto search_piece = [&](std::size_t index) {
+  auto work = [&](std::size_t index) {
     const std::size_t lo = index * chunk, hi = std::min(size, lo + chunk);
     return search_one_piece(lo, hi, unbounded, cap, search, before, after, faulted);
   };
-  auto worker = [&] {
-    std::unique_lock<std::mutex> lock(mutex);
-    while (true) {
-      changed.wait(lock, [&] { return stopping || next_claim >= pieces || next_claim < delivered + ahead; });
-      if (stopping || next_claim >= pieces) return;
-      const std::size_t index = next_claim++;
-      lock.unlock();
-      Piece piece = search_piece(index);
-      lock.lock();
-      results[index] = std::move(piece);
-      changed.notify_all();
-    }
-  };
-  std::vector<std::thread> threads = start_workers(workers, worker);
-  auto stop = [&] {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      stopping = true;
-    }
-    changed.notify_all();
-    for (std::thread& t : threads) t.join();
-  };
-
   bool go_on = true;
   std::optional<Error> failed;
-  for (std::size_t index = 0; index < pieces && go_on; ++index) {
-    Piece piece;
-    {
-      std::unique_lock<std::mutex> lock(mutex);
-      if (next_claim <= index) {  // no worker has it: search it here
-        next_claim = index + 1;
-        lock.unlock();
-        piece = search_piece(index);
-      } else {
-        changed.wait(lock, [&] { return results[index].done; });
-        piece = std::move(results[index]);
-        results[index] = Piece{};
-      }
-    }
+  auto deliver = [&](std::size_t index, Piece&& piece) {
     const std::size_t hi = std::min(size, (index + 1) * chunk);
     const PieceDelivery delivery = deliver_piece(piece, hi, query, sink, hits, search, faulted, failed);
-    if (delivery == PieceDelivery::ended) {
-      go_on = false;
-      break;
-    }
     go_on = delivery == PieceDelivery::go_on;
-    bytes = hi;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      delivered = index + 1;
-    }
-    changed.notify_all();
-  }
-  stop();
+    if (delivery != PieceDelivery::ended) bytes = hi;
+    return go_on;
+  };
+  run_ordered_pieces<Piece>(pieces, workers, work, deliver);
   if (failed) return std::move(*failed);
   return go_on;
 }
