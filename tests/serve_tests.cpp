@@ -218,6 +218,8 @@ TEST(ServeRun, BadOptionsAreUsageErrors) {
                                   std::string("probe serve --endpoint=tcp:127.0.0.1:0 --allow-group=0"),
                                   std::string("probe serve --endpoint=tcp:0.0.0.0:0"),
                                   std::string("probe serve --endpoint=@x --max-size=1000"),
+                                  std::string("probe serve --endpoint=@x --max-size=0"),
+                                  std::string("probe serve --endpoint=@x --allow-group=0"),
                                   std::string("probe serve --endpoint=@x --allow-group=no-such-group-here"),
                                   std::string("probe --peer=@"), std::string("probe --peer=@x --isolate=route")}) {
     const ShellRun r = run_extmem(args);

@@ -42,7 +42,8 @@ std::function<int()> add_probe_serve(CLI::App* probe, CLI::App** serve) {
                               probe::kDefaultMaxSizeFraction))
       ->type_name("BYTES")
       ->check([](const std::string& v) {  // before CLI11's conversion, which would wrap "-4096" around
-        return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos
+        // 0 is the option's absence inside ServeOptions: given, it is refused, not read as the default.
+        return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos && v.find_first_not_of('0') != std::string::npos
                    ? std::string()
                    : "\"" + v + "\" is not accepted: a whole number of bytes, a multiple of 4096 from 32768";
       });

@@ -511,8 +511,10 @@ Status validate(const ServeOptions& o) {
   if (!endpoint) return serve_usage("--endpoint", fmt::format("\"{}\": {}", o.endpoint, endpoint.error().detail));
   if (o.listen_any && endpoint->kind != os::Endpoint::Kind::tcp)
     return serve_usage("--listen-any", "applies to a tcp: endpoint only; a socket path or @NAME has no address to widen");
-  if (!o.allow_group.empty() && endpoint->kind == os::Endpoint::Kind::tcp)
-    return serve_usage("--allow-group", "sets a socket file's group; a tcp: endpoint has no file (--allow-uid applies)");
+  if (!o.allow_group.empty() && endpoint->kind != os::Endpoint::Kind::path)
+    return serve_usage("--allow-group", fmt::format("sets a socket file's group; {} has no file (--allow-uid applies)",
+                                                    endpoint->kind == os::Endpoint::Kind::tcp ? "a tcp: endpoint"
+                                                                                              : "an abstract @NAME socket"));
   if (o.idle_timeout < kIdleTimeoutRange.min || o.idle_timeout > kIdleTimeoutRange.max)
     return serve_usage("--idle-timeout", fmt::format("{:g} s is not accepted: {}", seconds(o.idle_timeout),
                                                      describe_duration(kIdleTimeoutRange)));
