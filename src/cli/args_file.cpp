@@ -2,15 +2,12 @@
 // options (docs/probe.md, "Launch without a shell").
 #include "cli/args_file.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 
 #include <fmt/format.h>
 
-#include "extmem/os/fd.h"
+#include "extmem/os/file.h"
 
 namespace extmem::cli {
 namespace {
@@ -99,26 +96,14 @@ Result<std::vector<ArgsWord>> split_args_text(std::string_view text, const std::
 }
 
 Result<std::vector<ArgsWord>> read_args_file(const std::string& path) {
-  auto failed = [&](int err) {
-    return os_error("--args-file", err, fmt::format("cannot read {}: {}", path, std::strerror(err)));
-  };
-  os::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-  if (!fd.valid()) return failed(errno);
-  std::string text;
-  char buf[4096];
-  for (;;) {
-    const ssize_t got = ::read(fd.get(), buf, sizeof buf);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      return failed(errno);  // EISDIR for a directory, EIO for /proc/self/mem
-    }
-    if (got == 0) break;
-    text.append(buf, static_cast<std::size_t>(got));
-    if (text.size() > kArgsFileMaxBytes)
-      return Error{"--args-file", ErrorKind::invalid_argument, {},
-                   fmt::format("{} is larger than {} bytes: not a file of options", path, kArgsFileMaxBytes)};
-  }
-  return split_args_text(text, path);
+  auto text = os::read_input_file(path, kArgsFileMaxBytes);
+  if (text) return split_args_text(*text, path);
+  const Error& e = text.error();
+  if (e.space == CodeSpace::errno_value)  // EISDIR for a directory, EIO for /proc/self/mem
+    return os_error("--args-file", static_cast<int>(e.native),
+                    fmt::format("cannot read {}: {}", path, std::strerror(static_cast<int>(e.native))));
+  return Error{"--args-file", ErrorKind::invalid_argument, {},
+               fmt::format("{} is larger than {} bytes: not a file of options", path, kArgsFileMaxBytes)};
 }
 
 }  // namespace extmem::cli

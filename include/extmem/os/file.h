@@ -1,4 +1,4 @@
-// Output files that are either whole or absent.
+// Output files that are either whole or absent, and input files read whole to a bound.
 #pragma once
 
 #include <cstddef>
